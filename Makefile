@@ -1,0 +1,24 @@
+# The README's two commands are `make run` and `make test`; both do set-up first if needed.
+SHELL := /bin/bash
+VENV := .venv/bin
+SCENARIO ?= scenarios/quick.yaml
+
+.PHONY: setup run test test-fast clean help
+
+help:
+	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
+	@echo "make run     set-up if needed, run $(SCENARIO), print its table and the dashboard address"
+	@echo "make test    set-up if needed, run every test (needs root)"
+	@echo "make clean   remove every namespace, process, bridge and BPF object the testbed created"
+
+setup:
+	@scripts/setup.sh
+
+run: setup
+	@scripts/main-job.sh $(SCENARIO)
+
+test: setup
+	@scripts/test.sh
+
+clean:
+	@$(VENV)/catnip clean

@@ -1,0 +1,206 @@
+"""The `catnip` command: check, run, list, report, clean."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import click
+
+from controller import scenario as scenario_mod
+from testbed import paths
+
+
+def _store(db: str | None):
+    from results.store import Store
+    return Store(db or paths.database())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option("0.1.0", prog_name="catnip")
+def main() -> None:
+    """CATNIP testbed: emulate the papers' networks on real Linux and reproduce their tables."""
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.option("--brief", is_flag=True, help="one line")
+def check(as_json: bool, brief: bool) -> None:
+    """What this machine can do; exit 0 if scenarios can run."""
+    from testbed.capabilities import probe
+    caps = probe()
+    problems = caps.blocking_problems()
+    if as_json:
+        click.echo(json.dumps(caps.to_dict(), indent=2))
+    elif brief:
+        click.echo("ready: link backends " + ",".join(caps.link_backends) + "; switches " +
+                   ",".join(caps.access_switches) if not problems else "NOT ready: " + "; ".join(problems))
+    else:
+        yes = lambda b: click.style("yes", fg="green") if b else click.style("no", fg="red")  # noqa: E731
+        click.echo(f"kernel {caps.kernel}   root: {yes(caps.root)}   network namespaces: {yes(caps.netns)}")
+        click.echo("qdiscs: " + "  ".join(f"{q} {yes(v)}" for q, v in caps.qdiscs.items()))
+        click.echo(f"NFQUEUE: {yes(caps.nfqueue)}   queue engine built: {yes(caps.engine_binary)}"
+                   f" ({paths.engine_binary()})")
+        click.echo(f"Open vSwitch running: {yes(caps.ovs_running)}   kernel datapath: {yes(caps.ovs_kernel_datapath)}"
+                   f"   userspace datapath: {yes(caps.ovs_userspace_datapath)}   Linux bridge: {yes(caps.linux_bridge)}")
+        click.echo(f"BPF: BTF {yes(caps.bpf_btf)}   bpftool {yes(caps.tools.get('bpftool'))}"
+                   f"   clang {yes(caps.tools.get('clang'))}   cgroup v2 {yes(caps.cgroup2)}")
+        click.echo(f"Mininet API: {yes(caps.mininet)}   tools: " +
+                   "  ".join(f"{t} {yes(v)}" for t, v in caps.tools.items()))
+        click.echo(f"link backends: {', '.join(caps.link_backends) or 'none'}"
+                   f"   (kernel tc backend needs netem)   access switches: {', '.join(caps.access_switches) or 'none'}")
+        if problems:
+            click.echo(click.style("cannot run scenarios:", fg="red", bold=True))
+            for p in problems:
+                click.echo(f"  - {p}")
+        else:
+            click.echo(click.style("ready to run scenarios", fg="green", bold=True))
+    sys.exit(1 if problems else 0)
+
+
+@main.command(name="run")
+@click.argument("scenario_file", type=click.Path(dir_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="override a field, e.g. --set topology.clients=20 (repeatable)")
+@click.option("--seed", type=int, default=None, help="seed for every random choice of the run")
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
+@click.option("--json", "as_json", is_flag=True, help="print a machine-readable summary at the end")
+@click.option("--report/--no-report", default=False, help="print the report table after the run")
+def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db: str | None,
+            as_json: bool, report: bool) -> None:
+    """Run SCENARIO_FILE; prints the run id."""
+    try:
+        sweep = scenario_mod.load(scenario_file, list(overrides), seed)
+    except scenario_mod.ScenarioError as exc:
+        raise click.ClickException(f"invalid scenario {scenario_file}:\n{exc}") from None
+    from controller import runner
+    from results import report as report_mod
+    from testbed.capabilities import probe
+    caps = probe()
+    problems = caps.blocking_problems()
+    if problems:
+        raise click.ClickException("this machine cannot run scenarios (see `catnip check`): " + "; ".join(problems))
+    store = _store(db)
+    display = _ProgressDisplay(enabled=not as_json)
+    started = time.monotonic()
+    run_id = runner.new_run_id(sweep.name)
+    click.echo(f"run {run_id}: {sweep.name}, {len(sweep.points)} point(s)", err=as_json)
+    try:
+        with display:
+            runner.run(sweep, caps, store, progress=display.update, run_id=run_id)
+    except runner.RunBusy as exc:
+        raise click.ClickException(str(exc)) from None
+    except (runner.RunCancelled, KeyboardInterrupt):
+        click.echo(f"run {run_id} cancelled; network torn down. Partial records kept.", err=True)
+        sys.exit(130)
+    rep = report_mod.run_report(store, run_id)
+    wall = time.monotonic() - started
+    if as_json:
+        click.echo(json.dumps({"run_id": run_id, "status": rep["status"], "wall_seconds": round(wall, 1),
+                               "points": [{k: p[k] for k in ("point", "assignment", "status", "error", "realtime_ok",
+                                                             "pages_completed", "pages_failed")}
+                                          | {"bottleneck_loss": p["loss"].get("bottleneck-data", {}).get("loss")}
+                                          for p in rep["points"]]}, indent=2))
+    else:
+        if report:
+            click.echo(report_mod.render_text(rep))
+        click.echo(f"run {run_id} {rep['status']} in {wall:.0f} s; `catnip report {run_id}` shows it again")
+    sys.exit(0 if rep["status"] == "done" else 1)
+
+
+class _ProgressDisplay:
+    """A rich progress bar per point: pages done of total, elapsed, bottleneck state."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.plain = enabled and not self.enabled
+        self._progress = None
+        self._tasks: dict[int, int] = {}
+        self._last_plain = 0.0
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TextColumn("pages"), TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
+                                      transient=False)
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._progress:
+            self._progress.__exit__(*exc)
+
+    def update(self, p) -> None:
+        info = p.phase
+        if p.bottleneck:
+            info += f" | queue {p.bottleneck.get('queue_pkts')} pkts, drops {p.bottleneck.get('dropped')}"
+        if self._progress:
+            if p.point not in self._tasks:
+                self._tasks[p.point] = self._progress.add_task(
+                    f"point {p.point + 1}/{p.points} {p.label}", total=p.pages_total or None, info=info)
+            self._progress.update(self._tasks[p.point], completed=p.pages_done, info=info)
+        elif self.plain and time.monotonic() - self._last_plain > 10:
+            self._last_plain = time.monotonic()
+            click.echo(f"  point {p.point + 1}/{p.points} [{p.label}] {p.pages_done}/{p.pages_total} pages,"
+                       f" {p.elapsed:.0f} s, {info}", err=True)
+
+
+@main.command(name="list")
+@click.option("--db", type=click.Path(dir_okay=False), default=None)
+@click.option("--json", "as_json", is_flag=True)
+def list_cmd(db: str | None, as_json: bool) -> None:
+    """Runs in the results database, newest first."""
+    with _store(db) as store:
+        rows = store.runs()
+        if as_json:
+            click.echo(json.dumps([{k: r[k] for k in ("id", "name", "status", "seed", "started", "finished", "error")}
+                                   for r in rows], indent=2))
+            return
+        if not rows:
+            click.echo(f"no runs in {store.path}")
+            return
+        for r in rows:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"]))
+            dur = f"{r['finished'] - r['started']:.0f} s" if r["finished"] else "-"
+            click.echo(f"{r['id']:<48} {r['name']:<24} {r['status']:<10} {when}  {dur}")
+
+
+@main.command()
+@click.argument("run_id")
+@click.option("--db", type=click.Path(dir_okay=False), default=None)
+@click.option("--json", "fmt", flag_value="json", help="JSON")
+@click.option("--csv", "fmt", flag_value="csv", help="CSV, one row per point and page")
+def report(run_id: str, db: str | None, fmt: str | None) -> None:
+    """The report of RUN_ID (an id or an unambiguous prefix) in the layout of Table II."""
+    from results import report as report_mod
+    with _store(db) as store:
+        try:
+            rep = report_mod.run_report(store, run_id)
+        except KeyError as exc:
+            raise click.ClickException(exc.args[0]) from None
+    click.echo({"json": report_mod.render_json, "csv": report_mod.render_csv}.get(fmt, report_mod.render_text)(rep),
+               nl=fmt != "csv")
+
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="only list what would be removed")
+def clean(dry_run: bool) -> None:
+    """Remove every namespace, process, bridge, link and BPF object the project created."""
+    from testbed import cleanup
+    if dry_run:
+        left = cleanup.leftovers()
+        click.echo(json.dumps(left, indent=2) if left else "nothing to clean")
+        return
+    removed = cleanup.clean()
+    for line in removed:
+        click.echo(f"removed {line}")
+    left = cleanup.leftovers()
+    if left:
+        raise click.ClickException("still present after cleaning: " + json.dumps(left))
+    click.echo("clean" if not removed else f"clean ({len(removed)} removed)")
+
+
+if __name__ == "__main__":
+    main()

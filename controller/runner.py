@@ -1,0 +1,392 @@
+"""Runs a loaded scenario: one emulated network per sweep point, records into the store.
+
+Per point: build the dumbbell -> start the routers' engines (then their NFQUEUE rules) -> start
+Apache on the servers -> optional capture -> start one workload client per client host ->
+watch progress and the engines until the clients finish or the time limit -> collect counters
+-> tear down. Teardown runs on every exit path (failure, Ctrl-C, SIGTERM); a failed point is
+recorded as failed and the next point still runs. Only one run uses the machine at a time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+import uuid
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from controller.scenario import Scenario, Sweep
+from results.store import Store
+from testbed import apache, hostconfig, paths
+from testbed.capabilities import Capabilities
+from testbed.engine import RouterEngine
+from topologies import dumbbell
+from workloads import docroot as docroot_mod
+from workloads.pages import catnip_pages
+
+
+class RunCancelled(Exception):
+    """Ctrl-C, SIGTERM or a cancel request: the point is torn down and recorded as cancelled."""
+
+
+class RunBusy(RuntimeError):
+    pass
+
+
+@dataclass
+class Progress:
+    """What a progress display needs; the CLI draws it, the dashboard will stream it."""
+
+    run_id: str
+    point: int
+    points: int
+    label: str
+    pages_done: int = 0
+    pages_total: int = 0
+    elapsed: float = 0.0
+    phase: str = "starting"
+    bottleneck: dict = field(default_factory=dict)
+
+
+ProgressSink = Callable[[Progress], None]
+
+
+def _cmd_output(args: list[str]) -> str:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def git_revision() -> str:
+    rev = _cmd_output(["git", "-C", str(paths.REPO), "rev-parse", "HEAD"])
+    if rev and _cmd_output(["git", "-C", str(paths.REPO), "status", "--porcelain", "--untracked-files=no"]):
+        rev += "-dirty"
+    return rev or "unknown"
+
+
+def versions() -> dict[str, str]:
+    import mininet.net
+    return {
+        "kernel": os.uname().release,
+        "mininet": mininet.net.VERSION,
+        "ovs": _cmd_output(["ovs-vsctl", "--version"]).splitlines()[0:1] and
+               _cmd_output(["ovs-vsctl", "--version"]).splitlines()[0],
+        "apache": _cmd_output(["/usr/sbin/apache2", "-v"]).splitlines()[0:1] and
+                  _cmd_output(["/usr/sbin/apache2", "-v"]).splitlines()[0],
+        "engine": _cmd_output([str(paths.engine_binary()), "--version"]),
+        "python": _cmd_output([paths.python(), "--version"]),
+    }
+
+
+@contextmanager
+def machine_lock() -> Iterator[None]:
+    """Two runs must never fight over the machine unnoticed."""
+    paths.state_dir().mkdir(parents=True, exist_ok=True)
+    fh = open(paths.state_dir() / "lock", "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise RunBusy("another catnip run is using this machine (lock held on "
+                      f"{paths.state_dir() / 'lock'}); wait for it or stop it") from None
+    try:
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+
+@contextmanager
+def sigterm_cancels() -> Iterator[None]:
+    def handler(signum, frame):
+        raise RunCancelled(f"stopped by signal {signal.Signals(signum).name}")
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def new_run_id(name: str) -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{name[:24]}-{uuid.uuid4().hex[:4]}"
+
+
+def link_roles(d: dumbbell.Dumbbell) -> dict[str, str]:
+    rc, rs = d.router_c.name, d.router_s.name
+    roles = {}
+    for router, links in d.engine_links.items():
+        for link in links:
+            if link.hook == "ingress":
+                roles[link.name] = "ingress-delay"
+            elif link.name == f"{rs}>{rc}":
+                roles[link.name] = "bottleneck-data"
+            elif link.name == f"{rc}>{rs}":
+                roles[link.name] = "bottleneck-ack"
+            else:
+                roles[link.name] = "access-client" if router == rc else "access-server"
+    return roles
+
+
+class PointRun:
+    """One sweep point on one freshly built network."""
+
+    def __init__(self, run_id: str, index: int, rep: int, scenario: Scenario, caps: Capabilities,
+                 store: Store, workdir: Path, artifacts: Path, progress: ProgressSink,
+                 cancelled: Callable[[], bool]):
+        self.run_id, self.index, self.rep, self.sc = run_id, index, rep, scenario
+        self.caps, self.store, self.workdir, self.artifacts = caps, store, workdir, artifacts
+        self.progress, self.cancelled = progress, cancelled
+        self.seed = scenario.seed + 1000 * rep
+        self.engines: list[RouterEngine] = []
+        self.servers: list[apache.ApacheServer] = []
+        self.clients: list[tuple[dumbbell.Endpoint, subprocess.Popen, Path]] = []
+        self.capture: subprocess.Popen | None = None
+
+    def execute(self, prog: Progress) -> None:
+        sc = self.sc
+        switch = self.caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath)
+        self.store.update_point(self.run_id, self.index, switch_kind=switch, link_backend="engine")
+        with ExitStack() as stack:
+            previous_cc = hostconfig.allow_congestion_control(sc.tcp.congestion_control)
+            if previous_cc is not None:
+                (paths.state_dir() / "allowed_cc.orig").write_text(previous_cc)
+                stack.callback(self._restore_cc, previous_cc)
+            prog.phase = "building network"
+            self.progress(prog)
+            d = dumbbell.build(sc, switch)
+            stack.callback(dumbbell.stop, d)
+            stack.callback(self._stop_processes)
+            for router in d.routers:
+                engine = RouterEngine(router, d.engine_links[router.name], self.workdir, self.seed,
+                                      late_threshold_s=sc.run.late_threshold)
+                self.engines.append(engine)
+                engine.start()
+            prog.phase = "starting servers"
+            self.progress(prog)
+            root = paths.data_dir() / "docroot"
+            pages = catnip_pages()
+            docroot_mod.write_docroot(pages, root)
+            for server in d.servers:
+                srv = apache.ApacheServer(workdir=self.workdir / server.name, docroot=root, listen_ip=server.ip,
+                                          port=80, http_version=sc.workload.http_version)
+                srv.prepare()
+                srv.proc = server.node.popen(srv.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                self.servers.append(srv)
+            for srv, server in zip(self.servers, d.servers):
+                srv.wait_ready(server.node, timeout=10)
+            if sc.run.capture:
+                self._start_capture(d)
+            self.store.update_point(self.run_id, self.index, sysctls={
+                "client": hostconfig.read_sysctls(d.clients[0].node),
+                "server": hostconfig.read_sysctls(d.servers[0].node),
+                "router": hostconfig.read_sysctls(d.router_s)})
+            prog.phase = "running workload"
+            self._start_clients(d)
+            self._watch(d, prog)
+            prog.phase = "collecting"
+            self.progress(prog)
+            self._collect(d)
+
+    def _restore_cc(self, previous: str) -> None:
+        hostconfig.restore_allowed_congestion_control(previous)
+        (paths.state_dir() / "allowed_cc.orig").unlink(missing_ok=True)
+
+    def _start_capture(self, d: dumbbell.Dumbbell) -> None:
+        path = self.artifacts / f"point{self.index}-bottleneck.pcap"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        intf = d.bottleneck_intf[d.router_s.name]
+        self.capture = d.router_s.popen(["tcpdump", "-i", intf, "-s", "128", "-U", "-w", str(path)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.store.update_point(self.run_id, self.index, capture=str(path))
+
+    def _start_clients(self, d: dumbbell.Dumbbell) -> None:
+        wl = self.sc.workload
+        rng = random.Random(self.seed)
+        for i, client in enumerate(d.clients):
+            server = d.server_for(i)
+            order_seed = rng.randrange(2**31)
+            cfg = {
+                "client": client.name, "server": server.ip, "port": 80, "server_name": server.name,
+                "pages": wl.pages, "rounds": wl.rounds, "seed": order_seed,
+                "think_time": wl.think_time.model_dump(), "parallel": wl.parallel,
+                "http_version": wl.http_version, "object_timeout": wl.object_timeout,
+                "session_timeout": self.sc.run.time_limit,
+                # Launching 100 Python clients takes a moment: start them all on a common clock.
+                "start_delay": 2.0 + rng.uniform(0, wl.start_stagger),
+            }
+            cfg_path = self.workdir / f"client-{client.name}.json"
+            out_path = self.workdir / f"client-{client.name}.jsonl"
+            cfg_path.write_text(json.dumps(cfg))
+            log = open(self.workdir / f"client-{client.name}.log", "w")
+            proc = client.node.popen([paths.python(), "-m", "workloads.client", str(cfg_path), str(out_path)],
+                                     stdout=log, stderr=subprocess.STDOUT, cwd=str(paths.REPO))
+            self.clients.append((client, proc, out_path))
+
+    def _pages_done(self) -> int:
+        done = 0
+        for _, _, out in self.clients:
+            try:
+                with open(out, "rb") as fh:
+                    done += fh.read().count(b'"kind": "page"')
+            except FileNotFoundError:
+                pass
+        return done
+
+    def _watch(self, d: dumbbell.Dumbbell, prog: Progress) -> None:
+        start = time.monotonic()
+        limit = self.sc.run.time_limit
+        bottleneck = next(e for e in self.engines if e.router is d.router_s)
+        data_link = f"{d.router_s.name}>{d.router_c.name}"
+        samples: list[tuple] = []
+        last_t = None
+        while True:
+            time.sleep(0.5)
+            if self.cancelled():
+                raise RunCancelled("cancelled")
+            for e in self.engines:
+                if not e.alive():
+                    raise RuntimeError(f"queue engine on {e.router.name} died (exit {e.proc.returncode}); "
+                                       f"log: {e.log_path}")
+            stats = bottleneck.latest_stats()
+            if stats and stats.get("t") != last_t:
+                last_t = stats["t"]
+                s = stats["links"].get(data_link, {})
+                sent = sum(v[1] for v in s.get("sent", {}).values())
+                dropped = sum(v[0] for v in s.get("dropped", {}).values())
+                samples.append((d.router_s.name, data_link, stats["t"], s.get("queue_pkts"), s.get("queue_bytes"),
+                                sent, dropped))
+                prog.bottleneck = {"queue_pkts": s.get("queue_pkts"), "sent_bytes": sent, "dropped": dropped}
+            prog.pages_done = self._pages_done()
+            prog.elapsed = time.monotonic() - start
+            self.progress(prog)
+            if all(proc.poll() is not None for _, proc, _ in self.clients):
+                break
+            if prog.elapsed > limit:
+                raise RuntimeError(f"time limit {limit:.0f} s reached with {prog.pages_done} of "
+                                   f"{prog.pages_total} pages done (run.time_limit)")
+        self.store.add_queue_samples(self.run_id, self.index, samples)
+
+    def _collect(self, d: dumbbell.Dumbbell) -> None:
+        objects, pages = [], []
+        for client, proc, out in self.clients:
+            server = d.server_for(d.clients.index(client)).name
+            try:
+                lines = out.read_text().splitlines()
+            except FileNotFoundError:
+                lines = []
+            for line in lines:
+                rec = json.loads(line)
+                rec.setdefault("client", client.name)
+                rec.setdefault("server", server)
+                if rec.get("kind") == "object":
+                    objects.append(rec)
+                elif rec.get("kind") == "page":
+                    pages.append(rec)
+        self.store.add_transfers(self.run_id, self.index, objects, pages)
+        for e in d.hosts:
+            self.store.add_tcp_counters(self.run_id, self.index, e.name, hostconfig.nstat(e.node))
+        kernel = {}
+        for engine in self.engines:
+            kernel[engine.router.name] = {r["link"]: r for r in engine.kernel_queue_counters()}
+            engine.stop()
+        roles = link_roles(d)
+        late = events = kdrops = 0
+        max_late = 0.0
+        for engine in self.engines:
+            final = engine.latest_stats() or {}
+            configs = {l["name"]: l for l in engine.config()["links"]}
+            self.store.add_link_stats(self.run_id, self.index, engine.router.name, final, roles, configs,
+                                      kernel[engine.router.name])
+            eng = final.get("engine", {})
+            late += eng.get("late_events", 0)
+            events += eng.get("events", 0)
+            max_late = max(max_late, eng.get("max_late_us", 0) or 0)
+            kdrops += sum((r["queue_dropped"] + r["user_dropped"]) for r in kernel[engine.router.name].values())
+            if not final.get("final"):
+                kdrops += 0  # a missing final record is reported below
+        failed_clients = [c.name for c, proc, _ in self.clients if proc.returncode not in (0, None)]
+        late_fraction = late / events if events else 0.0
+        fidelity = {"engine_events": events, "late_events": late, "late_fraction": late_fraction,
+                    "max_late_us": max_late, "kernel_queue_drops": kdrops, "failed_clients": failed_clients,
+                    "late_threshold_us": int(self.sc.run.late_threshold * 1e6)}
+        ok = late_fraction <= self.sc.run.max_late_fraction and kdrops == 0
+        self.store.update_point(self.run_id, self.index, fidelity=fidelity, realtime_ok=int(ok))
+
+    def _stop_processes(self) -> None:
+        for _, proc, _ in self.clients:
+            if proc.poll() is None:
+                proc.terminate()
+        for _, proc, _ in self.clients:
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if self.capture and self.capture.poll() is None:
+            self.capture.send_signal(signal.SIGINT)
+            try:
+                self.capture.wait(5)
+            except subprocess.TimeoutExpired:
+                self.capture.kill()
+        for srv in self.servers:
+            srv.stop()
+        for engine in self.engines:
+            engine.stop()
+
+
+def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink = lambda p: None,
+        cancelled: Callable[[], bool] = lambda: False, run_id: str | None = None) -> str:
+    """Run every point of a sweep; returns the run id. Records survive failures of single points."""
+    problems = caps.blocking_problems()
+    if problems:
+        raise RuntimeError("this machine cannot run scenarios: " + "; ".join(problems))
+    run_id = run_id or new_run_id(sweep.name)
+    first = sweep.points[0][1]
+    reps = first.run.repetitions
+    with machine_lock(), sigterm_cancels():
+        store.create_run(run_id, sweep.name, sweep.source, sweep.raw, sweep.sweep, first.seed, git_revision(),
+                         versions(), caps.to_dict())
+        artifacts = paths.data_dir() / "runs" / run_id
+        status, error = "done", None
+        index = 0
+        total = len(sweep.points) * reps
+        try:
+            for assignment, scenario in sweep.points:
+                for rep in range(reps):
+                    # Configs, logs and client records stay with the run (enough to explain it).
+                    workdir = artifacts / f"point{index}"
+                    workdir.mkdir(parents=True, exist_ok=True)
+                    point = PointRun(run_id, index, rep, scenario, caps, store, workdir, artifacts, progress,
+                                     cancelled)
+                    store.create_point(run_id, index, rep, assignment, scenario.model_dump(), point.seed)
+                    label = ", ".join(f"{k}={v}" for k, v in assignment.items()) or sweep.name
+                    prog = Progress(run_id, index, total, label,
+                                    pages_total=scenario.topology.clients * len(scenario.workload.pages)
+                                    * scenario.workload.rounds)
+                    try:
+                        point.execute(prog)
+                        store.update_point(run_id, index, status="done", finished=time.time())
+                    except (RunCancelled, KeyboardInterrupt) as exc:
+                        store.update_point(run_id, index, status="cancelled", error=str(exc) or "interrupted",
+                                           finished=time.time())
+                        raise RunCancelled(str(exc) or "interrupted") from None
+                    except Exception as exc:  # noqa: BLE001 - recorded; the next point still runs
+                        store.update_point(run_id, index, status="failed", error=f"{type(exc).__name__}: {exc}",
+                                           finished=time.time())
+                        status, error = "failed", f"point {index}: {exc}"
+                    index += 1
+        except RunCancelled as exc:
+            status, error = "cancelled", str(exc)
+            raise
+        finally:
+            store.finish_run(run_id, status, error)
+    return run_id

@@ -1,0 +1,263 @@
+"""Scenario files: schema, loading, overrides and sweep expansion.
+
+A scenario YAML file plus a seed fully determines a run. Loading goes
+raw YAML -> `--set` overrides applied to the raw mapping -> validation -> one resolved
+`Scenario` per sweep point. Every validation error names the field, the bad value and what
+is allowed (`ScenarioError`).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from controller import units
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run; the message is meant for the user, one problem a line."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LinkSpec(_Strict):
+    """One emulated link: rate, one-way propagation delay, and the buffer of its egress queue."""
+
+    rate: int = Field(description="bit/s; written like '10Mbit'")
+    delay: float = Field(description="one-way propagation delay in seconds; written like '5ms'")
+    buffer: dict[str, int] = Field(description="{'packets': N} or {'bytes': N}; written '50p' or '64KB'")
+
+    @field_validator("rate", mode="before")
+    @classmethod
+    def _rate(cls, v: Any) -> int:
+        return units.parse_rate(v)
+
+    @field_validator("delay", mode="before")
+    @classmethod
+    def _delay(cls, v: Any) -> float:
+        return units.parse_duration(v)
+
+    @field_validator("buffer", mode="before")
+    @classmethod
+    def _buffer(cls, v: Any) -> dict[str, int]:
+        return units.parse_buffer(v)
+
+
+class TopologySpec(_Strict):
+    """The dumbbell of CATNIP Fig. 3 (section IV-A)."""
+
+    kind: Literal["dumbbell"] = "dumbbell"
+    clients: int = Field(ge=1, le=250)
+    servers: int = Field(ge=1, le=50)
+    client_link: LinkSpec
+    server_link: LinkSpec
+    bottleneck: LinkSpec
+    mss: int | None = Field(default=None, ge=88, le=8960,
+                            description="TCP MSS in bytes; interfaces get MTU = mss + 40. None: Linux default (MTU 1500)")
+    access_switch: Literal["auto", "ovs", "linuxbridge"] = "auto"
+    ovs_datapath: Literal["auto", "kernel", "user"] = "auto"
+
+    @model_validator(mode="after")
+    def _clients_per_server(self) -> "TopologySpec":
+        if self.clients < self.servers:
+            raise ValueError(f"clients ({self.clients}) must be at least servers ({self.servers}): "
+                             "each server serves its own set of clients (section IV-A)")
+        return self
+
+
+class PolicySpec(_Strict):
+    """Drop/scheduling policy of the router queues. The spine has DropTail; others come later."""
+
+    kind: Literal["droptail"] = "droptail"
+
+
+class RouterSpec(_Strict):
+    policy: PolicySpec = PolicySpec()
+
+
+class TcpSpec(_Strict):
+    """TCP settings applied in every host's namespace."""
+
+    congestion_control: str = Field(default="cubic", pattern=r"^[a-z0-9_]{1,16}$")
+    sack: bool = True
+    timestamps: bool = True
+    initial_cwnd: int | None = Field(default=None, ge=1, le=100,
+                                     description="route initcwnd; None keeps the Linux default (10)")
+
+
+class ThinkTimeSpec(_Strict):
+    model: Literal["zero", "fixed", "exponential", "ns2"] = "zero"
+    mean: float | None = Field(default=None, description="seconds: the fixed value or the exponential mean")
+
+    @field_validator("mean", mode="before")
+    @classmethod
+    def _mean(cls, v: Any) -> float | None:
+        return None if v is None else units.parse_duration(v)
+
+    @model_validator(mode="after")
+    def _needs_mean(self) -> "ThinkTimeSpec":
+        if self.model in ("fixed", "exponential") and self.mean is None:
+            raise ValueError(f"think time model '{self.model}' needs 'mean' (a duration such as '2s')")
+        return self
+
+
+class WorkloadSpec(_Strict):
+    """Ten-page web sessions of Fig. 4, replayed by one client per client host (section IV-B)."""
+
+    http_version: Literal["1.0", "1.1"] = "1.0"
+    parallel: int = Field(default=1, ge=1, le=16,
+                          description="concurrent connections per client-server pair (simulation: 4, WAN: 1)")
+    rounds: int = Field(default=1, ge=1, le=100, description="passes over the page set per client")
+    pages: list[int] = Field(default_factory=lambda: list(range(1, 11)))
+    think_time: ThinkTimeSpec = ThinkTimeSpec()
+    start_stagger: float = Field(default=1.0, description="clients start uniformly spread over this many seconds")
+    object_timeout: float = 60.0
+
+    @field_validator("http_version", mode="before")
+    @classmethod
+    def _version(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, (int, float)) else v
+
+    @field_validator("start_stagger", "object_timeout", mode="before")
+    @classmethod
+    def _durations(cls, v: Any) -> float:
+        return units.parse_duration(v)
+
+    @field_validator("pages")
+    @classmethod
+    def _pages(cls, v: list[int]) -> list[int]:
+        bad = [p for p in v if not 1 <= p <= 10]
+        if bad or not v:
+            raise ValueError(f"pages {bad or v} not allowed: pages are numbered 1 to 10 (Fig. 4)")
+        return v
+
+
+class RunSpec(_Strict):
+    time_limit: float = Field(default=900.0, description="a sweep point still running after this is stopped")
+    capture: bool = Field(default=False, description="tcpdump (headers only) at the bottleneck")
+    late_threshold: float = Field(default=0.001, description="engine wake-ups later than this count as late")
+    max_late_fraction: float = Field(default=0.001, ge=0, le=1,
+                                     description="more late events than this fraction flags the run as not real time")
+    repetitions: int = Field(default=1, ge=1, le=100)
+
+    @field_validator("time_limit", "late_threshold", mode="before")
+    @classmethod
+    def _durations(cls, v: Any) -> float:
+        return units.parse_duration(v)
+
+
+class Scenario(_Strict):
+    """One fully resolved configuration: what a single sweep point runs."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    description: str = ""
+    paper: str = Field(default="", description="paper and section the scenario reproduces")
+    seed: int = Field(default=1, ge=0, le=2**31 - 1)
+    topology: TopologySpec
+    router: RouterSpec = RouterSpec()
+    tcp: TcpSpec = TcpSpec()
+    workload: WorkloadSpec = WorkloadSpec()
+    run: RunSpec = RunSpec()
+
+
+class Sweep(BaseModel):
+    """A scenario file after loading: its points (one per combination of swept values)."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    source: str
+    raw: dict[str, Any]
+    sweep: dict[str, list[Any]]
+    points: list[tuple[dict[str, Any], Scenario]]
+
+
+def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = raw
+    for i, key in enumerate(keys[:-1]):
+        nxt = node.get(key)
+        if nxt is None:
+            nxt = node[key] = {}
+        if not isinstance(nxt, dict):
+            raise ScenarioError(f"{'.'.join(keys[:i + 1])}: is {nxt!r}, not a section, so '{dotted}' cannot be set")
+        node = nxt
+    node[keys[-1]] = value
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`key.path=value`, the value read as a YAML scalar or flow collection."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ScenarioError(f"--set {text!r}: expected key=value, e.g. topology.clients=20")
+    try:
+        parsed = yaml.safe_load(value) if value.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"--set {text!r}: value is not valid YAML ({exc.problem})") from None
+    return key.strip(), parsed
+
+
+def _format_errors(exc: ValidationError, prefix: str = "") -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; see docs/scenarios.md for the fields)"
+        elif err["type"] == "literal_error":
+            msg = f"{err['input']!r} not allowed: {msg.removeprefix('Input should be ')}"
+        elif "input" in err and err["type"] not in ("missing", "value_error"):
+            msg = f"{err['input']!r}: {msg}"
+        lines.append(f"{prefix}{loc or '(top level)'}: {msg}")
+    return "\n".join(lines)
+
+
+def validate(raw: dict[str, Any], context: str = "") -> Scenario:
+    try:
+        return Scenario.model_validate(raw)
+    except ValidationError as exc:
+        raise ScenarioError(_format_errors(exc, context)) from None
+
+
+def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -> Sweep:
+    """Read, override, validate and expand a scenario file. Raises ScenarioError."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ScenarioError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{path}: a scenario is a mapping of fields, got {type(raw).__name__}")
+    raw = copy.deepcopy(raw)
+    raw.setdefault("name", path.stem)
+    for text_override in overrides:
+        key, value = parse_override(text_override)
+        _set_path(raw, key, value)
+    if seed is not None:
+        raw["seed"] = seed
+    sweep = raw.pop("sweep", None) or {}
+    if not isinstance(sweep, dict) or not all(isinstance(v, list) and v for v in sweep.values()):
+        raise ScenarioError("sweep: must map field paths to non-empty lists of values, "
+                            "e.g. {topology.bottleneck.buffer: [64KB, 512KB]}")
+    points = []
+    keys = list(sweep)
+    for combo in itertools.product(*(sweep[k] for k in keys)):
+        point_raw = copy.deepcopy(raw)
+        assignment = dict(zip(keys, combo))
+        for key, value in assignment.items():
+            _set_path(point_raw, key, value)
+        label = ", ".join(f"{k}={v}" for k, v in assignment.items())
+        points.append((assignment, validate(point_raw, f"[sweep {label}] " if label else "")))
+    return Sweep(name=raw["name"], source=str(path), raw=raw, sweep=sweep, points=points)

@@ -1,0 +1,104 @@
+"""Parsing of the quantities scenarios are written in: rates, durations, buffer sizes.
+
+Binary prefixes for bytes (1 KB = 1024 bytes, as router buffers were quoted in the CATNIP paper,
+section V-G) and decimal prefixes for bit rates (1 Mbit/s = 10^6 bit/s, as link rates are).
+"""
+
+from __future__ import annotations
+
+import re
+
+_NUMBER = r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*"
+
+_RATE_UNITS = {
+    "bit": 1, "bps": 1, "b/s": 1,
+    "kbit": 1e3, "kbps": 1e3, "kb/s": 1e3,
+    "mbit": 1e6, "mbps": 1e6, "mb/s": 1e6,
+    "gbit": 1e9, "gbps": 1e9, "gb/s": 1e9,
+}
+_TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0}
+_BYTE_UNITS = {"b": 1, "byte": 1, "bytes": 1, "kb": 1024, "kib": 1024, "mb": 1024**2, "mib": 1024**2}
+_PACKET_UNITS = {"p", "pkt", "pkts", "packet", "packets"}
+
+RATE_HELP = "a number with a unit: bit, kbit, Mbit, Gbit (or bps, kbps, Mbps, Gbps), e.g. '1.5Mbit'"
+TIME_HELP = "a number with a unit: us, ms, s or min, e.g. '5ms'"
+BUFFER_HELP = "a packet count like '10p' or '50 packets', or a size like '64KB' (1 KB = 1024 bytes)"
+
+
+def _split(text: str) -> tuple[float, str] | None:
+    m = re.fullmatch(_NUMBER + r"([A-Za-z/]*)\s*", text)
+    if not m:
+        return None
+    return float(m.group(1)), m.group(2).lower()
+
+
+def parse_rate(value: object) -> int:
+    """Bit rate in bit/s. A bare number is bit/s."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a rate; use {RATE_HELP}")
+    if isinstance(value, (int, float)):
+        number, unit = float(value), "bit"
+    else:
+        parts = _split(str(value))
+        if parts is None or parts[1] not in _RATE_UNITS:
+            raise ValueError(f"{value!r} is not a rate; use {RATE_HELP}")
+        number, unit = parts
+    bps = number * _RATE_UNITS[unit]
+    if bps <= 0:
+        raise ValueError(f"{value!r}: a link rate must be above zero")
+    return int(round(bps))
+
+
+def parse_duration(value: object) -> float:
+    """Duration in seconds. A bare number is seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration; use {TIME_HELP}")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    else:
+        parts = _split(str(value))
+        if parts is None or parts[1] not in _TIME_UNITS:
+            raise ValueError(f"{value!r} is not a duration; use {TIME_HELP}")
+        seconds = parts[0] * _TIME_UNITS[parts[1]]
+    if seconds < 0:
+        raise ValueError(f"{value!r}: a duration cannot be negative")
+    return seconds
+
+
+def parse_buffer(value: object) -> dict[str, int]:
+    """Buffer limit as {"packets": N} or {"bytes": N}."""
+    if isinstance(value, dict) and len(value) == 1:
+        (kind, amount), = value.items()
+        if kind in ("packets", "bytes") and isinstance(amount, int) and not isinstance(amount, bool) and amount > 0:
+            return {kind: amount}
+        raise ValueError(f"{value!r} is not a buffer; use {BUFFER_HELP}")
+    if isinstance(value, (int, float, bool)):
+        raise ValueError(f"{value!r} is ambiguous; use {BUFFER_HELP}")
+    parts = _split(str(value))
+    if parts is None:
+        raise ValueError(f"{value!r} is not a buffer; use {BUFFER_HELP}")
+    number, unit = parts
+    if unit in _PACKET_UNITS:
+        if number != int(number) or number < 1:
+            raise ValueError(f"{value!r}: a packet count must be a whole number of at least 1")
+        return {"packets": int(number)}
+    if unit in _BYTE_UNITS:
+        size = int(round(number * _BYTE_UNITS[unit]))
+        if size < 1:
+            raise ValueError(f"{value!r}: a buffer must hold at least one byte")
+        return {"bytes": size}
+    raise ValueError(f"{value!r} is not a buffer; use {BUFFER_HELP}")
+
+
+def format_rate(bps: int) -> str:
+    for unit, scale in (("Gbit", 1e9), ("Mbit", 1e6), ("kbit", 1e3)):
+        if bps >= scale:
+            return f"{bps / scale:g}{unit}"
+    return f"{bps}bit"
+
+
+def format_buffer(buffer: dict[str, int]) -> str:
+    if "packets" in buffer:
+        return f"{buffer['packets']}p"
+    size = buffer["bytes"]
+    return f"{size // 1024}KB" if size % 1024 == 0 else f"{size}B"

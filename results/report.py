@@ -1,0 +1,153 @@
+"""Analysis of stored runs: the per-page table in the layout of CATNIP Table II, and packet loss.
+
+`run_report` turns the records of a run into plain data; renderers (text, JSON, CSV) only format
+it. Page statistics use only pages that completed without error; failed pages are counted apart.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from typing import Any
+
+from results.store import Store
+from workloads.pages import catnip_pages
+
+
+def _page_row(page, durations: list[float], failed: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"page": page.number, "conns": len(page.objects), "bytes": page.total_bytes,
+                           "n": len(durations), "failed": failed}
+    if durations:
+        row.update(min=min(durations), median=statistics.median(durations), max=max(durations),
+                   mean=statistics.fmean(durations),
+                   sdev=statistics.stdev(durations) if len(durations) > 1 else 0.0)
+    return row
+
+
+def loss_summary(stats) -> dict[str, Any]:
+    """Loss per link role: drops over arrivals, in total and per DSCP class."""
+    out: dict[str, Any] = {}
+    for r in stats:
+        role = out.setdefault(r["role"], {"arrived": 0, "dropped": 0, "sent": 0, "by_class": {}})
+        role["arrived"] += r["arrived_pkts"]
+        role["dropped"] += r["dropped_pkts"]
+        role["sent"] += r["sent_pkts"]
+        c = role["by_class"].setdefault(r["class"], {"arrived": 0, "dropped": 0})
+        c["arrived"] += r["arrived_pkts"]
+        c["dropped"] += r["dropped_pkts"]
+    for role in out.values():
+        role["loss"] = role["dropped"] / role["arrived"] if role["arrived"] else 0.0
+        for c in role["by_class"].values():
+            c["loss"] = c["dropped"] / c["arrived"] if c["arrived"] else 0.0
+        role["by_class"] = {k: v for k, v in role["by_class"].items() if v["arrived"]}
+    return out
+
+
+def point_report(store: Store, run_id: str, point_row) -> dict[str, Any]:
+    point = point_row["point"]
+    pages = store.pages(run_id, point)
+    by_page: dict[int, list[float]] = {}
+    failed: dict[int, int] = {}
+    for p in pages:
+        if p["error"]:
+            failed[p["page"]] = failed.get(p["page"], 0) + 1
+        else:
+            by_page.setdefault(p["page"], []).append(p["duration"])
+    table = [_page_row(page, by_page.get(page.number, []), failed.get(page.number, 0))
+             for page in catnip_pages() if page.number in by_page or page.number in failed]
+    counters: dict[str, int] = {}
+    for c in store.tcp_counters(run_id, point):
+        counters[c["counter"]] = counters.get(c["counter"], 0) + c["value"]
+    tcp = {k: counters.get(k, 0) for k in ("TcpOutSegs", "TcpRetransSegs", "TcpExtTCPTimeouts",
+                                           "TcpExtTCPLossProbes", "TcpExtTCPSackRecovery",
+                                           "TcpExtTCPRenoRecovery", "TcpExtTCPFastRetrans")}
+    tcp["retrans_fraction"] = tcp["TcpRetransSegs"] / tcp["TcpOutSegs"] if tcp["TcpOutSegs"] else 0.0
+    summary = store.link_summary(run_id, point)
+    bottleneck = [s for s in summary if s["role"] == "bottleneck-data"]
+    return {
+        "point": point, "rep": point_row["rep"], "assignment": json.loads(point_row["assignment"]),
+        "status": point_row["status"], "error": point_row["error"],
+        "realtime_ok": None if point_row["realtime_ok"] is None else bool(point_row["realtime_ok"]),
+        "fidelity": json.loads(point_row["fidelity"]) if point_row["fidelity"] else None,
+        "switch_kind": point_row["switch_kind"],
+        "pages_completed": sum(len(v) for v in by_page.values()), "pages_failed": sum(failed.values()),
+        "table": table,
+        "loss": loss_summary(store.link_stats(run_id, point)),
+        "bottleneck_max_queue": {"pkts": max((s["max_queue_pkts"] or 0 for s in bottleneck), default=None),
+                                 "bytes": max((s["max_queue_bytes"] or 0 for s in bottleneck), default=None)},
+        "tcp": tcp,
+    }
+
+
+def run_report(store: Store, run_id: str) -> dict[str, Any]:
+    run = store.find_run(run_id)
+    if run is None:
+        raise KeyError(f"no run {run_id!r} in {store.path} (see `catnip list`)")
+    return {
+        "run_id": run["id"], "name": run["name"], "status": run["status"], "error": run["error"],
+        "seed": run["seed"], "git_rev": run["git_rev"], "started": run["started"], "finished": run["finished"],
+        "sweep": json.loads(run["sweep"]),
+        "points": [point_report(store, run["id"], p) for p in store.points(run["id"])],
+    }
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """Plain-text tables in the layout of Table II, one per sweep point."""
+    out = [f"Run {report['run_id']}  scenario {report['name']}  status {report['status']}"
+           f"  seed {report['seed']}  git {report['git_rev'] or '?'}"]
+    if report["error"]:
+        out.append(f"error: {report['error']}")
+    for p in report["points"]:
+        label = ", ".join(f"{k}={v}" for k, v in p["assignment"].items()) or "single point"
+        rt = {True: "yes", False: "NO (see fidelity)", None: "unknown"}[p["realtime_ok"]]
+        out.append("")
+        out.append(f"Point {p['point']} (rep {p['rep']}): {label}   status {p['status']}   real time kept: {rt}")
+        if p["error"]:
+            out.append(f"  error: {p['error']}")
+        out.append(f"  {'Page':>4} {'Conns':>5} {'Bytes':>8} {'N':>4} {'Min':>7} {'Median':>7} {'Max':>7}"
+                   f" {'Mean':>7} {'SDev':>7} {'Fail':>4}")
+        for r in p["table"]:
+            out.append(f"  {r['page']:>4} {r['conns']:>5} {r['bytes']:>8,} {r['n']:>4} {_fmt(r.get('min')):>7}"
+                       f" {_fmt(r.get('median')):>7} {_fmt(r.get('max')):>7} {_fmt(r.get('mean')):>7}"
+                       f" {_fmt(r.get('sdev')):>7} {r['failed']:>4}")
+        data = p["loss"].get("bottleneck-data")
+        if data:
+            out.append(f"  Bottleneck (server->client) packet loss: {100 * data['loss']:.2f}%"
+                       f"  ({data['dropped']} of {data['arrived']} packets)"
+                       f"   max queue {p['bottleneck_max_queue']['pkts']} pkts / {p['bottleneck_max_queue']['bytes']} B")
+        total_arr = sum(v["arrived"] for k, v in p["loss"].items() if k != "ingress-delay")
+        total_drop = sum(v["dropped"] for k, v in p["loss"].items() if k != "ingress-delay")
+        if total_arr:
+            out.append(f"  All router queues: {100 * total_drop / total_arr:.2f}% loss"
+                       f" ({total_drop} of {total_arr} packets)")
+        t = p["tcp"]
+        out.append(f"  TCP (all hosts): {t['TcpOutSegs']} segments out, {t['TcpRetransSegs']} retransmitted"
+                   f" ({100 * t['retrans_fraction']:.2f}%), {t['TcpExtTCPTimeouts']} timeouts,"
+                   f" {t['TcpExtTCPLossProbes']} loss probes")
+        out.append(f"  Pages: {p['pages_completed']} completed, {p['pages_failed']} failed")
+    return "\n".join(out)
+
+
+def render_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, default=str)
+
+
+def render_csv(report: dict[str, Any]) -> str:
+    """One row per (point, page): the Table II columns plus the point's sweep values and loss."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["run_id", "point", "rep", "assignment", "page", "conns", "bytes", "n", "min", "median", "max",
+                "mean", "sdev", "failed", "bottleneck_loss", "realtime_ok"])
+    for p in report["points"]:
+        data = p["loss"].get("bottleneck-data", {})
+        for r in p["table"]:
+            w.writerow([report["run_id"], p["point"], p["rep"], json.dumps(p["assignment"], sort_keys=True),
+                        r["page"], r["conns"], r["bytes"], r["n"], r.get("min"), r.get("median"), r.get("max"),
+                        r.get("mean"), r.get("sdev"), r["failed"], data.get("loss"), p["realtime_ok"]])
+    return buf.getvalue()

@@ -1,0 +1,201 @@
+"""SQLite storage of runs: one file, one writer per run, WAL so readers never block it.
+
+A run (one `catnip run`) has points (sweep value combinations x repetitions). Every table keys on
+(run_id, point); a failed point keeps what it recorded and never touches other runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+  id TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT, scenario TEXT NOT NULL, sweep TEXT NOT NULL,
+  seed INTEGER, git_rev TEXT, versions TEXT, capabilities TEXT,
+  started REAL, finished REAL, status TEXT NOT NULL, error TEXT
+);
+CREATE TABLE IF NOT EXISTS points (
+  run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE, point INTEGER NOT NULL,
+  rep INTEGER NOT NULL, assignment TEXT NOT NULL, resolved TEXT NOT NULL, seed INTEGER,
+  switch_kind TEXT, link_backend TEXT, started REAL, finished REAL, status TEXT NOT NULL, error TEXT,
+  realtime_ok INTEGER, fidelity TEXT, sysctls TEXT, offloads TEXT, capture TEXT,
+  PRIMARY KEY (run_id, point)
+);
+CREATE TABLE IF NOT EXISTS objects (
+  run_id TEXT NOT NULL, point INTEGER NOT NULL, client TEXT, server TEXT, page INTEGER,
+  round INTEGER, url TEXT, conn INTEGER, start REAL, connect_done REAL, first_byte REAL, "end" REAL,
+  body_bytes INTEGER, header_bytes INTEGER, status INTEGER, error TEXT
+);
+CREATE TABLE IF NOT EXISTS pages (
+  run_id TEXT NOT NULL, point INTEGER NOT NULL, client TEXT, server TEXT, page INTEGER,
+  round INTEGER, start REAL, "end" REAL, duration REAL, objects INTEGER, bytes INTEGER, error TEXT
+);
+CREATE TABLE IF NOT EXISTS link_stats (
+  run_id TEXT NOT NULL, point INTEGER NOT NULL, router TEXT, link TEXT, role TEXT, config TEXT,
+  class TEXT, arrived_pkts INTEGER, arrived_bytes INTEGER, sent_pkts INTEGER, sent_bytes INTEGER,
+  dropped_pkts INTEGER, dropped_bytes INTEGER
+);
+CREATE TABLE IF NOT EXISTS link_summary (
+  run_id TEXT NOT NULL, point INTEGER NOT NULL, router TEXT, link TEXT, role TEXT,
+  max_queue_pkts INTEGER, max_queue_bytes INTEGER, late_events INTEGER, max_late_us REAL,
+  kernel_queue_dropped INTEGER, kernel_user_dropped INTEGER
+);
+CREATE TABLE IF NOT EXISTS queue_samples (
+  run_id TEXT NOT NULL, point INTEGER NOT NULL, router TEXT, link TEXT, t REAL,
+  queue_pkts INTEGER, queue_bytes INTEGER, sent_bytes INTEGER, dropped_pkts INTEGER
+);
+CREATE TABLE IF NOT EXISTS tcp_counters (
+  run_id TEXT NOT NULL, point INTEGER NOT NULL, host TEXT, counter TEXT, value INTEGER
+);
+CREATE INDEX IF NOT EXISTS pages_run ON pages(run_id, point);
+CREATE INDEX IF NOT EXISTS objects_run ON objects(run_id, point);
+CREATE INDEX IF NOT EXISTS link_stats_run ON link_stats(run_id, point);
+CREATE INDEX IF NOT EXISTS samples_run ON queue_samples(run_id, point);
+CREATE INDEX IF NOT EXISTS tcp_run ON tcp_counters(run_id, point);
+"""
+
+CLASSES = ("high", "low", "lowest", "other")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+class Store:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=30)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- writing -------------------------------------------------------------------------
+    def create_run(self, run_id: str, name: str, source: str, scenario: dict, sweep: dict, seed: int,
+                   git_rev: str, versions: dict, capabilities: dict) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT INTO runs (id, name, source, scenario, sweep, seed, git_rev, versions, capabilities,"
+                " started, status) VALUES (?,?,?,?,?,?,?,?,?,?, 'running')",
+                (run_id, name, source, _dumps(scenario), _dumps(sweep), seed, git_rev, _dumps(versions),
+                 _dumps(capabilities), time.time()))
+
+    def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
+        with self.db:
+            self.db.execute("UPDATE runs SET status=?, error=?, finished=? WHERE id=?",
+                            (status, error, time.time(), run_id))
+
+    def create_point(self, run_id: str, point: int, rep: int, assignment: dict, resolved: dict,
+                     seed: int) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT INTO points (run_id, point, rep, assignment, resolved, seed, started, status)"
+                " VALUES (?,?,?,?,?,?,?, 'running')",
+                (run_id, point, rep, _dumps(assignment), _dumps(resolved), seed, time.time()))
+
+    def update_point(self, run_id: str, point: int, **fields: Any) -> None:
+        allowed = {"switch_kind", "link_backend", "finished", "status", "error", "realtime_ok",
+                   "fidelity", "sysctls", "offloads", "capture"}
+        bad = set(fields) - allowed
+        if bad:
+            raise ValueError(f"unknown point fields: {sorted(bad)}")
+        cols = ", ".join(f"{k}=?" for k in fields)
+        values = [v if isinstance(v, (str, int, float, type(None))) else _dumps(v) for v in fields.values()]
+        with self.db:
+            self.db.execute(f"UPDATE points SET {cols} WHERE run_id=? AND point=?", (*values, run_id, point))
+
+    def add_transfers(self, run_id: str, point: int, objects: Iterable[dict], pages: Iterable[dict]) -> None:
+        with self.db:
+            self.db.executemany(
+                'INSERT INTO objects (run_id, point, client, server, page, round, url, conn, start,'
+                ' connect_done, first_byte, "end", body_bytes, header_bytes, status, error)'
+                ' VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
+                [(run_id, point, o.get("client"), o.get("server"), o.get("page"), o.get("round"), o.get("url"),
+                  o.get("conn"), o.get("start"), o.get("connect_done"), o.get("first_byte"), o.get("end"),
+                  o.get("body_bytes"), o.get("header_bytes"), o.get("status"), o.get("error"))
+                 for o in objects])
+            self.db.executemany(
+                'INSERT INTO pages (run_id, point, client, server, page, round, start, "end", duration,'
+                ' objects, bytes, error) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)',
+                [(run_id, point, p.get("client"), p.get("server"), p.get("page"), p.get("round"), p.get("start"),
+                  p.get("end"), p.get("duration"), p.get("objects"), p.get("bytes"), p.get("error"))
+                 for p in pages])
+
+    def add_link_stats(self, run_id: str, point: int, router: str, final: dict, roles: dict[str, str],
+                       configs: dict[str, dict], kernel: dict[str, dict]) -> None:
+        rows, summary = [], []
+        for link, s in final.get("links", {}).items():
+            role = roles.get(link, "")
+            for cls in CLASSES:
+                a, t, d = (s.get(k, {}).get(cls, [0, 0]) for k in ("arrived", "sent", "dropped"))
+                rows.append((run_id, point, router, link, role, _dumps(configs.get(link, {})), cls,
+                             a[0], a[1], t[0], t[1], d[0], d[1]))
+            k = kernel.get(link, {})
+            summary.append((run_id, point, router, link, role, s.get("max_queue_pkts"), s.get("max_queue_bytes"),
+                            s.get("late_events"), s.get("max_late_us"), k.get("queue_dropped"),
+                            k.get("user_dropped")))
+        with self.db:
+            self.db.executemany("INSERT INTO link_stats VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            self.db.executemany("INSERT INTO link_summary VALUES (?,?,?,?,?,?,?,?,?,?,?)", summary)
+
+    def add_queue_samples(self, run_id: str, point: int, rows: list[tuple]) -> None:
+        with self.db:
+            self.db.executemany("INSERT INTO queue_samples VALUES (?,?,?,?,?,?,?,?,?)",
+                                [(run_id, point, *r) for r in rows])
+
+    def add_tcp_counters(self, run_id: str, point: int, host: str, counters: dict[str, int]) -> None:
+        with self.db:
+            self.db.executemany("INSERT INTO tcp_counters VALUES (?,?,?,?,?)",
+                                [(run_id, point, host, k, v) for k, v in counters.items()])
+
+    # --- reading -------------------------------------------------------------------------
+    def runs(self) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM runs ORDER BY started DESC").fetchall()
+
+    def run(self, run_id: str) -> sqlite3.Row | None:
+        return self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+
+    def find_run(self, prefix: str) -> sqlite3.Row | None:
+        """A run by id or unambiguous id prefix."""
+        exact = self.run(prefix)
+        if exact:
+            return exact
+        rows = self.db.execute("SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\'",
+                               (prefix.replace("%", "\\%").replace("_", "\\_") + "%",)).fetchall()
+        return rows[0] if len(rows) == 1 else None
+
+    def points(self, run_id: str) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM points WHERE run_id=? ORDER BY point", (run_id,)).fetchall()
+
+    def pages(self, run_id: str, point: int) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM pages WHERE run_id=? AND point=?", (run_id, point)).fetchall()
+
+    def objects(self, run_id: str, point: int) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM objects WHERE run_id=? AND point=?", (run_id, point)).fetchall()
+
+    def link_stats(self, run_id: str, point: int) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM link_stats WHERE run_id=? AND point=?", (run_id, point)).fetchall()
+
+    def link_summary(self, run_id: str, point: int) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM link_summary WHERE run_id=? AND point=?", (run_id, point)).fetchall()
+
+    def tcp_counters(self, run_id: str, point: int) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM tcp_counters WHERE run_id=? AND point=?", (run_id, point)).fetchall()
+
+    def queue_samples(self, run_id: str, point: int) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM queue_samples WHERE run_id=? AND point=? ORDER BY t",
+                               (run_id, point)).fetchall()

@@ -1,0 +1,140 @@
+"""Find and remove everything the project creates: processes, bridges, links, namespaces, BPF pins.
+
+Everything is recognised by our markers (the `ctp` name prefix, our paths on a command line),
+so nothing else on the machine is touched. `leftovers()` lists what is still there; `clean()`
+removes it and says what it removed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from testbed import paths
+from testbed.hostconfig import restore_allowed_congestion_control
+
+PREFIX = paths.PREFIX
+BPF_PIN_DIR = Path("/sys/fs/bpf/catnip")
+
+
+def _markers() -> list[str]:
+    return [str(paths.engine_binary()), "workloads.client", f"mininet:{PREFIX}",
+            str(paths.data_dir()) + "/", str(paths.state_dir()) + "/"]
+
+
+def our_processes() -> list[tuple[int, str]]:
+    """(pid, command line) of processes the project started."""
+    me = os.getpid()
+    found = []
+    markers = _markers()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if cmdline and any(m in cmdline for m in markers) and "catnip clean" not in cmdline:
+            # pytest and the catnip CLI itself can carry our paths as arguments: never kill them.
+            if "pytest" in cmdline or "/bin/catnip" in cmdline:
+                continue
+            found.append((int(entry.name), cmdline))
+    return found
+
+
+def _lines(args: list[str]) -> list[str]:
+    try:
+        res = subprocess.run(args, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return res.stdout.splitlines() if res.returncode == 0 else []
+
+
+def our_ovs_bridges() -> list[str]:
+    return [b for b in _lines(["ovs-vsctl", "--timeout=5", "list-br"]) if b.startswith(PREFIX)]
+
+
+def our_links() -> list[str]:
+    """Interfaces in the root namespace carrying our prefix (switch ports, Linux bridges)."""
+    names = []
+    for line in _lines(["ip", "-o", "link", "show"]):
+        parts = line.split(":", 2)
+        if len(parts) > 1:
+            name = parts[1].strip().split("@")[0]
+            if name.startswith(PREFIX):
+                names.append(name)
+    return names
+
+
+def our_namespaces() -> list[str]:
+    return [l.split()[0] for l in _lines(["ip", "netns", "list"]) if l.startswith(PREFIX)]
+
+
+def our_bpf_pins() -> list[str]:
+    if not BPF_PIN_DIR.exists():
+        return []
+    return [str(p) for p in BPF_PIN_DIR.rglob("*")] or [str(BPF_PIN_DIR)]
+
+
+def leftovers() -> dict[str, list]:
+    state = {
+        "processes": [f"{pid} {cmd[:120]}" for pid, cmd in our_processes()],
+        "ovs_bridges": our_ovs_bridges(),
+        "links": our_links(),
+        "namespaces": our_namespaces(),
+        "bpf_pins": our_bpf_pins(),
+    }
+    if (paths.state_dir() / "allowed_cc.orig").exists():
+        state["sysctl"] = ["net.ipv4.tcp_allowed_congestion_control not yet restored"]
+    return {k: v for k, v in state.items() if v}
+
+
+def clean() -> list[str]:
+    """Remove every trace; returns a line per thing removed."""
+    done = []
+    procs = our_processes()
+    done += [f"process {pid}: {cmd[:100]}" for pid, cmd in procs]
+    for pid, cmd in procs:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 3
+    while procs and time.monotonic() < deadline:
+        procs = [(p, c) for p, c in procs if Path(f"/proc/{p}").exists()]
+        time.sleep(0.1)
+    for pid, cmd in procs:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for br in our_ovs_bridges():
+        subprocess.run(["ovs-vsctl", "--timeout=5", "--if-exists", "del-br", br], capture_output=True)
+        done.append(f"OVS bridge {br}")
+    for name in our_links():
+        if subprocess.run(["ip", "link", "del", name], capture_output=True).returncode == 0:
+            done.append(f"link {name}")
+    for ns in our_namespaces():
+        for pid in _lines(["ip", "netns", "pids", ns]):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        done.append(f"namespace {ns}")
+    for pin in sorted(our_bpf_pins(), key=len, reverse=True):
+        p = Path(pin)
+        try:
+            p.rmdir() if p.is_dir() else p.unlink()
+            done.append(f"BPF pin {pin}")
+        except OSError:
+            pass
+    orig = paths.state_dir() / "allowed_cc.orig"
+    if orig.exists():
+        restore_allowed_congestion_control(orig.read_text().strip())
+        orig.unlink()
+        done.append("restored net.ipv4.tcp_allowed_congestion_control")
+    return done

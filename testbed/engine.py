@@ -1,0 +1,165 @@
+"""Glue to the Rust queue engine: one engine process per router namespace.
+
+The plan of a router's emulated link directions (`EngineLink`) becomes the engine's config file
+and the iptables rules that steer packets into each link's NFQUEUE number. The rules go in only
+after the engine printed READY: a queue without a listener drops, never bypasses, so no packet
+crosses a router un-emulated.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import shlex
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testbed import paths
+from testbed.hostconfig import run
+
+
+class EngineError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class EngineLink:
+    """One emulated link direction owned by a router's engine."""
+
+    name: str               # e.g. "rs>rc" (egress) or "c3>rc" (ingress delay of a host's link)
+    hook: str               # "egress" (FORWARD -o) or "ingress" (mangle PREROUTING -i)
+    interface: str
+    rate_bps: int           # 0: no serialization here (the sender's qdisc serialized it)
+    delay_s: float
+    buffer: dict[str, int] | None
+    policy: dict
+    match_dst: str | None = None
+    match_src: str | None = None
+
+    def iptables_rule(self, queue_num: int) -> list[str]:
+        if self.hook == "egress":
+            rule = ["iptables", "-w", "-t", "filter", "-A", "FORWARD", "-o", self.interface]
+        else:
+            rule = ["iptables", "-w", "-t", "mangle", "-A", "PREROUTING", "-i", self.interface]
+        if self.match_dst:
+            rule += ["-d", self.match_dst]
+        if self.match_src:
+            rule += ["-s", self.match_src]
+        return rule + ["-j", "NFQUEUE", "--queue-num", str(queue_num)]
+
+
+@dataclass
+class RouterEngine:
+    """The engine process of one router and the rules feeding it."""
+
+    router: object          # Mininet node
+    links: list[EngineLink]
+    workdir: Path
+    seed: int
+    late_threshold_s: float = 0.001
+    stats_interval_ms: int = 500
+    proc: subprocess.Popen | None = field(default=None, init=False)
+
+    @property
+    def config_path(self) -> Path:
+        return self.workdir / f"engine-{self.router.name}.json"
+
+    @property
+    def stats_path(self) -> Path:
+        return self.workdir / f"engine-{self.router.name}.stats.jsonl"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / f"engine-{self.router.name}.log"
+
+    def config(self) -> dict:
+        return {
+            "seed": self.seed,
+            "stats_interval_ms": self.stats_interval_ms,
+            "late_threshold_us": int(self.late_threshold_s * 1e6),
+            # A delay line holds rate x delay worth of packets; the kernel's default 1024 is
+            # too small for 100 hosts' links, and an overflow would drop silently.
+            "queue_maxlen": 16384,
+            "links": [
+                {"name": link.name, "queue_num": num, "rate_bps": link.rate_bps,
+                 "delay_us": int(round(link.delay_s * 1e6)), "buffer": link.buffer, "policy": link.policy}
+                for num, link in enumerate(self.links)
+            ],
+        }
+
+    def start(self, timeout: float = 10.0) -> None:
+        binary = paths.engine_binary()
+        if not binary.exists():
+            raise EngineError(f"queue engine not built: {binary} is missing (run `make setup`)")
+        self.config_path.write_text(json.dumps(self.config(), indent=1))
+        log = open(self.log_path, "w")
+        self.proc = self.router.popen([str(binary), "run", "--config", str(self.config_path),
+                                       "--stats", str(self.stats_path)],
+                                      stdout=subprocess.PIPE, stderr=log, text=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if ready:
+                line = self.proc.stdout.readline()
+                if line.strip() == "READY":
+                    break
+            if self.proc.poll() is not None:
+                raise EngineError(f"engine on {self.router.name} exited ({self.proc.returncode}): "
+                                  f"{self.log_path.read_text().strip()[-400:]}")
+        else:
+            raise EngineError(f"engine on {self.router.name} not ready after {timeout:.0f} s")
+        for num, link in enumerate(self.links):
+            run(self.router, *link.iptables_rule(num))
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """SIGTERM: the engine releases what it holds and writes its final stats."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def latest_stats(self) -> dict | None:
+        """The newest stats record (the final one after stop)."""
+        try:
+            with open(self.stats_path, "rb") as fh:
+                fh.seek(0, 2)
+                size = fh.tell()
+                fh.seek(max(0, size - 65536))
+                lines = fh.read().splitlines()
+        except FileNotFoundError:
+            return None
+        for line in reversed(lines):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+        return None
+
+    def kernel_queue_counters(self) -> list[dict]:
+        """/proc/net/netfilter/nfnetlink_queue of the router's namespace: kernel-side drops."""
+        text = self.router.cmd("cat /proc/net/netfilter/nfnetlink_queue 2>/dev/null")
+        rows = []
+        for line in text.split("\n"):
+            f = line.split()
+            if len(f) >= 8 and f[0].isdigit():
+                num = int(f[0])
+                rows.append({"queue_num": num,
+                             "link": self.links[num].name if num < len(self.links) else None,
+                             "queue_total": int(f[2]), "queue_dropped": int(f[5]), "user_dropped": int(f[6])})
+        return rows
+
+
+def format_rules(links: list[EngineLink]) -> str:
+    """The iptables rules for a plan, for logs and docs."""
+    return "\n".join(shlex.join(link.iptables_rule(i)) for i, link in enumerate(links))

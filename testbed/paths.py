@@ -1,0 +1,36 @@
+"""Where things live: the repository, the engine binary, run state and results.
+
+Environment variables override the defaults so tests and CI can isolate themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PREFIX = "ctp"  # every interface, bridge, namespace and node name the project creates starts with it
+
+
+def engine_binary() -> Path:
+    return Path(os.environ.get("CATNIP_ENGINE", REPO / "engine" / "target" / "release" / "catnip-engine"))
+
+
+def state_dir() -> Path:
+    """Transient per-run state (configs, pid files); removed by cleanup."""
+    return Path(os.environ.get("CATNIP_STATE", "/run/catnip"))
+
+
+def data_dir() -> Path:
+    """Kept results: the SQLite database and per-run artifacts such as captures."""
+    return Path(os.environ.get("CATNIP_DATA", REPO / "data"))
+
+
+def database() -> Path:
+    return Path(os.environ.get("CATNIP_DB", data_dir() / "catnip.db"))
+
+
+def python() -> str:
+    """The interpreter of this venv, used to start workload clients inside hosts."""
+    import sys
+    return sys.executable
