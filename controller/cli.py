@@ -73,7 +73,7 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
     try:
         sweep = scenario_mod.load(scenario_file, list(overrides), seed)
     except scenario_mod.ScenarioError as exc:
-        raise click.ClickException(f"invalid scenario {scenario_file}:\n{exc}") from None
+        raise click.ClickException(f"invalid scenario {scenario_file}: {exc}") from None
     from controller import runner
     from results import report as report_mod
     from testbed.capabilities import probe

@@ -1,0 +1,138 @@
+"""End to end through the CLI: a small run, its report, and cleanup on every way a run can end."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from testbed import cleanup
+from testbed.paths import REPO
+from tests.conftest import catnip, need_engine, need_root
+
+pytestmark = [pytest.mark.netns]
+
+SMALL = ["--set", "topology.clients=3", "--set", "workload.think_time={model: zero}",
+         "--set", "workload.start_stagger=0.5s", "--set", "run.time_limit=3min"]
+
+
+@pytest.fixture(autouse=True)
+def _root_and_engine():
+    need_root()
+    need_engine()
+
+
+def test_malformed_scenario_one_line_error_touches_nothing(tmp_path, isolated_data):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((REPO / "scenarios" / "quick.yaml").read_text().replace("rate: 1.5Mbit", "rate: fast"))
+    before = cleanup.leftovers()
+    res = catnip("run", str(bad))
+    assert res.returncode != 0
+    lines = [l for l in res.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1, res.stderr
+    assert "topology.bottleneck.rate: 'fast' is not a rate" in lines[0]
+    assert cleanup.leftovers() == before
+    assert not (isolated_data / "data" / "catnip.db").exists()
+
+
+def test_small_run_end_to_end(isolated_data, no_leftovers):
+    res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), *SMALL, "--seed", "7", "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = json.loads(res.stdout)
+    assert summary["status"] == "done"
+    point = summary["points"][0]
+    assert point["pages_completed"] == 30 and point["pages_failed"] == 0
+    run_id = summary["run_id"]
+
+    rep = json.loads(catnip("report", run_id, "--json").stdout)
+    table = rep["points"][0]["table"]
+    assert [r["page"] for r in table] == list(range(1, 11))
+    assert all(r["n"] == 3 and 0 < r["min"] <= r["median"] <= r["max"] for r in table)
+    # Page 1's floor: two request/response exchanges over a 24 ms RTT path (handshake + GET, twice).
+    assert table[0]["min"] > 0.048
+    assert rep["points"][0]["loss"]["bottleneck-data"]["arrived"] > 0
+    assert rep["points"][0]["tcp"]["TcpOutSegs"] > 0
+
+    rows = list(csv.DictReader(io.StringIO(catnip("report", run_id[:20], "--csv").stdout)))
+    assert len(rows) == 10 and rows[0]["page"] == "1"
+    text = catnip("report", run_id).stdout
+    assert "Median" in text and "Bottleneck (server->client) packet loss" in text
+    assert run_id in catnip("list").stdout
+
+    db = sqlite3.connect(isolated_data / "data" / "catnip.db")
+    run = db.execute("SELECT scenario, git_rev, versions, capabilities FROM runs").fetchone()
+    assert json.loads(run[0])["topology"]["clients"] == 3
+    assert "kernel" in json.loads(run[2]) and json.loads(run[3])["nfqueue"] is True
+    objects = db.execute("SELECT COUNT(*), SUM(body_bytes) FROM objects WHERE error IS NULL").fetchone()
+    assert objects[0] == 3 * 47  # 47 objects in the 10 pages (Table II connection counts)
+    sysctls = json.loads(db.execute("SELECT sysctls FROM points").fetchone()[0])
+    assert sysctls["server"]["net.ipv4.tcp_congestion_control"] == "cubic"
+
+
+def test_unknown_run_is_a_clear_error(isolated_data):
+    res = catnip("report", "no-such-run")
+    assert res.returncode != 0 and "no run 'no-such-run'" in res.stderr
+
+
+def _start_run(extra: list[str]) -> subprocess.Popen:
+    return subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "run", str(REPO / "scenarios" / "quick.yaml"),
+                             *SMALL, "--set", "workload.rounds=20", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=os.environ)
+
+
+def _wait_for_clients(proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any("workloads.client" in cmd for _, cmd in cleanup.our_processes()):
+            time.sleep(2)
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.3)
+    pytest.fail("clients never started")
+
+
+def _status(isolated_data) -> tuple[str, str]:
+    db = sqlite3.connect(isolated_data / "data" / "catnip.db")
+    return db.execute("SELECT status, error FROM runs").fetchone()
+
+
+def test_ctrl_c_tears_everything_down(isolated_data, no_leftovers):
+    proc = _start_run([])
+    _wait_for_clients(proc)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert cleanup.leftovers() == {}, "the run's own teardown must leave nothing"
+    assert _status(isolated_data)[0] == "cancelled"
+
+
+def test_failed_run_is_recorded_and_cleaned(isolated_data, no_leftovers):
+    proc = _start_run([])
+    _wait_for_clients(proc)
+    for pid, cmd in cleanup.our_processes():
+        if "catnip-engine" in cmd:
+            os.kill(pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert cleanup.leftovers() == {}
+    status, error = _status(isolated_data)
+    assert status == "failed" and "engine" in error
+
+
+def test_clean_after_a_killed_run(isolated_data, no_leftovers):
+    proc = _start_run([])
+    _wait_for_clients(proc)
+    proc.kill()  # no teardown at all: only `catnip clean` can help now
+    proc.wait()
+    assert cleanup.leftovers(), "a SIGKILLed run should leave state for this test to be meaningful"
+    res = catnip("clean")
+    assert res.returncode == 0, res.stderr
+    assert "removed" in res.stdout
+    assert cleanup.leftovers() == {}

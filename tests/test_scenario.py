@@ -1,0 +1,85 @@
+"""Scenario validation: every shipped scenario loads; bad input gets a precise message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller import scenario as s
+from controller import units
+from testbed.paths import REPO
+
+SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+def test_shipped_scenarios_load(path: Path):
+    sweep = s.load(path)
+    assert sweep.points
+    for _, sc in sweep.points:
+        assert sc.description and sc.paper, "every scenario cites the paper it reproduces"
+
+
+def test_wan_baseline_sweeps_buffers():
+    sweep = s.load(REPO / "scenarios" / "catnip-wan-baseline.yaml")
+    buffers = [sc.topology.bottleneck.buffer for _, sc in sweep.points]
+    assert buffers == [{"bytes": k * 1024} for k in (64, 128, 256, 512)]
+    sc = sweep.points[0][1]
+    assert (sc.topology.clients, sc.topology.servers, sc.workload.parallel) == (100, 1, 1)
+    assert sc.workload.think_time.model == "zero" and sc.topology.bottleneck.rate == 1_500_000
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1.5Mbit", 1_500_000), ("10Mbps", 10_000_000), ("64kbit", 64_000), (2000, 2000)])
+def test_rates(text, expected):
+    assert units.parse_rate(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("10p", {"packets": 10}), ("50 packets", {"packets": 50}), ("64KB", {"bytes": 65536}),
+    ("1500B", {"bytes": 1500}), ({"packets": 3}, {"packets": 3})])
+def test_buffers(text, expected):
+    assert units.parse_buffer(text) == expected
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["topology.bottleneck.rate=1.5Mbt"], "topology.bottleneck.rate: '1.5Mbt' is not a rate"),
+    (["topology.clientz=3"], "topology.clientz: unknown field"),
+    (["router.policy.kind=fifo"], "router.policy.kind: 'fifo' not allowed"),
+    (["topology.clients=0"], "topology.clients: 0: Input should be greater than or equal to 1"),
+    (["topology.bottleneck.buffer=10"], "is ambiguous"),
+    (["workload.pages=[0, 11]"], "pages [0, 11] not allowed"),
+    (["workload.think_time={model: fixed}"], "needs 'mean'"),
+    (["topology.servers=5", "topology.clients=2"], "clients (2) must be at least servers (5)"),
+])
+def test_errors_name_field_value_and_rule(overrides, message):
+    with pytest.raises(s.ScenarioError) as err:
+        s.load(REPO / "scenarios" / "quick.yaml", overrides)
+    assert message in str(err.value)
+
+
+def test_override_and_seed_apply():
+    sweep = s.load(REPO / "scenarios" / "quick.yaml", ["topology.clients=3", "workload.parallel=2"], seed=42)
+    sc = sweep.points[0][1]
+    assert (sc.topology.clients, sc.workload.parallel, sc.seed) == (3, 2, 42)
+
+
+def test_sweep_errors_say_which_point(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((REPO / "scenarios" / "quick.yaml").read_text() +
+                   "sweep:\n  topology.bottleneck.buffer: [10p, lots]\n")
+    with pytest.raises(s.ScenarioError, match=r"\[sweep topology.bottleneck.buffer=lots\] topology.bottleneck.buffer"):
+        s.load(bad)
+
+
+def test_not_yaml_and_not_mapping(tmp_path):
+    f = tmp_path / "x.yaml"
+    f.write_text("topology: [unclosed\n")
+    with pytest.raises(s.ScenarioError, match="not valid YAML"):
+        s.load(f)
+    f.write_text("- a\n- b\n")
+    with pytest.raises(s.ScenarioError, match="a scenario is a mapping"):
+        s.load(f)
+    with pytest.raises(s.ScenarioError, match="cannot read"):
+        s.load(tmp_path / "missing.yaml")
