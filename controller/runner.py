@@ -189,7 +189,10 @@ class PointRun:
             self.store.update_point(self.run_id, self.index, sysctls={
                 "client": hostconfig.read_sysctls(d.clients[0].node),
                 "server": hostconfig.read_sysctls(d.servers[0].node),
-                "router": hostconfig.read_sysctls(d.router_s)})
+                "router": hostconfig.read_sysctls(d.router_s)},
+                offloads={"client": hostconfig.offloads(d.clients[0].node, d.clients[0].intf),
+                          "server": hostconfig.offloads(d.servers[0].node, d.servers[0].intf),
+                          "router": hostconfig.offloads(d.router_s, d.bottleneck_intf[d.router_s.name])})
             prog.phase = "running workload"
             self._start_clients(d)
             self._watch(d, prog)

@@ -37,6 +37,18 @@ def disable_offloads(node, intf: str) -> None:
                 raise HostConfigError(f"{node.name}: {name} still on for {intf}")
 
 
+def offloads(node, intf: str) -> dict[str, str]:
+    """The segmentation/receive offload state of an interface, kept with the run's records."""
+    wanted = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
+              "large-receive-offload", "tx-checksumming", "rx-checksumming")
+    out = {}
+    for line in node.cmd(f"ethtool -k {shlex.quote(intf)}").splitlines():
+        key, sep, value = line.strip().partition(":")
+        if sep and key in wanted:
+            out[key] = value.strip()
+    return out
+
+
 def set_mtu(node, intf: str, mtu: int) -> None:
     run(node, "ip", "link", "set", "dev", intf, "mtu", mtu)
 
