@@ -1,0 +1,137 @@
+//! The engine's configuration file (docs/architecture.md, "Queue engine contract").
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::path::Path;
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+pub enum Buffer {
+    Packets(u64),
+    Bytes(u64),
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    pub kind: String,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    pub name: String,
+    pub queue_num: u16,
+    /// 0: no serialization (a pure delay line).
+    pub rate_bps: u64,
+    pub delay_us: u64,
+    /// None: unlimited.
+    pub buffer: Option<Buffer>,
+    pub policy: PolicyConfig,
+}
+
+fn default_stats_interval() -> u64 {
+    500
+}
+fn default_late_threshold() -> u64 {
+    1000
+}
+fn default_maxlen() -> u32 {
+    8192
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default = "default_stats_interval")]
+    pub stats_interval_ms: u64,
+    #[serde(default = "default_late_threshold")]
+    pub late_threshold_us: u64,
+    #[serde(default = "default_maxlen")]
+    pub queue_maxlen: u32,
+    pub links: Vec<LinkConfig>,
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let config: Config =
+            serde_json::from_str(&text).with_context(|| format!("{}: invalid engine config", path.display()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.links.is_empty() {
+            bail!("links: at least one link is needed");
+        }
+        if self.stats_interval_ms == 0 {
+            bail!("stats_interval_ms: must be above 0");
+        }
+        let mut names = HashSet::new();
+        let mut queues = HashSet::new();
+        for (i, l) in self.links.iter().enumerate() {
+            let who = format!("links[{i}] ({:?})", l.name);
+            if l.name.is_empty() || !names.insert(l.name.clone()) {
+                bail!("{who}.name: must be non-empty and unique");
+            }
+            if !queues.insert(l.queue_num) {
+                bail!("{who}.queue_num: {} is used by another link", l.queue_num);
+            }
+            match l.buffer {
+                Some(Buffer::Packets(0)) | Some(Buffer::Bytes(0)) => {
+                    bail!("{who}.buffer: must hold at least one packet or byte (null for unlimited)")
+                }
+                _ => {}
+            }
+            crate::policy::build::<()>(&l.policy, l.buffer, self.seed)
+                .map_err(|e| anyhow::anyhow!("{who}.policy: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config> {
+        let c: Config = serde_json::from_str(text)?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    #[test]
+    fn accepts_the_documented_example() {
+        let c = parse(
+            r#"{"seed": 1, "links": [
+              {"name": "a", "queue_num": 0, "rate_bps": 1500000, "delay_us": 5000,
+               "buffer": {"packets": 10}, "policy": {"kind": "droptail"}},
+              {"name": "b", "queue_num": 1, "rate_bps": 0, "delay_us": 2000,
+               "buffer": null, "policy": {"kind": "droptail"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(c.links[0].buffer, Some(Buffer::Packets(10)));
+        assert_eq!(c.links[1].buffer, None);
+        assert_eq!(c.stats_interval_ms, 500);
+    }
+
+    #[test]
+    fn errors_name_the_link_and_field() {
+        let bad_policy = r#"{"links": [{"name": "x", "queue_num": 0, "rate_bps": 1, "delay_us": 0,
+            "buffer": null, "policy": {"kind": "fifo"}}]}"#;
+        let err = parse(bad_policy).unwrap_err().to_string();
+        assert!(err.contains("links[0] (\"x\").policy") && err.contains("droptail"), "{err}");
+        let dup = r#"{"links": [
+            {"name": "x", "queue_num": 3, "rate_bps": 1, "delay_us": 0, "buffer": null, "policy": {"kind": "droptail"}},
+            {"name": "y", "queue_num": 3, "rate_bps": 1, "delay_us": 0, "buffer": null, "policy": {"kind": "droptail"}}]}"#;
+        assert!(parse(dup).unwrap_err().to_string().contains("queue_num: 3"));
+        let zero = r#"{"links": [{"name": "x", "queue_num": 0, "rate_bps": 1, "delay_us": 0,
+            "buffer": {"packets": 0}, "policy": {"kind": "droptail"}}]}"#;
+        assert!(parse(zero).unwrap_err().to_string().contains("buffer"));
+        assert!(parse(r#"{"links": [], "extra": 1}"#).is_err());
+    }
+}

@@ -1,0 +1,72 @@
+//! `catnip-engine run` (live, NFQUEUE) and `catnip-engine replay` (trace, offline).
+
+use anyhow::{Context, Result};
+use catnip_engine::config::Config;
+use catnip_engine::link::Link;
+use catnip_engine::replay;
+use clap::{Parser, Subcommand};
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::PathBuf;
+
+
+
+#[derive(Parser)]
+#[command(version, about = "Router queue engine of the CATNIP testbed")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Emulate the configured links on live packets (run inside the router's namespace).
+    Run {
+        #[arg(long)]
+        config: PathBuf,
+        #[arg(long)]
+        stats: PathBuf,
+    },
+    /// Run one link of the config over a packet trace and write every packet's fate.
+    Replay {
+        #[arg(long)]
+        config: PathBuf,
+        #[arg(long)]
+        trace: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        /// Link name (default: the first link of the config).
+        #[arg(long)]
+        link: Option<String>,
+    },
+}
+
+fn main() {
+    if let Err(e) = run(Cli::parse()) {
+        eprintln!("catnip-engine: error: {e:#}");
+        std::process::exit(2);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run { config, stats } => catnip_engine::nfq_loop::run(&Config::load(&config)?, &stats),
+        Command::Replay { config, trace, out, link } => {
+            let config = Config::load(&config)?;
+            let chosen = match &link {
+                Some(name) => config
+                    .links
+                    .iter()
+                    .find(|l| &l.name == name)
+                    .with_context(|| format!("--link {name:?}: no such link in the config"))?,
+                None => &config.links[0],
+            };
+            let mut l = Link::new(chosen, config.seed).map_err(anyhow::Error::msg)?;
+            let file = File::open(&trace).with_context(|| format!("cannot read {}", trace.display()))?;
+            let packets = replay::read_trace(BufReader::new(file))?;
+            let fates = replay::replay(&mut l, &packets);
+            let out_file = File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
+            replay::write_fates(BufWriter::new(out_file), &packets, &fates)
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! DropTail: a FIFO that refuses arrivals when full, with a limit in packets or bytes.
+//! The packet being serialized has left the buffer (ns-2's DropTail counts the same way).
+
+use super::{Dropped, QueuePolicy, Queued};
+use crate::config::Buffer;
+use std::collections::VecDeque;
+
+pub struct DropTail<H> {
+    limit: Option<Buffer>,
+    queue: VecDeque<Queued<H>>,
+    bytes: usize,
+}
+
+impl<H> DropTail<H> {
+    pub fn new(limit: Option<Buffer>) -> DropTail<H> {
+        DropTail { limit, queue: VecDeque::new(), bytes: 0 }
+    }
+
+    fn fits(&self, len: usize) -> bool {
+        match self.limit {
+            None => true,
+            Some(Buffer::Packets(n)) => (self.queue.len() as u64) < n,
+            Some(Buffer::Bytes(n)) => (self.bytes + len) as u64 <= n,
+        }
+    }
+}
+
+impl<H> QueuePolicy<H> for DropTail<H> {
+    fn enqueue(&mut self, pkt: Queued<H>, _now: u64, dropped: &mut Vec<Dropped<H>>) {
+        let len = pkt.info.len as usize;
+        if self.fits(len) {
+            self.bytes += len;
+            self.queue.push_back(pkt);
+        } else {
+            dropped.push(Dropped { pkt, evicted: false });
+        }
+    }
+
+    fn dequeue(&mut self, _now: u64) -> Option<Queued<H>> {
+        let pkt = self.queue.pop_front()?;
+        self.bytes -= pkt.info.len as usize;
+        Some(pkt)
+    }
+
+    fn len_packets(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn len_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn drain(&mut self) -> Vec<Queued<H>> {
+        self.bytes = 0;
+        self.queue.drain(..).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::PacketInfo;
+
+    fn pkt(seq: u64, len: u32) -> Queued<u64> {
+        Queued { handle: seq, info: PacketInfo::new(len, 0, 0), arrival: 0, seq }
+    }
+
+    fn offer(q: &mut DropTail<u64>, seq: u64, len: u32) -> bool {
+        let mut dropped = Vec::new();
+        q.enqueue(pkt(seq, len), 0, &mut dropped);
+        assert!(dropped.iter().all(|d| !d.evicted && d.pkt.seq == seq));
+        dropped.is_empty()
+    }
+
+    #[test]
+    fn packet_limit_refuses_the_arrival_that_does_not_fit() {
+        let mut q = DropTail::new(Some(Buffer::Packets(3)));
+        assert!((0..3).all(|i| offer(&mut q, i, 1500)));
+        assert!(!offer(&mut q, 3, 40));
+        assert_eq!((q.len_packets(), q.len_bytes()), (3, 4500));
+        assert_eq!(q.dequeue(0).unwrap().seq, 0);
+        assert!(offer(&mut q, 4, 40));
+        let order: Vec<u64> = std::iter::from_fn(|| q.dequeue(0).map(|p| p.seq)).collect();
+        assert_eq!(order, vec![1, 2, 4]);
+    }
+
+    #[test]
+    fn byte_limit_counts_exact_bytes() {
+        let mut q = DropTail::new(Some(Buffer::Bytes(3000)));
+        assert!(offer(&mut q, 0, 1500));
+        assert!(offer(&mut q, 1, 1500));
+        assert!(!offer(&mut q, 2, 1));
+        q.dequeue(0);
+        assert!(!offer(&mut q, 3, 1501));
+        assert!(offer(&mut q, 4, 1500));
+        assert_eq!(q.len_bytes(), 3000);
+    }
+
+    #[test]
+    fn unlimited_never_drops() {
+        let mut q = DropTail::new(None);
+        assert!((0..10_000).all(|i| offer(&mut q, i, 1500)));
+        assert_eq!(q.drain().len(), 10_000);
+        assert_eq!((q.len_packets(), q.len_bytes()), (0, 0));
+    }
+}
