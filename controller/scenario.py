@@ -93,8 +93,9 @@ class TcpSpec(_Strict):
 
 
 class ThinkTimeSpec(_Strict):
-    model: Literal["zero", "fixed", "exponential", "ns2"] = "zero"
+    model: Literal["zero", "fixed", "exponential", "empirical"] = "zero"
     mean: float | None = Field(default=None, description="seconds: the fixed value or the exponential mean")
+    cdf: str | None = Field(default=None, description="empirical: a CDF file in ns-2's format (docs/workload.md)")
 
     @field_validator("mean", mode="before")
     @classmethod
@@ -105,6 +106,14 @@ class ThinkTimeSpec(_Strict):
     def _needs_mean(self) -> "ThinkTimeSpec":
         if self.model in ("fixed", "exponential") and self.mean is None:
             raise ValueError(f"think time model '{self.model}' needs 'mean' (a duration such as '2s')")
+        if self.model == "empirical":
+            if not self.cdf:
+                raise ValueError("think time model 'empirical' needs 'cdf': a CDF file in ns-2's format")
+            from workloads.thinktime import ThinkTimeError, load_cdf
+            try:
+                load_cdf(self.cdf)
+            except ThinkTimeError as exc:
+                raise ValueError(str(exc)) from None
         return self
 
 

@@ -71,7 +71,7 @@ def test_small_run_end_to_end(isolated_data, no_leftovers):
     assert json.loads(run[0])["topology"]["clients"] == 3
     assert "kernel" in json.loads(run[2]) and json.loads(run[3])["nfqueue"] is True
     objects = db.execute("SELECT COUNT(*), SUM(body_bytes) FROM objects WHERE error IS NULL").fetchone()
-    assert objects[0] == 3 * 47  # 47 objects in the 10 pages (Table II connection counts)
+    assert objects[0] == 3 * 45  # 45 objects in the 10 pages (Table II connection counts)
     sysctls = json.loads(db.execute("SELECT sysctls FROM points").fetchone()[0])
     assert sysctls["server"]["net.ipv4.tcp_congestion_control"] == "cubic"
 

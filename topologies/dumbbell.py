@@ -106,8 +106,13 @@ def plan_engine_links(d: Dumbbell, scenario: Scenario) -> None:
 
 def build(scenario: Scenario, switch_kind: str) -> Dumbbell:
     """Create and start the network; the caller must call `stop(d)` (also on failure)."""
+    from mininet.log import setLogLevel
     from mininet.net import Mininet
     from mininet.node import Host
+
+    # Mininet's warnings (e.g. about br_netfilter sysctls of the root namespace, which see no
+    # rules of ours) would drown the progress display; its errors still show.
+    setLogLevel("error")
 
     topo = scenario.topology
     net = Mininet(topo=None, controller=None, build=False, switch=_switch_class(switch_kind),

@@ -43,18 +43,27 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn open_fds() -> HashSet<i32> {
+/// Open socket descriptors (listing /proc/self/fd opens a descriptor of its own: only
+/// sockets count, so it is never mistaken for the queue's).
+fn open_sockets() -> HashSet<i32> {
     std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .map(|d| {
+            d.filter_map(|e| {
+                let e = e.ok()?;
+                let target = std::fs::read_link(e.path()).ok()?;
+                target.to_str()?.starts_with("socket:").then(|| e.file_name().to_str()?.parse().ok())?
+            })
+            .collect()
+        })
         .unwrap_or_default()
 }
 
 /// Open the NFQUEUE socket and find its descriptor: the nfq crate does not expose it, and
 /// ppoll needs it. The one descriptor that appears across `Queue::open` is the socket.
 fn open_queue() -> Result<(Queue, i32)> {
-    let before = open_fds();
+    let before = open_sockets();
     let queue = Queue::open().context("cannot open the NFQUEUE netlink socket (root needed)")?;
-    let new: Vec<i32> = open_fds().difference(&before).copied().collect();
+    let new: Vec<i32> = open_sockets().difference(&before).copied().collect();
     match new.as_slice() {
         [fd] => Ok((queue, *fd)),
         _ => Err(anyhow!("cannot identify the NFQUEUE socket among new descriptors {new:?}")),
@@ -100,7 +109,7 @@ impl Engine {
         Ok(())
     }
 
-    fn stats_line(&self, t: f64, is_final: bool) -> Value {
+    fn stats_line(&self, t: f64, is_final: bool, realtime: bool) -> Value {
         let mut links = Map::new();
         for l in &self.links {
             links.insert(l.name.clone(), l.stats.to_json(l.queue_packets(), l.queue_bytes()));
@@ -113,10 +122,24 @@ impl Engine {
                 "late_events": self.lateness.late_events,
                 "max_late_us": self.lateness.max_late_ns as f64 / 1000.0,
                 "nfq_errors": self.nfq_errors,
+                "realtime_scheduling": realtime,
             },
             "links": links,
         })
     }
+}
+
+/// The engine is the emulation's clock: a busy machine (clients, servers, the kernel's own
+/// forwarding) must not delay its verdicts. SCHED_FIFO at a modest priority lets it preempt them;
+/// where that is refused it runs as a normal process and its lateness counters tell.
+fn set_realtime_priority() -> bool {
+    let param = libc::sched_param { sched_priority: 20 };
+    let ok = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0;
+    if !ok {
+        eprintln!("catnip-engine: warning: SCHED_FIFO refused ({}); running unprioritized",
+                  std::io::Error::last_os_error());
+    }
+    ok
 }
 
 fn write_line(file: &mut File, value: &Value) -> Result<()> {
@@ -139,6 +162,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         );
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
+    let realtime = set_realtime_priority();
     let mut by_queue = vec![usize::MAX; 65536];
     let mut links = Vec::new();
     for (i, l) in config.links.iter().enumerate() {
@@ -197,7 +221,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         }
         let now = now_ns();
         if now >= next_stats {
-            write_line(&mut stats, &engine.stats_line((now - start) as f64 / 1e9, false))?;
+            write_line(&mut stats, &engine.stats_line((now - start) as f64 / 1e9, false, realtime))?;
             next_stats += interval * ((now - next_stats) / interval + 1);
         }
         let next = engine.links.iter().filter_map(|l| l.next_event()).min().unwrap_or(u64::MAX).min(next_stats);
@@ -213,6 +237,6 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
             let _ = engine.queue.verdict(msg);
         }
     }
-    write_line(&mut stats, &engine.stats_line((now_ns() - start) as f64 / 1e9, true))?;
+    write_line(&mut stats, &engine.stats_line((now_ns() - start) as f64 / 1e9, true, realtime))?;
     Ok(())
 }

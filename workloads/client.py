@@ -1,0 +1,261 @@
+"""The web client of one client host: replays 10-page sessions against its server.
+
+    python -m workloads.client CONFIG.json OUT.jsonl
+
+Runs inside the client host's network namespace. A session fetches the configured pages in a
+seeded random order, `rounds` times, with think times between pages (CATNIP section IV-B).
+
+* HTTP/1.0: the HTML over its own connection, then its images (parsed from the HTML's <img>
+  tags) over up to `parallel` concurrent connections, one connection per object.
+* HTTP/1.1: one persistent connection for the whole session; the HTML request, then every
+  image request pipelined on it (the approximate HTTP/1.1 model of section V-F).
+
+A page's time runs from its first connection attempt to the latest completion among its
+objects (section IV-D). Every object and page becomes one JSON line in OUT (flushed at once, so
+the runner can follow progress); failures are recorded with their error, never fatal.
+Times are `time.monotonic()` (CLOCK_MONOTONIC, one clock for every host of the machine).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from workloads.pages import html_path
+from workloads.thinktime import sampler
+
+IMG_SRC = re.compile(rb'<img\s+[^>]*src="([^"]+)"', re.IGNORECASE)
+REQUIRED = {"client", "server", "port", "pages", "seed", "http_version", "parallel"}
+OPTIONAL = {"server_name", "rounds", "think_time", "object_timeout", "session_timeout", "start_delay"}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def load_config(path: str) -> dict[str, Any]:
+    with open(path) as fh:
+        cfg = json.load(fh)
+    missing = REQUIRED - cfg.keys()
+    unknown = cfg.keys() - REQUIRED - OPTIONAL
+    if missing or unknown:
+        raise ConfigError(f"{path}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}")
+    if cfg["http_version"] not in ("1.0", "1.1"):
+        raise ConfigError(f"{path}: http_version {cfg['http_version']!r} not allowed: '1.0' or '1.1'")
+    if not isinstance(cfg["parallel"], int) or cfg["parallel"] < 1:
+        raise ConfigError(f"{path}: parallel must be a whole number of at least 1")
+    cfg.setdefault("rounds", 1)
+    cfg.setdefault("think_time", {"model": "zero"})
+    cfg.setdefault("object_timeout", 60.0)
+    cfg.setdefault("session_timeout", 3600.0)
+    cfg.setdefault("start_delay", 0.0)
+    return cfg
+
+
+@dataclass
+class Response:
+    status: int
+    header_bytes: int
+    body: bytes
+    first_byte: float
+
+
+class HttpError(Exception):
+    pass
+
+
+async def read_response(reader: asyncio.StreamReader) -> Response:
+    """Status line and headers, then exactly Content-Length bytes of body (we serve static files)."""
+    first = await reader.readuntil(b"\r\n")
+    first_byte = time.monotonic()
+    head = first + await reader.readuntil(b"\r\n\r\n")
+    parts = first.split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+        raise HttpError(f"bad status line {first[:60]!r}")
+    length = None
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    if length is None:
+        raise HttpError("response without Content-Length")
+    body = await reader.readexactly(length)
+    return Response(int(parts[1]), len(head), body, first_byte)
+
+
+def request(url: str, host: str, version: str) -> bytes:
+    close = "Connection: close\r\n" if version == "1.0" else ""
+    return f"GET {url} HTTP/{version}\r\nHost: {host}\r\nUser-Agent: catnip-client\r\n{close}\r\n".encode()
+
+
+def _error(exc: BaseException) -> str:
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return "timeout"
+    if isinstance(exc, asyncio.IncompleteReadError):
+        return f"connection closed after {len(exc.partial)} bytes"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Session:
+    def __init__(self, cfg: dict[str, Any], out: TextIO):
+        self.cfg, self.out = cfg, out
+        self.host = cfg["server"]
+        self.conn_counter = 0
+        self.persistent: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    def emit(self, record: dict[str, Any]) -> None:
+        self.out.write(json.dumps(record) + "\n")
+        self.out.flush()
+
+    def _object(self, page: int, rnd: int, url: str, conn: int, start: float) -> dict[str, Any]:
+        return {"kind": "object", "client": self.cfg["client"], "server": self.cfg.get("server_name"),
+                "page": page, "round": rnd, "url": url, "conn": conn, "start": start, "connect_done": None,
+                "first_byte": None, "end": None, "body_bytes": 0, "header_bytes": 0, "status": None,
+                "error": None}
+
+    def _finish(self, rec: dict[str, Any], resp: Response) -> None:
+        rec.update(first_byte=resp.first_byte, end=time.monotonic(), body_bytes=len(resp.body),
+                   header_bytes=resp.header_bytes, status=resp.status)
+        if resp.status != 200:
+            rec["error"] = f"HTTP {resp.status}"
+
+    async def fetch_new_connection(self, page: int, rnd: int, url: str) -> tuple[dict[str, Any], bytes]:
+        """HTTP/1.0: one object over its own connection."""
+        self.conn_counter += 1
+        rec = self._object(page, rnd, url, self.conn_counter, time.monotonic())
+        body = b""
+        writer = None
+        try:
+            async def go():
+                nonlocal writer, body
+                reader, writer = await asyncio.open_connection(self.host, self.cfg["port"])
+                rec["connect_done"] = time.monotonic()
+                writer.write(request(url, self.host, "1.0"))
+                await writer.drain()
+                resp = await read_response(reader)
+                self._finish(rec, resp)
+                body = resp.body
+            await asyncio.wait_for(go(), self.cfg["object_timeout"])
+        except Exception as exc:  # noqa: BLE001 - any failure is a recorded outcome
+            rec["error"], rec["end"] = _error(exc), time.monotonic()
+        finally:
+            if writer is not None:
+                writer.close()
+        return rec, body
+
+    async def page_http10(self, page: int, rnd: int) -> list[dict[str, Any]]:
+        html, body = await self.fetch_new_connection(page, rnd, html_path(page))
+        records = [html]
+        if html["error"]:
+            return records
+        images = [m.decode() for m in IMG_SRC.findall(body)]
+        gate = asyncio.Semaphore(self.cfg["parallel"])
+
+        async def one(url: str) -> dict[str, Any]:
+            async with gate:
+                return (await self.fetch_new_connection(page, rnd, url))[0]
+        records += await asyncio.gather(*(one(u) for u in images))
+        return records
+
+    async def _connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self.persistent is None or self.persistent[1].is_closing():
+            self.conn_counter += 1
+            self.persistent = await asyncio.open_connection(self.host, self.cfg["port"])
+        return self.persistent
+
+    async def page_http11(self, page: int, rnd: int) -> list[dict[str, Any]]:
+        """HTML, then every image pipelined, all on the session's persistent connection."""
+        html = self._object(page, rnd, html_path(page), 0, time.monotonic())
+        records = [html]
+        current = html
+        try:
+            async def go():
+                nonlocal current
+                new = self.persistent is None or self.persistent[1].is_closing()
+                reader, writer = await self._connection()
+                html["conn"] = self.conn_counter
+                html["connect_done"] = time.monotonic() if new else html["start"]
+                writer.write(request(html["url"], self.host, "1.1"))
+                await writer.drain()
+                resp = await read_response(reader)
+                self._finish(html, resp)
+                if html["error"]:
+                    return
+                urls = [m.decode() for m in IMG_SRC.findall(resp.body)]
+                sent = time.monotonic()
+                recs = [self._object(page, rnd, u, self.conn_counter, sent) for u in urls]
+                records.extend(recs)
+                writer.write(b"".join(request(u, self.host, "1.1") for u in urls))
+                await writer.drain()
+                for rec in recs:
+                    current = rec
+                    rec["connect_done"] = sent
+                    self._finish(rec, await read_response(reader))
+            await asyncio.wait_for(go(), self.cfg["object_timeout"] * max(1, len(records)))
+        except Exception as exc:  # noqa: BLE001
+            now = time.monotonic()
+            for rec in records[records.index(current):]:
+                if rec["end"] is None:
+                    rec["error"], rec["end"] = _error(exc), now
+            if self.persistent is not None:
+                self.persistent[1].close()
+                self.persistent = None
+        return records
+
+    async def run(self) -> None:
+        cfg = self.cfg
+        self.emit({"kind": "start", "client": cfg["client"], "wall": time.time(), "mono": time.monotonic()})
+        await asyncio.sleep(cfg["start_delay"])
+        deadline = time.monotonic() + cfg["session_timeout"]
+        order_rng = random.Random(cfg["seed"])
+        think = sampler(cfg["think_time"], cfg["seed"] + 1)
+        fetch = self.page_http10 if cfg["http_version"] == "1.0" else self.page_http11
+        done = 0
+        total = cfg["rounds"] * len(cfg["pages"])
+        for rnd in range(cfg["rounds"]):
+            order = list(cfg["pages"])
+            order_rng.shuffle(order)
+            for page in order:
+                if time.monotonic() > deadline:
+                    self.emit({"kind": "end", "client": cfg["client"], "reason": "session_timeout"})
+                    return
+                start = time.monotonic()
+                records = await fetch(page, rnd)
+                for rec in records:
+                    self.emit(rec)
+                errors = [r["error"] for r in records if r["error"]]
+                end = max(r["end"] for r in records)
+                self.emit({"kind": "page", "client": cfg["client"], "server": cfg.get("server_name"),
+                           "page": page, "round": rnd, "start": start, "end": end, "duration": end - start,
+                           "objects": len(records), "bytes": sum(r["body_bytes"] for r in records),
+                           "error": errors[0] if errors else None})
+                done += 1
+                if done < total:
+                    await asyncio.sleep(think())
+        if self.persistent is not None:
+            self.persistent[1].close()
+        self.emit({"kind": "end", "client": cfg["client"], "reason": "done", "mono": time.monotonic()})
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m workloads.client CONFIG.json OUT.jsonl", file=sys.stderr)
+        return 2
+    try:
+        cfg = load_config(argv[0])
+    except (OSError, ValueError) as exc:
+        print(f"workloads.client: {exc}", file=sys.stderr)
+        return 2
+    with open(argv[1], "a") as out:
+        asyncio.run(Session(cfg, out).run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

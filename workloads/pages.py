@@ -1,0 +1,85 @@
+"""The 10-page web workload of CATNIP Fig. 4 (section IV-B).
+
+Paper's numbers (Table II): each page's connection count (HTTP/1.0: one connection per object,
+so 1 HTML file + N embedded images) and total bytes; page 1 exactly (2,589-byte HTML, images of
+548 and 1,808 bytes, section IV-B). Generated here: how the other pages' bytes split between
+their HTML and images, which Fig. 4 shows only schematically. The split is deterministic (a fixed
+internal seed, independent of any scenario seed) so every run everywhere serves the same files.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+
+# (page, connections, total bytes) from Table II of the CATNIP paper.
+TABLE_II = (
+    (1, 3, 4_945), (2, 2, 56_434), (3, 2, 7_860), (4, 2, 12_315), (5, 17, 87_451),
+    (6, 2, 27_991), (7, 5, 2_078), (8, 3, 9_886), (9, 6, 9_620), (10, 3, 2_776),
+)
+PAGE1_HTML, PAGE1_IMAGES = 2_589, (548, 1_808)  # section IV-B, given exactly
+
+_SPLIT_SEED = 2002          # fixed: the documents must never depend on a run's seed
+MIN_IMAGE = 64              # a believable smallest image file
+HTML_SKELETON = 120         # <html>, <head>, <body> and friends
+IMG_TAG = 48                # room for one <img src="/pN/iK.gif"> tag
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int
+    html_bytes: int
+    images: tuple[int, ...]
+
+    @property
+    def objects(self) -> list[str]:
+        """URL paths, HTML first."""
+        return [html_path(self.number)] + [image_path(self.number, k) for k in range(1, len(self.images) + 1)]
+
+    @property
+    def total_bytes(self) -> int:
+        return self.html_bytes + sum(self.images)
+
+
+def html_path(page: int) -> str:
+    return f"/page{page}.html"
+
+
+def image_path(page: int, k: int) -> str:
+    return f"/p{page}/i{k}.gif"
+
+
+def _split(rng: random.Random, total: int, n_images: int) -> tuple[int, tuple[int, ...]]:
+    """HTML share 10-60% (at least room for its tags); images heavy-tailed (lognormal weights)."""
+    html_min = HTML_SKELETON + IMG_TAG * n_images
+    html = max(html_min, int(total * rng.uniform(0.10, 0.60)))
+    rest = total - html
+    if rest < MIN_IMAGE * n_images:
+        raise ValueError(f"{total} bytes cannot hold an HTML file and {n_images} images")
+    weights = [rng.lognormvariate(0.0, 1.2) for _ in range(n_images)]
+    spare = rest - MIN_IMAGE * n_images
+    images = [MIN_IMAGE + int(spare * w / sum(weights)) for w in weights]
+    images[-1] += rest - sum(images)  # rounding: the page total stays exact
+    return html, tuple(images)
+
+
+@lru_cache(maxsize=1)
+def catnip_pages() -> tuple[Page, ...]:
+    """The ten pages of Fig. 4, totals and object counts exactly as Table II."""
+    rng = random.Random(_SPLIT_SEED)
+    pages = []
+    for number, conns, total in TABLE_II:
+        if number == 1:
+            pages.append(Page(1, PAGE1_HTML, PAGE1_IMAGES))
+            continue
+        html, images = _split(rng, total, conns - 1)
+        pages.append(Page(number, html, images))
+    return tuple(pages)
+
+
+def page(number: int) -> Page:
+    for p in catnip_pages():
+        if p.number == number:
+            return p
+    raise KeyError(f"no page {number}: pages are numbered 1 to 10")

@@ -1,0 +1,71 @@
+"""Think times between a client's pages, drawn from a seeded generator.
+
+Models: zero (the WAN experiment, section V-G), fixed, exponential, and `empirical`: a CDF file
+in ns-2's format (lines `value count cumulative-probability`), sampled by inverting the CDF with
+linear interpolation. The CATNIP simulations drew think times from the ns-2 web models based on
+Mah's measurements (section IV-B, reference [20]); ns-2 ships that data as
+`tcl/http/data/HttpThinkTime.cdf`. It is not redistributed here: point `cdf` at a copy.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+from pathlib import Path
+from typing import Callable
+
+
+class ThinkTimeError(ValueError):
+    pass
+
+
+def load_cdf(path: str | Path) -> tuple[list[float], list[float]]:
+    """(values, cumulative probabilities), validated: both non-decreasing, ending at 1."""
+    values, probs = [], []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise ThinkTimeError(f"think-time CDF {path}: cannot read ({exc.strerror})") from None
+    for n, line in enumerate(lines, 1):
+        fields = line.split()
+        if not fields or line.lstrip().startswith("#"):
+            continue
+        try:
+            value, prob = float(fields[0]), float(fields[-1])
+        except ValueError:
+            raise ThinkTimeError(f"think-time CDF {path} line {n}: expected 'value count probability'") from None
+        if value < 0 or not 0 <= prob <= 1 or (values and (value < values[-1] or prob < probs[-1])):
+            raise ThinkTimeError(f"think-time CDF {path} line {n}: values and probabilities must not decrease")
+        values.append(value)
+        probs.append(prob)
+    if not values or abs(probs[-1] - 1.0) > 1e-6:
+        raise ThinkTimeError(f"think-time CDF {path}: the last cumulative probability must be 1")
+    return values, probs
+
+
+def sampler(spec: dict, seed: int) -> Callable[[], float]:
+    """A function returning successive think times (seconds) for one client."""
+    rng = random.Random(seed)
+    model = spec.get("model", "zero")
+    mean = spec.get("mean")
+    if model == "zero":
+        return lambda: 0.0
+    if model == "fixed":
+        return lambda: float(mean)
+    if model == "exponential":
+        return lambda: rng.expovariate(1.0 / mean) if mean > 0 else 0.0
+    if model == "empirical":
+        values, probs = load_cdf(spec["cdf"])
+
+        def draw() -> float:
+            u = rng.random()
+            i = bisect.bisect_left(probs, u)
+            if i == 0:
+                return values[0]
+            if i >= len(values):
+                return values[-1]
+            p0, p1 = probs[i - 1], probs[i]
+            frac = 0.0 if p1 == p0 else (u - p0) / (p1 - p0)
+            return values[i - 1] + frac * (values[i] - values[i - 1])
+        return draw
+    raise ThinkTimeError(f"unknown think-time model {model!r}")
