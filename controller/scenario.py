@@ -253,7 +253,12 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
     raw.setdefault("name", path.stem)
     for text_override in overrides:
         key, value = parse_override(text_override)
-        _set_path(raw, key, value)
+        if key.startswith("sweep."):
+            # Sweep keys are dotted paths themselves: `--set sweep.topology.bottleneck.buffer=[64KB]`.
+            sweep_map = raw.get("sweep") if isinstance(raw.get("sweep"), dict) else {}
+            raw["sweep"] = {**sweep_map, key.removeprefix("sweep."): value}
+        else:
+            _set_path(raw, key, value)
     if seed is not None:
         raw["seed"] = seed
     sweep = raw.pop("sweep", None) or {}
