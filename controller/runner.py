@@ -15,6 +15,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from contextlib import ExitStack, contextmanager
@@ -107,14 +108,20 @@ def machine_lock() -> Iterator[None]:
 
 
 @contextmanager
-def sigterm_cancels() -> Iterator[None]:
+def signals_cancel() -> Iterator[None]:
+    """SIGINT (Ctrl-C) and SIGTERM cancel the run cleanly, even where the shell that started us
+    ignored SIGINT (background jobs of a non-interactive shell inherit SIG_IGN)."""
     def handler(signum, frame):
-        raise RunCancelled(f"stopped by signal {signal.Signals(signum).name}")
-    previous = signal.signal(signal.SIGTERM, handler)
+        # Only the first signal cancels; later ones must not break the teardown it starts.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: print("catnip: tearing down, please wait", file=sys.stderr))
+        raise RunCancelled(f"stopped by {signal.Signals(signum).name}")
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def new_run_id(name: str) -> str:
@@ -355,7 +362,7 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
     run_id = run_id or new_run_id(sweep.name)
     first = sweep.points[0][1]
     reps = first.run.repetitions
-    with machine_lock(), sigterm_cancels():
+    with machine_lock(), signals_cancel():
         store.create_run(run_id, sweep.name, sweep.source, sweep.raw, sweep.sweep, first.seed, git_revision(),
                          versions(), caps.to_dict())
         artifacts = paths.data_dir() / "runs" / run_id

@@ -133,3 +133,21 @@ def test_byte_buffer_limit_holds(caps, tmp_path, no_leftovers):
     print(f"16 KB buffer: max queue {link['max_queue_bytes']} B, {dropped} drops")
     assert 0 < link["max_queue_bytes"] <= 16 * 1024
     assert dropped > 0, "a bulk flow into a 16 KB buffer at 1.5 Mbit/s must overflow it"
+
+
+def test_ovs_userspace_access_network_works(caps, tmp_path, no_leftovers):
+    """The OVS userspace datapath stays usable on request; its extra latency is reported."""
+    if "ovs-user" not in caps.access_switches:
+        pytest.skip("Open vSwitch userspace datapath not available")
+    sc = scenario(**{"access_switch": "ovs", "ovs_datapath": "user"})
+    with network(sc, caps, tmp_path) as (d, _):
+        assert d.switch_kind == "ovs-user"
+        client, server = d.clients[0], d.servers[0]
+        client.node.cmd(f"ping -c 2 -W 2 {server.ip}")
+        out = client.node.cmd(f"ping -c 20 -i 0.1 -W 2 {server.ip}")
+    rtts = [float(x) for x in re.findall(r"time=([0-9.]+) ms", out)]
+    assert len(rtts) >= 19, out
+    want = expected_rtt_ms(sc, 84)
+    print(f"OVS userspace: ping RTT median {statistics.median(rtts):.3f} ms, max {max(rtts):.3f},"
+          f" expected {want:.3f} ms")
+    assert statistics.median(rtts) >= want - 0.3

@@ -136,3 +136,25 @@ def test_clean_after_a_killed_run(isolated_data, no_leftovers):
     assert res.returncode == 0, res.stderr
     assert "removed" in res.stdout
     assert cleanup.leftovers() == {}
+
+
+def test_check_reports_and_exits_zero_here():
+    res = catnip("check")
+    assert res.returncode == 0, res.stdout
+    assert "ready to run scenarios" in res.stdout and "netem" in res.stdout
+    data = json.loads(catnip("check", "--json").stdout)
+    assert data["can_run"] and "engine" in data["link_backends"]
+
+
+def test_late_verdicts_flag_the_run(isolated_data, no_leftovers):
+    # A 1 us lateness threshold is below what any scheduler can promise, so verdicts count as
+    # late and the point must be flagged: the flag is computed from the engine's own counters.
+    res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), *SMALL, "--set", "workload.pages=[1, 7]",
+                 "--set", "run.late_threshold=1us", "--json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    point = json.loads(res.stdout)["points"][0]
+    assert point["realtime_ok"] is False
+    rep = json.loads(catnip("report", json.loads(res.stdout)["run_id"], "--json").stdout)
+    fidelity = rep["points"][0]["fidelity"]
+    assert fidelity["late_events"] > 0 and fidelity["late_threshold_us"] == 1
+    assert "real time kept: NO" in catnip("report", json.loads(res.stdout)["run_id"]).stdout
