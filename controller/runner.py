@@ -73,17 +73,20 @@ def git_revision() -> str:
     return rev or "unknown"
 
 
+def _first_line(args: list[str]) -> str:
+    out = _cmd_output(args)
+    return out.splitlines()[0] if out else "unknown"
+
+
 def versions() -> dict[str, str]:
     import mininet.net
     return {
         "kernel": os.uname().release,
         "mininet": mininet.net.VERSION,
-        "ovs": _cmd_output(["ovs-vsctl", "--version"]).splitlines()[0:1] and
-               _cmd_output(["ovs-vsctl", "--version"]).splitlines()[0],
-        "apache": _cmd_output(["/usr/sbin/apache2", "-v"]).splitlines()[0:1] and
-                  _cmd_output(["/usr/sbin/apache2", "-v"]).splitlines()[0],
-        "engine": _cmd_output([str(paths.engine_binary()), "--version"]),
-        "python": _cmd_output([paths.python(), "--version"]),
+        "ovs": _first_line(["ovs-vsctl", "--version"]),
+        "apache": _first_line(["/usr/sbin/apache2", "-v"]),
+        "engine": _first_line([str(paths.engine_binary()), "--version"]),
+        "python": _first_line([paths.python(), "--version"]),
     }
 
 

@@ -43,7 +43,8 @@ def test_malformed_scenario_one_line_error_touches_nothing(tmp_path, isolated_da
 
 
 def test_small_run_end_to_end(isolated_data, no_leftovers):
-    res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), *SMALL, "--seed", "7", "--json")
+    res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), *SMALL, "--seed", "7", "--json",
+                 "--set", "run.capture=true")
     assert res.returncode == 0, res.stderr[-3000:]
     summary = json.loads(res.stdout)
     assert summary["status"] == "done"
@@ -72,6 +73,10 @@ def test_small_run_end_to_end(isolated_data, no_leftovers):
     assert "kernel" in json.loads(run[2]) and json.loads(run[3])["nfqueue"] is True
     objects = db.execute("SELECT COUNT(*), SUM(body_bytes) FROM objects WHERE error IS NULL").fetchone()
     assert objects[0] == 3 * 45  # 45 objects in the 10 pages (Table II connection counts)
+    capture = db.execute("SELECT capture FROM points").fetchone()[0]
+    assert capture and os.path.getsize(capture) > 10_000, "the bottleneck capture is kept with the run"
+    offloads = json.loads(db.execute("SELECT offloads FROM points").fetchone()[0])
+    assert offloads["client"]["tcp-segmentation-offload"].startswith("off")
     sysctls = json.loads(db.execute("SELECT sysctls FROM points").fetchone()[0])
     assert sysctls["server"]["net.ipv4.tcp_congestion_control"] == "cubic"
 
@@ -149,8 +154,9 @@ def test_check_reports_and_exits_zero_here():
 def test_late_verdicts_flag_the_run(isolated_data, no_leftovers):
     # A 1 us lateness threshold is below what any scheduler can promise, so verdicts count as
     # late and the point must be flagged: the flag is computed from the engine's own counters.
+    # It also runs with 512-byte segments (topology.mss), as the simulations did (section IV-A).
     res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), *SMALL, "--set", "workload.pages=[1, 7]",
-                 "--set", "run.late_threshold=1us", "--json")
+                 "--set", "run.late_threshold=1us", "--set", "topology.mss=512", "--json")
     assert res.returncode == 0, res.stderr[-2000:]
     point = json.loads(res.stdout)["points"][0]
     assert point["realtime_ok"] is False
@@ -158,3 +164,8 @@ def test_late_verdicts_flag_the_run(isolated_data, no_leftovers):
     fidelity = rep["points"][0]["fidelity"]
     assert fidelity["late_events"] > 0 and fidelity["late_threshold_us"] == 1
     assert "real time kept: NO" in catnip("report", json.loads(res.stdout)["run_id"]).stdout
+    assert point["pages_completed"] == 6 and point["pages_failed"] == 0
+    db = sqlite3.connect(isolated_data / "data" / "catnip.db")
+    # 512-byte MSS: MTU 552 everywhere, so no packet through the bottleneck exceeds 552 bytes.
+    sent = db.execute("SELECT SUM(sent_bytes), SUM(sent_pkts) FROM link_stats WHERE role='bottleneck-data'").fetchone()
+    assert sent[1] > 0 and sent[0] / sent[1] <= 552
