@@ -162,6 +162,11 @@ class PointRun:
         self.clients: list[tuple[dumbbell.Endpoint, subprocess.Popen, Path]] = []
         self.capture: subprocess.Popen | None = None
 
+    @staticmethod
+    def _cpu_times() -> list[int]:
+        with open("/proc/stat") as fh:
+            return [int(x) for x in fh.readline().split()[1:9]]
+
     def execute(self, prog: Progress) -> None:
         sc = self.sc
         switch = self.caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath)
@@ -183,7 +188,8 @@ class PointRun:
                 engine.start()
             prog.phase = "starting servers"
             self.progress(prog)
-            root = paths.data_dir() / "docroot"
+            root = paths.docroot()
+            paths.state_dir().chmod(0o755)
             pages = catnip_pages()
             docroot_mod.write_docroot(pages, root)
             for server in d.servers:
@@ -204,8 +210,10 @@ class PointRun:
                           "server": hostconfig.offloads(d.servers[0].node, d.servers[0].intf),
                           "router": hostconfig.offloads(d.router_s, d.bottleneck_intf[d.router_s.name])})
             prog.phase = "running workload"
+            self.cpu_start = self._cpu_times()
             self._start_clients(d)
             self._watch(d, prog)
+            self.cpu_end = self._cpu_times()
             prog.phase = "collecting"
             self.progress(prog)
             self._collect(d)
@@ -329,7 +337,13 @@ class PointRun:
                 kdrops += 0  # a missing final record is reported below
         failed_clients = [c.name for c, proc, _ in self.clients if proc.returncode not in (0, None)]
         late_fraction = late / events if events else 0.0
-        fidelity = {"engine_events": events, "late_events": late, "late_fraction": late_fraction,
+        # user nice system idle iowait irq softirq steal: how busy the machine was, and how much
+        # of its CPU the hypervisor took away (steal) while the workload ran.
+        delta = [b - a for a, b in zip(self.cpu_start, self.cpu_end)]
+        total = sum(delta) or 1
+        fidelity_cpu = {"cpu_busy_fraction": round(1 - (delta[3] + delta[4]) / total, 4),
+                        "cpu_steal_fraction": round(delta[7] / total, 4)}
+        fidelity = {**fidelity_cpu, "engine_events": events, "late_events": late, "late_fraction": late_fraction,
                     "max_late_us": max_late, "kernel_queue_drops": kdrops, "failed_clients": failed_clients,
                     "late_threshold_us": int(self.sc.run.late_threshold * 1e6)}
         ok = late_fraction <= self.sc.run.max_late_fraction and kdrops == 0

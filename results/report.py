@@ -110,6 +110,13 @@ def render_text(report: dict[str, Any]) -> str:
         out.append(f"Point {p['point']} (rep {p['rep']}): {label}   status {p['status']}   real time kept: {rt}")
         if p["error"]:
             out.append(f"  error: {p['error']}")
+        f = p["fidelity"]
+        if f:
+            out.append(f"  Fidelity: {f['late_events']} of {f['engine_events']} verdicts late by more than"
+                       f" {f['late_threshold_us'] / 1000:g} ms (max {f['max_late_us'] / 1000:.1f} ms);"
+                       f" kernel queue drops {f['kernel_queue_drops']}; CPU busy"
+                       f" {100 * f.get('cpu_busy_fraction', 0):.0f}%, stolen by the hypervisor"
+                       f" {100 * f.get('cpu_steal_fraction', 0):.0f}%")
         out.append(f"  {'Page':>4} {'Conns':>5} {'Bytes':>8} {'N':>4} {'Min':>7} {'Median':>7} {'Max':>7}"
                    f" {'Mean':>7} {'SDev':>7} {'Fail':>4}")
         for r in p["table"]:

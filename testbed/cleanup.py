@@ -25,6 +25,12 @@ def _markers() -> list[str]:
             str(paths.data_dir()) + "/", str(paths.state_dir()) + "/"]
 
 
+def _is_controller(argv: list[str]) -> bool:
+    """The catnip CLI and test runners carry our paths as arguments but are not ours to kill."""
+    head = [Path(a).name for a in argv[:3]]
+    return "catnip" in head or "pytest" in head or "py.test" in head
+
+
 def our_processes() -> list[tuple[int, str]]:
     """(pid, command line) of processes the project started."""
     me = os.getpid()
@@ -34,13 +40,12 @@ def our_processes() -> list[tuple[int, str]]:
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            raw = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if cmdline and any(m in cmdline for m in markers) and "catnip clean" not in cmdline:
-            # pytest and the catnip CLI itself can carry our paths as arguments: never kill them.
-            if "pytest" in cmdline or "/bin/catnip" in cmdline:
-                continue
+        argv = raw.decode(errors="replace").split("\0")
+        cmdline = " ".join(argv).strip()
+        if cmdline and any(m in cmdline for m in markers) and not _is_controller(argv):
             found.append((int(entry.name), cmdline))
     return found
 

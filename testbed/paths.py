@@ -21,6 +21,12 @@ def state_dir() -> Path:
     return Path(os.environ.get("CATNIP_STATE", "/run/catnip"))
 
 
+def docroot() -> Path:
+    """The served documents: deterministic, so kept with the transient state, world-readable
+    (Apache's workers run as www-data, which cannot enter a private data directory)."""
+    return state_dir() / "docroot"
+
+
 def data_dir() -> Path:
     """Kept results: the SQLite database and per-run artifacts such as captures."""
     return Path(os.environ.get("CATNIP_DATA", REPO / "data"))

@@ -57,6 +57,16 @@ def network(sc: s.Scenario, caps, tmp_path):
             hostconfig.restore_allowed_congestion_control(prev)
 
 
+def cpu_times() -> list[int]:
+    with open("/proc/stat") as fh:
+        return [int(x) for x in fh.readline().split()[1:9]]
+
+
+def steal_fraction(before: list[int], after: list[int]) -> float:
+    delta = [b - a for a, b in zip(before, after)]
+    return delta[7] / (sum(delta) or 1)
+
+
 def expected_rtt_ms(sc: s.Scenario, ip_bytes: int) -> float:
     """Propagation both ways plus serialization of the packet on each rate-limited hop.
 
@@ -79,13 +89,25 @@ def test_ping_rtt_matches_configured_delays(caps, tmp_path, no_leftovers, delays
     with network(sc, caps, tmp_path) as (d, _):
         client, server = d.clients[0], d.servers[0]
         client.node.cmd(f"ping -c 2 -W 2 {server.ip}")  # ARP and warm-up
-        out = client.node.cmd(f"ping -c 30 -i 0.1 -W 2 {server.ip}")
+        # This VM's hypervisor sometimes takes CPU away (steal); a measurement taken while it
+        # does says nothing about the emulator. Take up to three, keep the least disturbed.
+        attempts = []
+        for _ in range(3):
+            before = cpu_times()
+            out = client.node.cmd(f"ping -c 30 -i 0.1 -W 2 {server.ip}")
+            attempts.append((steal_fraction(before, cpu_times()), out))
+            if attempts[-1][0] < 0.05:
+                break
+    steal, out = min(attempts, key=lambda a: a[0])
+    if steal >= 0.05:
+        pytest.skip(f"hypervisor stole {100 * steal:.0f}% of this VM's CPU during every measurement")
     rtts = [float(x) for x in re.findall(r"time=([0-9.]+) ms", out)]
     assert len(rtts) >= 29, out
     want = expected_rtt_ms(sc, 84)
     got = statistics.median(rtts)
     tolerance = max(0.02 * want, 0.3)
-    print(f"ping RTT median {got:.3f} ms (min {min(rtts):.3f}, max {max(rtts):.3f}), expected {want:.3f} ms")
+    print(f"ping RTT median {got:.3f} ms, min {min(rtts):.3f}, max {max(rtts):.3f}; expected {want:.3f} ms;"
+          f" CPU steal {100 * steal:.1f}%")
     assert abs(got - want) <= tolerance, f"median RTT {got:.3f} ms, expected {want:.3f} +- {tolerance:.3f} ms"
 
 

@@ -86,9 +86,30 @@ def test_unknown_run_is_a_clear_error(isolated_data):
     assert res.returncode != 0 and "no run 'no-such-run'" in res.stderr
 
 
+@pytest.fixture
+def background_run():
+    """Start a long run; whatever the test does, the run process does not outlive it."""
+    procs = []
+
+    def start(extra: list[str] = ()) -> subprocess.Popen:
+        proc = _start_run(list(extra))
+        procs.append(proc)
+        return proc
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def _start_run(extra: list[str]) -> subprocess.Popen:
     return subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "run", str(REPO / "scenarios" / "quick.yaml"),
-                             *SMALL, "--set", "workload.rounds=20", *extra],
+                             *SMALL, "--set", "workload.rounds=20",
+                             "--set", "workload.think_time={model: fixed, mean: 1s}", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=os.environ)
 
 
@@ -108,8 +129,8 @@ def _status(isolated_data) -> tuple[str, str]:
     return db.execute("SELECT status, error FROM runs").fetchone()
 
 
-def test_ctrl_c_tears_everything_down(isolated_data, no_leftovers):
-    proc = _start_run([])
+def test_ctrl_c_tears_everything_down(isolated_data, no_leftovers, background_run):
+    proc = background_run()
     _wait_for_clients(proc)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
@@ -118,8 +139,8 @@ def test_ctrl_c_tears_everything_down(isolated_data, no_leftovers):
     assert _status(isolated_data)[0] == "cancelled"
 
 
-def test_failed_run_is_recorded_and_cleaned(isolated_data, no_leftovers):
-    proc = _start_run([])
+def test_failed_run_is_recorded_and_cleaned(isolated_data, no_leftovers, background_run):
+    proc = background_run()
     _wait_for_clients(proc)
     for pid, cmd in cleanup.our_processes():
         if "catnip-engine" in cmd:
@@ -131,8 +152,8 @@ def test_failed_run_is_recorded_and_cleaned(isolated_data, no_leftovers):
     assert status == "failed" and "engine" in error
 
 
-def test_clean_after_a_killed_run(isolated_data, no_leftovers):
-    proc = _start_run([])
+def test_clean_after_a_killed_run(isolated_data, no_leftovers, background_run):
+    proc = background_run()
     _wait_for_clients(proc)
     proc.kill()  # no teardown at all: only `catnip clean` can help now
     proc.wait()

@@ -89,7 +89,9 @@ impl Engine {
                     let late = now_ns().saturating_sub(at);
                     self.lateness.record(late, self.late_threshold_ns);
                     self.links[link].stats.lateness.record(late, self.late_threshold_ns);
-                    (handle, Verdict::Accept)
+                    let mut msg = handle;
+                    msg.set_nfmark(release_mark(at));
+                    (msg, Verdict::Accept)
                 }
                 Fate::Drop { handle, .. } => (handle, Verdict::Drop),
             };
@@ -142,6 +144,74 @@ fn set_realtime_priority() -> bool {
     ok
 }
 
+/// Ask the kernel to timestamp received packets (a global switch any socket with
+/// SO_TIMESTAMPNS turns on), so NFQUEUE hands each packet over with the time it reached the
+/// router: the schedule then starts from the true arrival, not from when the engine woke up.
+fn enable_rx_timestamps() -> Option<i32> {
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+        if fd < 0 {
+            return None;
+        }
+        let on: libc::c_int = 1;
+        let ok = libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            &on as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0;
+        ok.then_some(fd)
+    }
+}
+
+fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Mark bit saying the low 31 bits carry the packet's scheduled release (us) from an earlier
+/// link of this router (e.g. a host link's delay, then the bottleneck queue).
+const MARK_RELEASED: u32 = 0x8000_0000;
+
+fn release_mark(at_ns: u64) -> u32 {
+    MARK_RELEASED | ((at_ns / 1000) as u32 & 0x7fff_ffff)
+}
+
+/// The most recent time (ns, not after `now`) whose microseconds end in the mark's 31 bits.
+fn time_from_mark(mark: u32, now: u64) -> u64 {
+    let now_us = now / 1000;
+    let back = (now_us.wrapping_sub(u64::from(mark & 0x7fff_ffff))) & 0x7fff_ffff;
+    (now_us - back.min(now_us)) * 1000
+}
+
+/// The packet's arrival on the engine's clock. A packet this engine released from another link
+/// arrives at its scheduled release (the virtual schedule carries on exactly); a packet fresh
+/// from the wire arrives at the kernel's receive timestamp (the skb keeps that stamp through
+/// later hooks, so it is only right on the first one); otherwise now.
+fn arrival_time(msg: &Message, now: u64) -> u64 {
+    let mark = msg.get_nfmark();
+    if mark & MARK_RELEASED != 0 {
+        let at = time_from_mark(mark, now);
+        return if now - at <= MAX_STAMP_AGE_NS { at } else { now };
+    }
+    let Some(stamp) = msg.get_timestamp() else { return now };
+    let Ok(since_epoch) = stamp.duration_since(std::time::UNIX_EPOCH) else { return now };
+    let age = realtime_ns().saturating_sub(since_epoch.as_nanos() as u64);
+    if age > MAX_STAMP_AGE_NS {
+        return now;
+    }
+    now.saturating_sub(age)
+}
+
+/// A receive timestamp older than this is not trusted (clock step, stale skb).
+const MAX_STAMP_AGE_NS: u64 = 50_000_000;
+
+/// Sleep until this long before an event, then poll without sleeping: waking a sleeping
+/// process costs tens of microseconds on a VM, and every hop of every packet pays it.
+const SPIN_NS: u64 = 200_000;
+
 fn write_line(file: &mut File, value: &Value) -> Result<()> {
     writeln!(file, "{value}")?;
     file.flush()?;
@@ -163,6 +233,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
     let realtime = set_realtime_priority();
+    let _stamp_socket = enable_rx_timestamps();
     let mut by_queue = vec![usize::MAX; 65536];
     let mut links = Vec::new();
     for (i, l) in config.links.iter().enumerate() {
@@ -192,6 +263,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         nfq_errors: 0,
         fates: Vec::new(),
     };
+    let mut last_arrival = vec![0u64; engine.links.len()];
     let start = now_ns();
     let interval = config.stats_interval_ms * 1_000_000;
     let mut next_stats = start + interval;
@@ -209,8 +281,12 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
                         continue;
                     }
                     let info = PacketInfo::parse(msg.get_payload(), msg.get_original_len());
+                    // Never earlier than the link's previous arrival: its schedule only moves forward.
+                    let at = arrival_time(&msg, now).max(last_arrival[i]);
+                    last_arrival[i] = at;
+                    engine.links[i].advance(at, &mut engine.fates);
+                    engine.links[i].arrive(msg, info, at, &mut engine.fates);
                     engine.links[i].advance(now, &mut engine.fates);
-                    engine.links[i].arrive(msg, info, now, &mut engine.fates);
                     engine.settle(i)?;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -226,6 +302,8 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         }
         let next = engine.links.iter().filter_map(|l| l.next_event()).min().unwrap_or(u64::MAX).min(next_stats);
         let wait = next.saturating_sub(now_ns());
+        // Close to an event: poll without sleeping (see SPIN_NS).
+        let wait = if wait <= SPIN_NS { 0 } else { wait - SPIN_NS };
         let timeout = libc::timespec { tv_sec: (wait / 1_000_000_000) as _, tv_nsec: (wait % 1_000_000_000) as _ };
         let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         unsafe { libc::ppoll(&mut pfd, 1, &timeout, std::ptr::null()) };
@@ -239,4 +317,20 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
     }
     write_line(&mut stats, &engine.stats_line((now_ns() - start) as f64 / 1e9, true, realtime))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn release_marks_round_trip_to_the_microsecond() {
+        let at = 5_000_123_456_789u64; // ns
+        for later in [0u64, 1_000, 3_000_000, 40_000_000] {
+            assert_eq!(time_from_mark(release_mark(at), at + later), at / 1000 * 1000);
+        }
+        // Across the 31-bit wrap of the microsecond counter.
+        let wrap = (1u64 << 31) * 1000 - 500_000;
+        assert_eq!(time_from_mark(release_mark(wrap), wrap + 2_000_000), wrap / 1000 * 1000);
+    }
 }
