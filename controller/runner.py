@@ -183,7 +183,7 @@ class PointRun:
             stack.callback(self._stop_processes)
             for router in d.routers:
                 engine = RouterEngine(router, d.engine_links[router.name], self.workdir, self.seed,
-                                      late_threshold_s=sc.run.late_threshold)
+                                      late_threshold_s=sc.run.late_threshold, spin_s=sc.run.engine_spin)
                 self.engines.append(engine)
                 engine.start()
             prog.phase = "starting servers"

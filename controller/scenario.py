@@ -155,8 +155,10 @@ class RunSpec(_Strict):
     max_late_fraction: float = Field(default=0.001, ge=0, le=1,
                                      description="more late events than this fraction flags the run as not real time")
     repetitions: int = Field(default=1, ge=1, le=100)
+    engine_spin: float = Field(default=0.0002, le=0.01,
+                               description="the engine polls without sleeping this long before each event")
 
-    @field_validator("time_limit", "late_threshold", mode="before")
+    @field_validator("time_limit", "late_threshold", "engine_spin", mode="before")
     @classmethod
     def _durations(cls, v: Any) -> float:
         return units.parse_duration(v)

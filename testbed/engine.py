@@ -60,6 +60,7 @@ class RouterEngine:
     workdir: Path
     seed: int
     late_threshold_s: float = 0.001
+    spin_s: float = 0.0002
     stats_interval_ms: int = 500
     proc: subprocess.Popen | None = field(default=None, init=False)
 
@@ -80,6 +81,7 @@ class RouterEngine:
             "seed": self.seed,
             "stats_interval_ms": self.stats_interval_ms,
             "late_threshold_us": int(self.late_threshold_s * 1e6),
+            "spin_us": int(self.spin_s * 1e6),
             # A delay line holds rate x delay worth of packets; the kernel's default 1024 is
             # too small for 100 hosts' links, and an overflow would drop silently.
             "queue_maxlen": 16384,

@@ -40,6 +40,9 @@ fn default_late_threshold() -> u64 {
 fn default_maxlen() -> u32 {
     8192
 }
+fn default_spin() -> u64 {
+    200
+}
 
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
@@ -52,6 +55,9 @@ pub struct Config {
     pub late_threshold_us: u64,
     #[serde(default = "default_maxlen")]
     pub queue_maxlen: u32,
+    /// Poll without sleeping for this long before each scheduled event (0: always sleep).
+    #[serde(default = "default_spin")]
+    pub spin_us: u64,
     pub links: Vec<LinkConfig>,
 }
 

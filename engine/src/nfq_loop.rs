@@ -208,9 +208,6 @@ fn arrival_time(msg: &Message, now: u64) -> u64 {
 /// A receive timestamp older than this is not trusted (clock step, stale skb).
 const MAX_STAMP_AGE_NS: u64 = 50_000_000;
 
-/// Sleep until this long before an event, then poll without sleeping: waking a sleeping
-/// process costs tens of microseconds on a VM, and every hop of every packet pays it.
-const SPIN_NS: u64 = 200_000;
 
 fn write_line(file: &mut File, value: &Value) -> Result<()> {
     writeln!(file, "{value}")?;
@@ -264,6 +261,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         fates: Vec::new(),
     };
     let mut last_arrival = vec![0u64; engine.links.len()];
+    let spin_ns = config.spin_us * 1000;
     let start = now_ns();
     let interval = config.stats_interval_ms * 1_000_000;
     let mut next_stats = start + interval;
@@ -302,8 +300,9 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         }
         let next = engine.links.iter().filter_map(|l| l.next_event()).min().unwrap_or(u64::MAX).min(next_stats);
         let wait = next.saturating_sub(now_ns());
-        // Close to an event: poll without sleeping (see SPIN_NS).
-        let wait = if wait <= SPIN_NS { 0 } else { wait - SPIN_NS };
+        // Close to an event, poll without sleeping: waking a sleeping process costs tens of
+        // microseconds on a VM, and every hop of every packet would pay it.
+        let wait = if wait <= spin_ns { 0 } else { wait - spin_ns };
         let timeout = libc::timespec { tv_sec: (wait / 1_000_000_000) as _, tv_nsec: (wait % 1_000_000_000) as _ };
         let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         unsafe { libc::ppoll(&mut pfd, 1, &timeout, std::ptr::null()) };
