@@ -73,9 +73,70 @@ class TopologySpec(_Strict):
 
 
 class PolicySpec(_Strict):
-    """Drop/scheduling policy of the router queues. The spine has DropTail; others come later."""
+    """Drop policy of the router queues (CATNIP section III-C; RED: Floyd and Jacobson 1993).
 
-    kind: Literal["droptail"] = "droptail"
+    RED thresholds are a fraction of each queue's buffer ('20%', CATNIP's choice) or a packet
+    count (10); CATNIP used min 20%, max 60%, weight 0.01 and does not give max_p: the default
+    0.1 is ns-2's (linterm 10).
+    """
+
+    kind: Literal["droptail", "catnip_good", "catnip_bad", "red", "catnip_red"] = "droptail"
+    min_th: float | str | None = None
+    max_th: float | str | None = None
+    w_q: float | None = Field(default=None, gt=0, le=1)
+    max_p: float = Field(default=0.1, gt=0, le=1)
+    mean_pkt_bytes: int = Field(default=1000, ge=40, le=9000,
+                                description="RED: bytes per packet, for idle decay and byte buffers")
+
+    @field_validator("min_th", "max_th", mode="before")
+    @classmethod
+    def _threshold(cls, v: Any) -> Any:
+        if v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+            return v
+        if isinstance(v, str) and v.strip().endswith("%"):
+            try:
+                pct = float(v.strip()[:-1])
+            except ValueError:
+                pct = -1
+            if 0 <= pct <= 100:
+                return f"{pct:g}%"
+        raise ValueError(f"{v!r} is not a threshold; use a packet count (10) or a share of the buffer ('20%')")
+
+    @model_validator(mode="after")
+    def _red_needs_parameters(self) -> "PolicySpec":
+        if self.kind in ("red", "catnip_red"):
+            missing = [k for k in ("min_th", "max_th", "w_q") if getattr(self, k) is None]
+            if missing:
+                raise ValueError(f"policy '{self.kind}' needs {', '.join(missing)} "
+                                 "(CATNIP used min_th '20%', max_th '60%', w_q 0.01)")
+            same_unit = isinstance(self.min_th, str) == isinstance(self.max_th, str)
+            lo, hi = (float(str(t).rstrip("%")) for t in (self.min_th, self.max_th))
+            if same_unit and not lo < hi:
+                raise ValueError(f"min_th ({self.min_th}) must be below max_th ({self.max_th})")
+        elif any(getattr(self, k) is not None for k in ("min_th", "max_th", "w_q")):
+            raise ValueError(f"min_th, max_th and w_q apply to red and catnip_red, not '{self.kind}'")
+        return self
+
+    def engine_config(self, buffer: dict[str, int] | None) -> dict[str, Any]:
+        """The engine's policy block for one queue: thresholds resolved to packets."""
+        if self.kind not in ("red", "catnip_red"):
+            return {"kind": self.kind}
+        if buffer is None:
+            capacity = None
+        else:
+            capacity = buffer.get("packets") or buffer["bytes"] / self.mean_pkt_bytes
+
+        def packets(th: float | str) -> float:
+            if isinstance(th, str):
+                if capacity is None:
+                    raise ValueError("RED thresholds given as a share need a buffer limit")
+                return float(th[:-1]) / 100 * capacity
+            return float(th)
+        lo, hi = packets(self.min_th), packets(self.max_th)
+        if not lo < hi:
+            raise ValueError(f"RED needs min_th < max_th (got {lo:g} and {hi:g} packets)")
+        return {"kind": self.kind, "min_th": lo, "max_th": hi, "w_q": self.w_q, "max_p": self.max_p,
+                "mean_pkt_bytes": self.mean_pkt_bytes}
 
 
 class RouterSpec(_Strict):

@@ -46,7 +46,7 @@ def test_replay_overload_keeps_rate_and_buffer(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"policy": {"kind": "fifo"}}, "unknown kind \"fifo\"; allowed: droptail"),
+    ({"policy": {"kind": "fifo"}}, "unknown kind \"fifo\"; allowed: droptail, catnip_good, catnip_bad, red, catnip_red"),
     ({"buffer": {"packets": 0}}, "buffer: must hold at least one packet"),
     ({"rate_bps": "fast"}, "invalid engine config"),
 ])
@@ -56,3 +56,29 @@ def test_bad_config_is_one_clear_line(tmp_path, change, message):
                   "--out", str(tmp_path / "f.csv"))
     assert res.returncode == 2
     assert message in res.stderr and res.stderr.count("\n") == 1, res.stderr
+
+
+def test_replay_catnip_good_spares_high_priority(tmp_path):
+    need_engine()
+    # Overload a 1.5 Mbit/s, 10-packet queue at 12 Mbit/s; one packet in ten is AF11 (10), the
+    # rest AF12 (12), so the high-priority load alone (1.2 Mbit/s) fits the link.
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_us,size,dscp,flow\n" + "".join(f"{i * 1000},1500,{10 if i % 10 == 0 else 12},1\n"
+                                                         for i in range(300)))
+    fates = {}
+    for kind in ("droptail", "catnip_good", "catnip_bad"):
+        res = _engine("replay", "--config", str(_config(tmp_path, policy={"kind": kind})), "--trace", str(trace),
+                      "--out", str(tmp_path / f"{kind}.csv"))
+        assert res.returncode == 0, res.stderr
+        rows = list(csv.DictReader(open(tmp_path / f"{kind}.csv")))
+        lost = lambda dscp: sum(r["fate"] != "sent" for r in rows if r["dscp"] == dscp)  # noqa: E731
+        fates[kind] = (lost("10"), lost("12"), sum(r["fate"] == "sent" for r in rows))
+        if kind == "catnip_good":
+            evicted = [r for r in rows if r["fate"] == "evicted"]
+            assert evicted and all(r["dscp"] == "12" and r["by"] for r in evicted)
+    high_dt, low_dt, sent_dt = fates["droptail"]
+    high_good, low_good, sent_good = fates["catnip_good"]
+    high_bad, low_bad, _ = fates["catnip_bad"]
+    assert high_dt > 0 and high_good == 0 and low_good > low_dt
+    assert sent_good == sent_dt  # the link's work is the same; only who loses changes
+    assert high_bad > high_dt and low_bad < low_dt

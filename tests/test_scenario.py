@@ -52,6 +52,10 @@ def test_buffers(text, expected):
     (["workload.pages=[0, 11]"], "pages [0, 11] not allowed"),
     (["workload.think_time={model: fixed}"], "needs 'mean'"),
     (["topology.servers=5", "topology.clients=2"], "clients (2) must be at least servers (5)"),
+    (["router.policy={kind: red}"], "policy 'red' needs min_th, max_th, w_q"),
+    (["router.policy={kind: red, min_th: 60%, max_th: 20%, w_q: 0.01}"], "min_th (60%) must be below max_th"),
+    (["router.policy={kind: catnip_good, w_q: 0.01}"], "apply to red and catnip_red, not 'catnip_good'"),
+    (["router.policy={kind: red, min_th: lots, max_th: 20%, w_q: 0.01}"], "'lots' is not a threshold"),
 ])
 def test_errors_name_field_value_and_rule(overrides, message):
     with pytest.raises(s.ScenarioError) as err:
@@ -83,3 +87,15 @@ def test_not_yaml_and_not_mapping(tmp_path):
         s.load(f)
     with pytest.raises(s.ScenarioError, match="cannot read"):
         s.load(tmp_path / "missing.yaml")
+
+
+def test_red_thresholds_resolve_against_each_buffer():
+    sc = s.load(REPO / "scenarios" / "quick.yaml",
+                ["router.policy={kind: catnip_red, min_th: 20%, max_th: 60%, w_q: 0.01}"]).points[0][1]
+    policy = sc.router.policy
+    assert policy.engine_config({"packets": 10}) == {"kind": "catnip_red", "min_th": 2.0, "max_th": 6.0,
+                                                     "w_q": 0.01, "max_p": 0.1, "mean_pkt_bytes": 1000}
+    assert policy.engine_config({"bytes": 64_000})["max_th"] == pytest.approx(38.4)
+    assert s.load(REPO / "scenarios" / "quick.yaml",
+                  ["router.policy={kind: catnip_good}"]).points[0][1].router.policy.engine_config(None) == \
+        {"kind": "catnip_good"}

@@ -14,7 +14,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from functools import partial
 
-from controller.scenario import LinkSpec, Scenario
+from controller.scenario import LinkSpec, PolicySpec, Scenario
 from testbed import hostconfig
 from testbed.engine import EngineLink
 from testbed.paths import PREFIX
@@ -79,12 +79,12 @@ def _mtu(scenario: Scenario) -> int:
     return scenario.topology.mss + 40 if scenario.topology.mss else 1500
 
 
-def _host_links(router: str, hosts: list[Endpoint], intf: str, spec: LinkSpec, policy: dict,
-                tag: str) -> list[EngineLink]:
+def _host_links(router: str, hosts: list[Endpoint], intf: str, spec: LinkSpec, policy: PolicySpec) -> list[EngineLink]:
     links = []
     for h in hosts:
         links.append(EngineLink(name=f"{router}>{h.name}", hook="egress", interface=intf, rate_bps=spec.rate,
-                                delay_s=spec.delay, buffer=spec.buffer, policy=policy, match_dst=h.ip))
+                                delay_s=spec.delay, buffer=spec.buffer, policy=policy.engine_config(spec.buffer),
+                                match_dst=h.ip))
         links.append(EngineLink(name=f"{h.name}>{router}", hook="ingress", interface=intf, rate_bps=0,
                                 delay_s=spec.delay, buffer=None, policy={"kind": "droptail"}, match_src=h.ip))
     return links
@@ -92,16 +92,17 @@ def _host_links(router: str, hosts: list[Endpoint], intf: str, spec: LinkSpec, p
 
 def plan_engine_links(d: Dumbbell, scenario: Scenario) -> None:
     topo = scenario.topology
-    policy = scenario.router.policy.model_dump()
+    policy = scenario.router.policy
+    bottleneck_policy = policy.engine_config(topo.bottleneck.buffer)
     rc, rs = d.router_c.name, d.router_s.name
     d.engine_links[rc] = [EngineLink(name=f"{rc}>{rs}", hook="egress", interface=d.bottleneck_intf[rc],
                                      rate_bps=topo.bottleneck.rate, delay_s=topo.bottleneck.delay,
-                                     buffer=topo.bottleneck.buffer, policy=policy)]
-    d.engine_links[rc] += _host_links(rc, d.clients, f"{rc}-eth0", topo.client_link, policy, "c")
+                                     buffer=topo.bottleneck.buffer, policy=bottleneck_policy)]
+    d.engine_links[rc] += _host_links(rc, d.clients, f"{rc}-eth0", topo.client_link, policy)
     d.engine_links[rs] = [EngineLink(name=f"{rs}>{rc}", hook="egress", interface=d.bottleneck_intf[rs],
                                      rate_bps=topo.bottleneck.rate, delay_s=topo.bottleneck.delay,
-                                     buffer=topo.bottleneck.buffer, policy=policy)]
-    d.engine_links[rs] += _host_links(rs, d.servers, f"{rs}-eth0", topo.server_link, policy, "s")
+                                     buffer=topo.bottleneck.buffer, policy=bottleneck_policy)]
+    d.engine_links[rs] += _host_links(rs, d.servers, f"{rs}-eth0", topo.server_link, policy)
 
 
 def build(scenario: Scenario, switch_kind: str) -> Dumbbell:

@@ -12,10 +12,25 @@ pub enum Buffer {
     Bytes(u64),
 }
 
-#[derive(Debug, Deserialize, Clone)]
+/// A policy and its parameters; which parameters apply depends on `kind` (src/policy/mod.rs).
+#[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyConfig {
     pub kind: String,
+    /// RED: thresholds on the average queue, in packets.
+    #[serde(default)]
+    pub min_th: Option<f64>,
+    #[serde(default)]
+    pub max_th: Option<f64>,
+    /// RED: weight of the moving average.
+    #[serde(default)]
+    pub w_q: Option<f64>,
+    /// RED: drop probability at max_th.
+    #[serde(default)]
+    pub max_p: Option<f64>,
+    /// RED: packet size (bytes) for the idle-time correction's "typical transmission time".
+    #[serde(default)]
+    pub mean_pkt_bytes: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -93,7 +108,7 @@ impl Config {
                 }
                 _ => {}
             }
-            crate::policy::build::<()>(&l.policy, l.buffer, self.seed)
+            crate::policy::build::<()>(&l.policy, l.buffer, l.rate_bps, self.seed)
                 .map_err(|e| anyhow::anyhow!("{who}.policy: {e}"))?;
         }
         Ok(())

@@ -41,7 +41,7 @@ impl<H: 'static> Link<H> {
             name: config.name.clone(),
             rate_bps: config.rate_bps,
             delay_ns: config.delay_us * 1000,
-            policy: policy::build(&config.policy, config.buffer, seed)?,
+            policy: policy::build(&config.policy, config.buffer, config.rate_bps, seed)?,
             on_wire: None,
             delay_line: VecDeque::new(),
             next_seq: 0,
@@ -58,7 +58,7 @@ impl<H: 'static> Link<H> {
             rate_bps,
             delay_us,
             buffer,
-            policy: PolicyConfig { kind: "droptail".into() },
+            policy: PolicyConfig { kind: "droptail".into(), ..Default::default() },
         };
         Link::new(&config, 0).expect("droptail always builds")
     }

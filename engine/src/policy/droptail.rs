@@ -1,58 +1,44 @@
 //! DropTail: a FIFO that refuses arrivals when full, with a limit in packets or bytes.
 //! The packet being serialized has left the buffer (ns-2's DropTail counts the same way).
 
+use super::fifo::Fifo;
 use super::{Dropped, QueuePolicy, Queued};
 use crate::config::Buffer;
-use std::collections::VecDeque;
 
 pub struct DropTail<H> {
     limit: Option<Buffer>,
-    queue: VecDeque<Queued<H>>,
-    bytes: usize,
+    fifo: Fifo<H>,
 }
 
 impl<H> DropTail<H> {
     pub fn new(limit: Option<Buffer>) -> DropTail<H> {
-        DropTail { limit, queue: VecDeque::new(), bytes: 0 }
-    }
-
-    fn fits(&self, len: usize) -> bool {
-        match self.limit {
-            None => true,
-            Some(Buffer::Packets(n)) => (self.queue.len() as u64) < n,
-            Some(Buffer::Bytes(n)) => (self.bytes + len) as u64 <= n,
-        }
+        DropTail { limit, fifo: Fifo::new() }
     }
 }
 
 impl<H> QueuePolicy<H> for DropTail<H> {
     fn enqueue(&mut self, pkt: Queued<H>, _now: u64, dropped: &mut Vec<Dropped<H>>) {
-        let len = pkt.info.len as usize;
-        if self.fits(len) {
-            self.bytes += len;
-            self.queue.push_back(pkt);
+        if self.fifo.fits(self.limit, pkt.info.len as usize) {
+            self.fifo.push(pkt);
         } else {
             dropped.push(Dropped { pkt, evicted: false });
         }
     }
 
     fn dequeue(&mut self, _now: u64) -> Option<Queued<H>> {
-        let pkt = self.queue.pop_front()?;
-        self.bytes -= pkt.info.len as usize;
-        Some(pkt)
+        self.fifo.pop()
     }
 
     fn len_packets(&self) -> usize {
-        self.queue.len()
+        self.fifo.len()
     }
 
     fn len_bytes(&self) -> usize {
-        self.bytes
+        self.fifo.bytes()
     }
 
     fn drain(&mut self) -> Vec<Queued<H>> {
-        self.bytes = 0;
-        self.queue.drain(..).collect()
+        self.fifo.drain()
     }
 }
 

@@ -7,8 +7,13 @@
 //! one file here plus one line in [`build`].
 
 mod droptail;
+mod fifo;
+mod pushout;
+mod red;
 
 pub use droptail::DropTail;
+pub use pushout::PushOut;
+pub use red::{Red, RedParams};
 
 use crate::config::{Buffer, PolicyConfig};
 use crate::packet::PacketInfo;
@@ -44,16 +49,33 @@ pub trait QueuePolicy<H> {
     fn drain(&mut self) -> Vec<Queued<H>>;
 }
 
-pub const KINDS: &[&str] = &["droptail"];
+pub const KINDS: &[&str] = &["droptail", "catnip_good", "catnip_bad", "red", "catnip_red"];
 
-/// The policy a config names. Errors list the allowed kinds.
+/// The policy a config names. Errors list the allowed kinds or name the bad parameter.
 pub fn build<H: 'static>(
     config: &PolicyConfig,
     buffer: Option<Buffer>,
-    _seed: u64,
+    rate_bps: u64,
+    seed: u64,
 ) -> Result<Box<dyn QueuePolicy<H>>, String> {
     match config.kind.as_str() {
         "droptail" => Ok(Box::new(DropTail::new(buffer))),
+        "catnip_good" => Ok(Box::new(PushOut::new(buffer, true, seed))),
+        "catnip_bad" => Ok(Box::new(PushOut::new(buffer, false, seed))),
+        "red" | "catnip_red" => {
+            let need = |name: &str, v: Option<f64>| v.ok_or_else(|| format!("{} needs {name}", config.kind));
+            let mean_pkt = f64::from(config.mean_pkt_bytes.unwrap_or(1000));
+            let params = RedParams {
+                min_th: need("min_th", config.min_th)?,
+                max_th: need("max_th", config.max_th)?,
+                w_q: need("w_q", config.w_q)?,
+                max_p: need("max_p", config.max_p)?,
+                // Idle correction needs a transmission time; an unrated link drains instantly.
+                typical_tx_ns: if rate_bps == 0 { 1.0 } else { mean_pkt * 8e9 / rate_bps as f64 },
+            };
+            params.validate()?;
+            Ok(Box::new(Red::new(params, buffer, config.kind == "catnip_red", seed)))
+        }
         other => Err(format!("unknown kind {other:?}; allowed: {}", KINDS.join(", "))),
     }
 }

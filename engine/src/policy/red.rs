@@ -1,0 +1,234 @@
+//! RED (Floyd and Jacobson, 1993) and CATNIP-RED (CATNIP section III-C).
+//!
+//! On every arrival the average queue (packets) is updated: avg = (1 - w_q) avg + w_q q when
+//! the queue holds packets, and after an idle period avg = (1 - w_q)^m avg, where m is the
+//! number of typical packets the link could have sent meanwhile. Between min_th and max_th an
+//! arrival is dropped with probability p_a = p_b / (1 - count p_b), p_b = max_p (avg - min_th) /
+//! (max_th - min_th), where count is the number of arrivals since the last drop, which spaces
+//! drops evenly; at or above max_th every arrival is dropped. The buffer limit still applies.
+//!
+//! CATNIP-RED takes the same decisions, but when one falls on a high-priority arrival and a
+//! low-priority packet is queued, a random low-priority packet is pushed out instead.
+
+use super::fifo::Fifo;
+use super::pushout::{is_high, is_low, push_out};
+use super::{Dropped, QueuePolicy, Queued};
+use crate::config::Buffer;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RedParams {
+    pub min_th: f64,
+    pub max_th: f64,
+    pub w_q: f64,
+    pub max_p: f64,
+    /// Transmission time of a typical packet, ns (idle-time correction).
+    pub typical_tx_ns: f64,
+}
+
+impl RedParams {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.min_th >= 0.0 && self.max_th > self.min_th) {
+            return Err(format!("need 0 <= min_th < max_th (got {} and {})", self.min_th, self.max_th));
+        }
+        if !(self.w_q > 0.0 && self.w_q <= 1.0) || !(self.max_p > 0.0 && self.max_p <= 1.0) {
+            return Err(format!("w_q and max_p must be in (0, 1] (got {} and {})", self.w_q, self.max_p));
+        }
+        Ok(())
+    }
+}
+
+pub struct Red<H> {
+    params: RedParams,
+    limit: Option<Buffer>,
+    fifo: Fifo<H>,
+    avg: f64,
+    /// Arrivals since the last drop while avg was between the thresholds; -1 outside.
+    count: i64,
+    /// When the queue last became empty (ns), if it is empty.
+    idle_since: Option<u64>,
+    catnip: bool,
+    rng: ChaCha8Rng,
+}
+
+impl<H> Red<H> {
+    pub fn new(params: RedParams, limit: Option<Buffer>, catnip: bool, seed: u64) -> Red<H> {
+        Red {
+            params,
+            limit,
+            fifo: Fifo::new(),
+            avg: 0.0,
+            count: -1,
+            idle_since: Some(0),
+            catnip,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+
+    pub fn average(&self) -> f64 {
+        self.avg
+    }
+
+    fn update_average(&mut self, now: u64) {
+        let p = &self.params;
+        match self.idle_since {
+            Some(since) if self.fifo.is_empty() => {
+                let m = now.saturating_sub(since) as f64 / p.typical_tx_ns;
+                self.avg *= (1.0 - p.w_q).powf(m);
+            }
+            _ => self.avg = (1.0 - p.w_q) * self.avg + p.w_q * self.fifo.len() as f64,
+        }
+    }
+
+    /// RED's early decision for this arrival.
+    fn early_drop(&mut self) -> bool {
+        let p = self.params;
+        if self.avg < p.min_th {
+            self.count = -1;
+            return false;
+        }
+        if self.avg >= p.max_th {
+            self.count = 0;
+            return true;
+        }
+        self.count += 1;
+        let p_b = p.max_p * (self.avg - p.min_th) / (p.max_th - p.min_th);
+        let denom = 1.0 - self.count as f64 * p_b;
+        let p_a = if denom <= 0.0 { 1.0 } else { (p_b / denom).min(1.0) };
+        if self.rng.gen::<f64>() < p_a {
+            self.count = 0;
+            return true;
+        }
+        false
+    }
+}
+
+impl<H> QueuePolicy<H> for Red<H> {
+    fn enqueue(&mut self, pkt: Queued<H>, now: u64, dropped: &mut Vec<Dropped<H>>) {
+        self.update_average(now);
+        let early = self.early_drop();
+        if !early && self.fifo.fits(self.limit, pkt.info.len as usize) {
+            self.fifo.push(pkt);
+        } else if self.catnip && is_high(pkt.info.class) && self.fifo.count_where(is_low) > 0 {
+            if early {
+                // RED wanted a drop: a low-priority packet pays it instead of this arrival.
+                let out = self.fifo.remove_random_where(is_low, &mut self.rng).expect("counted above");
+                dropped.push(Dropped { pkt: out, evicted: true });
+            }
+            // And if the buffer is still full, push-out as CATNIP-Good does.
+            push_out(&mut self.fifo, self.limit, pkt, is_low, &mut self.rng, dropped);
+        } else {
+            dropped.push(Dropped { pkt, evicted: false });
+        }
+        if !self.fifo.is_empty() {
+            self.idle_since = None;
+        }
+    }
+
+    fn dequeue(&mut self, now: u64) -> Option<Queued<H>> {
+        let pkt = self.fifo.pop()?;
+        if self.fifo.is_empty() {
+            self.idle_since = Some(now);
+        }
+        Some(pkt)
+    }
+
+    fn len_packets(&self) -> usize {
+        self.fifo.len()
+    }
+
+    fn len_bytes(&self) -> usize {
+        self.fifo.bytes()
+    }
+
+    fn drain(&mut self) -> Vec<Queued<H>> {
+        self.fifo.drain()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{PacketInfo, DSCP_AF11, DSCP_AF12};
+
+    const PARAMS: RedParams = RedParams { min_th: 2.0, max_th: 6.0, w_q: 0.01, max_p: 0.1, typical_tx_ns: 1e6 };
+
+    fn pkt(seq: u64, dscp: u8) -> Queued<u64> {
+        Queued { handle: seq, info: PacketInfo::new(1000, dscp, 0), arrival: 0, seq }
+    }
+
+    #[test]
+    fn average_follows_the_ewma_and_decays_when_idle() {
+        let mut red = Red::new(PARAMS, Some(Buffer::Packets(10)), false, 1);
+        let mut d = Vec::new();
+        red.enqueue(pkt(0, 0), 0, &mut d); // empty queue, idle since 0: avg stays 0
+        red.enqueue(pkt(1, 0), 0, &mut d); // q = 1
+        assert!((red.average() - 0.01).abs() < 1e-12);
+        red.enqueue(pkt(2, 0), 0, &mut d); // q = 2
+        assert!((red.average() - (0.99 * 0.01 + 0.02)).abs() < 1e-12);
+        let before = red.average();
+        (0..3).for_each(|_| drop(red.dequeue(1_000_000)));
+        // Idle for 100 typical transmission times: avg *= 0.99^100.
+        red.enqueue(pkt(3, 0), 101_000_000, &mut d);
+        assert!((red.average() - before * 0.99f64.powi(100)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn no_early_drops_below_min_th_all_at_max_th() {
+        let mut red = Red::new(RedParams { w_q: 1.0, ..PARAMS }, None, false, 1);
+        let mut d = Vec::new();
+        for i in 0..3 {
+            red.enqueue(pkt(i, 0), 0, &mut d); // avg = q before this arrival: 0, 1, 2 -> none dropped
+        }
+        assert!(d.is_empty());
+        for i in 3..7 {
+            red.enqueue(pkt(i, 0), 0, &mut d);
+        }
+        let before = d.len();
+        // Force q >= max_th: every further arrival is dropped.
+        while red.len_packets() < 6 {
+            red.fifo.push(pkt(99, 0));
+        }
+        red.enqueue(pkt(100, 0), 0, &mut d);
+        assert_eq!(d.len(), before + 1);
+    }
+
+    #[test]
+    fn drop_rate_between_thresholds_matches_the_count_rule() {
+        // avg held at the midpoint of the thresholds: p_b = max_p / 2 = 0.05.
+        let mut red: Red<u64> = Red::new(RedParams { w_q: 1e-9, ..PARAMS }, None, false, 5);
+        red.avg = 4.0;
+        red.idle_since = None;
+        red.fifo.push(pkt(0, 0));
+        let mut drops = 0;
+        let n = 200_000;
+        for _ in 0..n {
+            if red.early_drop() {
+                drops += 1;
+            }
+        }
+        // With count restarting at 0 after a drop and incremented before p_a is computed (the
+        // pseudocode of Floyd & Jacobson, Fig. 2), the gap between drops is uniform on
+        // 1 .. 1/p_b - 1 = 19 arrivals: mean 10.
+        let mean_gap = n as f64 / drops as f64;
+        assert!((mean_gap - 10.0).abs() < 0.2, "mean gap {mean_gap}");
+    }
+
+    #[test]
+    fn catnip_red_pushes_out_a_low_packet_for_a_high_arrival() {
+        let mut red = Red::new(RedParams { w_q: 1.0, ..PARAMS }, Some(Buffer::Packets(8)), true, 2);
+        for i in 0..7 {
+            red.fifo.push(pkt(i, if i == 3 { DSCP_AF12 } else { DSCP_AF11 }));
+        }
+        red.idle_since = None;
+        // avg = q = 7 >= max_th: RED drops; the high arrival evicts the one low packet instead.
+        let mut out = Vec::new();
+        red.enqueue(pkt(50, DSCP_AF11), 0, &mut out);
+        let got: Vec<(u64, bool)> = out.iter().map(|x| (x.pkt.seq, x.evicted)).collect();
+        assert_eq!(got, vec![(3, true)]);
+        let mut out = Vec::new();
+        red.enqueue(pkt(51, DSCP_AF11), 0, &mut out); // no low packet left: the arrival goes
+        assert_eq!(out.iter().map(|x| (x.pkt.seq, x.evicted)).collect::<Vec<_>>(), vec![(51, false)]);
+    }
+}
