@@ -128,6 +128,11 @@ def render_text(report: dict[str, Any]) -> str:
             out.append(f"  Bottleneck (server->client) packet loss: {100 * data['loss']:.2f}%"
                        f"  ({data['dropped']} of {data['arrived']} packets)"
                        f"   max queue {p['bottleneck_max_queue']['pkts']} pkts / {p['bottleneck_max_queue']['bytes']} B")
+            classes = data["by_class"]
+            if set(classes) - {"other"}:
+                out.append("    by priority: " + ", ".join(
+                    f"{name} {100 * c['loss']:.2f}% ({c['dropped']} of {c['arrived']})"
+                    for name, c in sorted(classes.items())))
         total_arr = sum(v["arrived"] for k, v in p["loss"].items() if k != "ingress-delay")
         total_drop = sum(v["dropped"] for k, v in p["loss"].items() if k != "ingress-delay")
         if total_arr:
