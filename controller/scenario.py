@@ -80,13 +80,17 @@ class PolicySpec(_Strict):
     0.1 is ns-2's (linterm 10).
     """
 
-    kind: Literal["droptail", "catnip_good", "catnip_bad", "red", "catnip_red"] = "droptail"
+    kind: Literal["droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "bernoulli", "catnip_loss"] = "droptail"
     min_th: float | str | None = None
     max_th: float | str | None = None
     w_q: float | None = Field(default=None, gt=0, le=1)
     max_p: float = Field(default=0.1, gt=0, le=1)
     mean_pkt_bytes: int = Field(default=1000, ge=40, le=9000,
                                 description="RED: bytes per packet, for idle decay and byte buffers")
+    loss_p: float | None = Field(default=None, ge=0, lt=1,
+                                 description="bernoulli: loss probability; catnip_loss: p for non-AF11 packets")
+    loss_p_high: float | None = Field(default=None, ge=0, lt=1,
+                                      description="catnip_loss: p' for AF11 packets (hysteresis paper, section 4)")
 
     @field_validator("min_th", "max_th", mode="before")
     @classmethod
@@ -115,10 +119,20 @@ class PolicySpec(_Strict):
                 raise ValueError(f"min_th ({self.min_th}) must be below max_th ({self.max_th})")
         elif any(getattr(self, k) is not None for k in ("min_th", "max_th", "w_q")):
             raise ValueError(f"min_th, max_th and w_q apply to red and catnip_red, not '{self.kind}'")
+        needs = {"bernoulli": ["loss_p"], "catnip_loss": ["loss_p", "loss_p_high"]}.get(self.kind, [])
+        missing = [k for k in needs if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"policy '{self.kind}' needs {', '.join(missing)}")
+        extra = [k for k in ("loss_p", "loss_p_high") if getattr(self, k) is not None and k not in needs]
+        if extra:
+            raise ValueError(f"{', '.join(extra)} does not apply to policy '{self.kind}'")
         return self
 
     def engine_config(self, buffer: dict[str, int] | None) -> dict[str, Any]:
         """The engine's policy block for one queue: thresholds resolved to packets."""
+        if self.kind in ("bernoulli", "catnip_loss"):
+            return {"kind": self.kind, "loss_p": self.loss_p,
+                    **({"loss_p_high": self.loss_p_high} if self.kind == "catnip_loss" else {})}
         if self.kind not in ("red", "catnip_red"):
             return {"kind": self.kind}
         if buffer is None:

@@ -56,6 +56,9 @@ def test_buffers(text, expected):
     (["router.policy={kind: red, min_th: 60%, max_th: 20%, w_q: 0.01}"], "min_th (60%) must be below max_th"),
     (["router.policy={kind: catnip_good, w_q: 0.01}"], "apply to red and catnip_red, not 'catnip_good'"),
     (["router.policy={kind: red, min_th: lots, max_th: 20%, w_q: 0.01}"], "'lots' is not a threshold"),
+    (["router.policy={kind: catnip_loss, loss_p: 0.05}"], "policy 'catnip_loss' needs loss_p_high"),
+    (["router.policy={kind: bernoulli, loss_p: 1.0}"], "router.policy.loss_p: 1.0: Input should be less than 1"),
+    (["router.policy={kind: droptail, loss_p: 0.1}"], "loss_p does not apply to policy 'droptail'"),
 ])
 def test_errors_name_field_value_and_rule(overrides, message):
     with pytest.raises(s.ScenarioError) as err:

@@ -31,6 +31,12 @@ pub struct PolicyConfig {
     /// RED: packet size (bytes) for the idle-time correction's "typical transmission time".
     #[serde(default)]
     pub mean_pkt_bytes: Option<u32>,
+    /// Loss models: probability of losing a packet (all packets, or the low-priority ones).
+    #[serde(default)]
+    pub loss_p: Option<f64>,
+    /// CATNIP error model: loss probability p' of high-priority (AF11) packets.
+    #[serde(default)]
+    pub loss_p_high: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

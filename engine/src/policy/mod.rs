@@ -8,10 +8,12 @@
 
 mod droptail;
 mod fifo;
+mod loss;
 mod pushout;
 mod red;
 
 pub use droptail::DropTail;
+pub use loss::RandomLoss;
 pub use pushout::PushOut;
 pub use red::{Red, RedParams};
 
@@ -49,7 +51,8 @@ pub trait QueuePolicy<H> {
     fn drain(&mut self) -> Vec<Queued<H>>;
 }
 
-pub const KINDS: &[&str] = &["droptail", "catnip_good", "catnip_bad", "red", "catnip_red"];
+pub const KINDS: &[&str] =
+    &["droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "bernoulli", "catnip_loss"];
 
 /// The policy a config names. Errors list the allowed kinds or name the bad parameter.
 pub fn build<H: 'static>(
@@ -75,6 +78,15 @@ pub fn build<H: 'static>(
             };
             params.validate()?;
             Ok(Box::new(Red::new(params, buffer, config.kind == "catnip_red", seed)))
+        }
+        "bernoulli" | "catnip_loss" => {
+            let p = config.loss_p.ok_or_else(|| format!("{} needs loss_p", config.kind))?;
+            let p_high = if config.kind == "bernoulli" {
+                p
+            } else {
+                config.loss_p_high.ok_or("catnip_loss needs loss_p_high (p' for AF11 packets)")?
+            };
+            Ok(Box::new(RandomLoss::new(p, p_high, buffer, seed)?))
         }
         other => Err(format!("unknown kind {other:?}; allowed: {}", KINDS.join(", "))),
     }
