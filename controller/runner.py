@@ -323,6 +323,7 @@ class PointRun:
         roles = link_roles(d)
         late = events = kdrops = 0
         max_late = 0.0
+        no_final: list[str] = []  # engines that did not write their closing counters
         for engine in self.engines:
             final = engine.latest_stats() or {}
             configs = {l["name"]: l for l in engine.config()["links"]}
@@ -334,7 +335,7 @@ class PointRun:
             max_late = max(max_late, eng.get("max_late_us", 0) or 0)
             kdrops += sum((r["queue_dropped"] + r["user_dropped"]) for r in kernel[engine.router.name].values())
             if not final.get("final"):
-                kdrops += 0  # a missing final record is reported below
+                no_final.append(engine.router.name)
         failed_clients = [c.name for c, proc, _ in self.clients if proc.returncode not in (0, None)]
         late_fraction = late / events if events else 0.0
         # user nice system idle iowait irq softirq steal: how busy the machine was, and how much
@@ -345,8 +346,9 @@ class PointRun:
                         "cpu_steal_fraction": round(delta[7] / total, 4)}
         fidelity = {**fidelity_cpu, "engine_events": events, "late_events": late, "late_fraction": late_fraction,
                     "max_late_us": max_late, "kernel_queue_drops": kdrops, "failed_clients": failed_clients,
+                    "engines_without_final_stats": no_final,
                     "late_threshold_us": int(self.sc.run.late_threshold * 1e6)}
-        ok = late_fraction <= self.sc.run.max_late_fraction and kdrops == 0
+        ok = late_fraction <= self.sc.run.max_late_fraction and kdrops == 0 and not no_final
         self.store.update_point(self.run_id, self.index, fidelity=fidelity, realtime_ok=int(ok))
 
     def _stop_processes(self) -> None:

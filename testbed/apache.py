@@ -77,6 +77,7 @@ class ApacheServer:
     binary: Path = APACHE
     modules_dir: Path = MODULES
     proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
+    _ip: ipaddress.IPv4Address | ipaddress.IPv6Address = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.workdir, self.docroot = Path(self.workdir).absolute(), Path(self.docroot).absolute()
@@ -150,7 +151,8 @@ DefaultRuntimeDir {_quoted(self.workdir)}
 PidFile {_quoted(self.pid_path)}
 ErrorLog {_quoted(self.error_log)}
 LogLevel warn
-{log}ServerName {self.address.rsplit(':', 1)[0]}
+{log}# Only named to keep Apache quiet: nothing here builds self-referential URLs.
+ServerName catnip.invalid
 Listen {self.address}
 User {user}
 Group {group}
@@ -252,9 +254,12 @@ DocumentRoot {_quoted(self.docroot)}
                                   f"{self.log_tail()}")
             # The listening socket must be ours (pid=...), not another program's on that port.
             # Hosts share the machine's pid namespace, so the pids ss prints are ours to compare.
-            ours = {f"pid={pid}," for pid in self.processes()}
+            # And the pid file must be written (a little after the sockets open), so that
+            # stop() works from the pid file alone.
+            pids = self.processes()
+            ours = {f"pid={pid}," for pid in pids}
             for line in run(f"ss -Hltnp 'sport = :{self.port}'").splitlines():
-                if self.address in line.split() and any(p in line for p in ours):
+                if self.address in line.split() and any(p in line for p in ours) and self.pid() in pids:
                     return
             if time.monotonic() > deadline:
                 raise ApacheError(f"Apache not listening on {self.address} after {timeout:g} s: {self.log_tail()}")
@@ -295,6 +300,13 @@ DocumentRoot {_quoted(self.docroot)}
                 found.append(int(entry.name))
         return found
 
+    @staticmethod
+    def _parent(pid: int) -> int | None:
+        try:
+            return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
+
     def running(self) -> bool:
         return bool(self.processes())
 
@@ -302,7 +314,11 @@ DocumentRoot {_quoted(self.docroot)}
         """SIGTERM to the main process (Apache then stops its children at once); whatever of
         this instance is still alive after `timeout` gets SIGKILL. Safe to call twice."""
         main = self.proc.pid if self.proc is not None and self.proc.poll() is None else self.pid()
-        if main is not None and main in self.processes():
+        pids = self.processes()
+        if main not in pids:  # no pid file yet (or a stale one): the root of our process tree
+            roots = [pid for pid in pids if self._parent(pid) not in pids]
+            main = roots[0] if len(roots) == 1 else None
+        if main is not None:
             try:
                 os.kill(main, signal.SIGTERM)
             except ProcessLookupError:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import select
-import shlex
 import signal
 import subprocess
 import time
@@ -160,8 +159,3 @@ class RouterEngine:
                              "link": self.links[num].name if num < len(self.links) else None,
                              "queue_total": int(f[2]), "queue_dropped": int(f[5]), "user_dropped": int(f[6])})
         return rows
-
-
-def format_rules(links: list[EngineLink]) -> str:
-    """The iptables rules for a plan, for logs and docs."""
-    return "\n".join(shlex.join(link.iptables_rule(i)) for i, link in enumerate(links))

@@ -31,6 +31,9 @@ from workloads.thinktime import (NS2_THINK_SHA256, ThinkTimeError, load_cdf, ns2
                                  sampler)
 
 TABLE_II_BYTES = 221_356  # sum of Table II's totals
+# Response header bytes per pass over the ten pages, as docs/workload.md states them (Apache
+# 2.4.71): if Apache's headers change, update the table there.
+HEADER_BYTES = {"1.0": 9_255, "1.1": 8_400}
 
 # The generated splits of pages 2-10 (workloads/pages.py): pinned, because every run on every
 # machine must serve exactly these documents.
@@ -195,7 +198,8 @@ def test_empirical_cdf_files_and_bad_specs(tmp_path):
     bad = [({"model": "gamma"}, "not allowed"), ({"model": "exponential"}, "needs a mean"),
            ({"model": "fixed", "mean": -1}, "needs a mean"), ({"model": "zero", "mean": 3}, "does not use"),
            ({"model": "ns2", "max_cdf": 0}, "max_cdf"), ({"model": "empirical"}, "needs the path"),
-           ({"model": "empirical", "cdf": str(tmp_path / "none")}, "cannot read"), ({"modle": "zero"}, "unknown keys")]
+           ({"model": "empirical", "cdf": str(tmp_path / "none")}, "cannot read"),
+           ({"modle": "zero"}, "unknown keys")]
     for spec, message in bad:
         with pytest.raises(ThinkTimeError, match=message):
             sampler(spec, 1)
@@ -215,7 +219,8 @@ def test_response_parser_is_strict():
     ok = _parse(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabcEXTRA")
     assert (ok.status, ok.body, ok.header_bytes, ok.close) == (200, b"abc", 57, True)
     for raw, message in [(b"HTTP/1.1 200 OK\r\n\r\nabc", "without Content-Length"),
-                         (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", "chunked"),
+                         (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                          "chunked"),
                          (b"ICY 200 OK\r\nContent-Length: 1\r\n\r\na", "bad status line"),
                          (b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", "Content-Length")]:
         with pytest.raises(client_mod.HttpError, match=message):
@@ -312,6 +317,9 @@ def _check_complete_session(records: list[dict], rounds: int) -> tuple[list[dict
     assert len({o["header_bytes"] - len(str(o["body_bytes"])) for o in objects}) == 1
     for r in range(rounds):
         assert sorted(p["page"] for p in pages if p["round"] == r) == list(range(1, 11))
+        version = records[0]["config"]["http_version"]
+        assert sum(p["header_bytes"] for p in pages if p["round"] == r) == HEADER_BYTES[version], \
+            "Apache's response headers changed size: update docs/workload.md"
     assert [p["page"] for p in pages[:10]] != list(range(1, 11))  # seeded shuffle, not file order
     return pages, objects
 
@@ -369,6 +377,19 @@ def test_http11_reconnects_when_the_server_closed_an_idle_connection(tmp_path, a
     assert pages[0]["think_after"] == 1.6 and pages[1]["think_after"] is None
 
 
+def test_http11_client_against_a_server_without_keepalive(tmp_path, apache_factory):
+    """A misconfiguration must show: the server closes after each response, so a pipeline of
+    two images loses its second; a page with one image still completes on a new connection."""
+    srv = apache_factory("1.0")
+    reason, records = _session(tmp_path, srv.port, "1.1", pages=[1, 2])
+    pages, objects = _split(records)
+    assert reason == "done"
+    by_page = {p["page"]: p for p in pages}
+    assert by_page[2]["error"] is None and by_page[2]["bytes"] == page(2).total_bytes
+    assert len({o["conn"] for o in objects if o["page"] == 2}) == 2  # HTML, then a new one for the image
+    assert by_page[1]["error"] is not None and by_page[1]["error"].startswith("/p1/i")
+
+
 def test_refused_connection_is_recorded_not_fatal(tmp_path):
     port = _free_port()  # nothing listens there
     for version in ("1.0", "1.1"):
@@ -395,7 +416,8 @@ def test_object_timeout_and_session_deadline(tmp_path, silent_server):
     assert all(0.29 < o["end"] - o["start"] < 2 for o in objects)
 
     t0 = time.monotonic()
-    reason, records = _session(tmp_path, silent_server, "1.1", pages=[1, 2], object_timeout=30, session_timeout=0.5)
+    reason, records = _session(tmp_path, silent_server, "1.1", pages=[1, 2], object_timeout=30,
+                               session_timeout=0.5)
     pages, objects = _split(records)
     assert reason == "session_timeout" and records[-1]["reason"] == "session_timeout"
     assert time.monotonic() - t0 < 3

@@ -87,7 +87,8 @@ def _whole(cfg: dict, key: str, low: int, high: int | None = None) -> int:
 
 def _seconds(cfg: dict, key: str, positive: bool) -> float:
     v = cfg[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (positive and v == 0):
+    number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not number or v < 0 or (positive and v == 0):
         raise ConfigError(f"{key}: {v!r} not allowed: seconds {'> 0' if positive else '>= 0'}")
     return float(v)
 
@@ -121,7 +122,7 @@ def parse_config(raw: Any) -> ClientConfig:
         client=cfg["client"], server=cfg["server"], port=_whole(cfg, "port", 1, 65535),
         seed=_whole(cfg, "seed", 0), http_version=cfg["http_version"], parallel=_whole(cfg, "parallel", 1),
         server_name=cfg["server_name"], pages=tuple(pages), rounds=_whole(cfg, "rounds", 1),
-        think_time=dict(cfg["think_time"]), object_timeout=_seconds(cfg, "object_timeout", True),
+        think_time=dict(cfg["think_time"] or {"model": "zero"}), object_timeout=_seconds(cfg, "object_timeout", True),
         session_timeout=_seconds(cfg, "session_timeout", True), start_delay=_seconds(cfg, "start_delay", False))
 
 
@@ -166,7 +167,8 @@ async def read_response(reader: asyncio.StreamReader) -> Response:
         raise HttpError(f"response head longer than {MAX_HEADER} bytes")
     lines = head[:-4].split(b"\r\n")
     parts = lines[0].split(b" ", 2)
-    if len(parts) < 2 or parts[0] not in (b"HTTP/1.0", b"HTTP/1.1") or not (parts[1].isdigit() and len(parts[1]) == 3):
+    if (len(parts) < 2 or parts[0] not in (b"HTTP/1.0", b"HTTP/1.1")
+            or not (parts[1].isdigit() and len(parts[1]) == 3)):
         raise HttpError(f"bad status line {lines[0][:60]!r}")
     status = int(parts[1])
     if status < 200:
@@ -290,7 +292,8 @@ class _Conn:
 class Session:
     def __init__(self, cfg: ClientConfig, out: TextIO):
         self.cfg, self.out = cfg, out
-        self.host = cfg.server if cfg.port == 80 else f"{cfg.server}:{cfg.port}"
+        name = f"[{cfg.server}]" if ":" in cfg.server else cfg.server  # IPv6 literal
+        self.host = name if cfg.port == 80 else f"{name}:{cfg.port}"  # the Host header
         self.conn_count = 0
         self.persistent: _Conn | None = None
         self.pages_done = self.pages_failed = 0
@@ -386,9 +389,9 @@ class Session:
                     html.fail(describe(exc))
                     return
         html.take(resp)
-        if html.error or resp.close:
-            if resp.close:
-                self._drop_persistent()
+        if resp.close:  # the server will not take more requests on this connection
+            self._drop_persistent()
+        if html.error:
             return
         images = [self._record(page, rnd, url) for url in image_urls(resp.body, html.url)]
         recs.extend(images)
@@ -399,12 +402,18 @@ class Session:
                 rec.fail("external: image on another server, not fetched")
         if not local:
             return
-        conn = self.persistent
         reqs = [request(r.url, self.host, "1.1") for r in local]
         sent = time.monotonic()
         for rec, req in zip(local, reqs):
-            rec.conn, rec.start, rec.request_bytes = conn.index, sent, len(req)
+            rec.start, rec.request_bytes = sent, len(req)
         try:
+            if self.persistent is None or not self.persistent.usable():
+                self._drop_persistent()
+                async with asyncio.timeout(self.cfg.object_timeout):
+                    self.persistent = await self._connect(local[0])
+            conn = self.persistent
+            for rec in local:
+                rec.conn = conn.index
             conn.writer.write(b"".join(reqs))  # pipelined: every request before any response
             for rec in local:
                 async with asyncio.timeout(self.cfg.object_timeout):

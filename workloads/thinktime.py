@@ -262,7 +262,7 @@ _NS2_THINK_CDF = EmpiricalCdf.from_blob(_NS2_THINK)
 
 
 @dataclass(frozen=True)
-class ThinkTimeSpec:
+class ThinkTime:
     """A validated think-time spec."""
 
     model: str = "zero"
@@ -296,11 +296,11 @@ def load_cdf(path: str | Path) -> EmpiricalCdf:
     return EmpiricalCdf.from_file(path)
 
 
-def parse_spec(spec: Mapping[str, Any] | ThinkTimeSpec | None) -> ThinkTimeSpec:
+def parse_spec(spec: Mapping[str, Any] | ThinkTime | None) -> ThinkTime:
     """Validate a spec dict; keys a model does not use must be absent or None."""
     if spec is None:
-        return ThinkTimeSpec()
-    if isinstance(spec, ThinkTimeSpec):
+        return ThinkTime()
+    if isinstance(spec, ThinkTime):
         return spec
     if not isinstance(spec, Mapping):
         raise ThinkTimeError(f"think_time must be a mapping such as {{'model': 'zero'}}, not {spec!r}")
@@ -333,10 +333,10 @@ def parse_spec(spec: Mapping[str, Any] | ThinkTimeSpec | None) -> ThinkTimeSpec:
     interpolate = False if interpolate is None else interpolate
     if not isinstance(interpolate, bool):
         raise ThinkTimeError(f"think_time.interpolate must be true or false, got {interpolate!r}")
-    return ThinkTimeSpec(model, mean, cdf, float(max_cdf), interpolate)
+    return ThinkTime(model, mean, cdf, float(max_cdf), interpolate)
 
 
-def sampler(spec: Mapping[str, Any] | ThinkTimeSpec | None, seed: int) -> Callable[[], float]:
+def sampler(spec: Mapping[str, Any] | ThinkTime | None, seed: int) -> Callable[[], float]:
     """A function returning successive think times (seconds) for one client, from its own
     `random.Random(seed)`: the same spec and seed give the same sequence everywhere."""
     s = parse_spec(spec)
