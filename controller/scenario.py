@@ -72,6 +72,45 @@ class TopologySpec(_Strict):
         return self
 
 
+def _parse_threshold(v: Any) -> Any:
+    """A RED threshold: packets (a number) or a share of the buffer ('20%')."""
+    if v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+        return v
+    if isinstance(v, str) and v.strip().endswith("%"):
+        try:
+            pct = float(v.strip()[:-1])
+        except ValueError:
+            pct = -1
+        if 0 <= pct <= 100:
+            return f"{pct:g}%"
+    raise ValueError(f"{v!r} is not a threshold; use a packet count (10) or a share of the buffer ('20%')")
+
+
+def _check_order(min_th: Any, max_th: Any) -> None:
+    if isinstance(min_th, str) == isinstance(max_th, str):
+        lo, hi = (float(str(t).rstrip("%")) for t in (min_th, max_th))
+        if not lo < hi:
+            raise ValueError(f"min_th ({min_th}) must be below max_th ({max_th})")
+
+
+class LevelSpec(_Strict):
+    """One drop precedence of RIO or 3-level RED."""
+
+    min_th: float | str
+    max_th: float | str
+    max_p: float = Field(default=0.1, gt=0, le=1)
+
+    @field_validator("min_th", "max_th", mode="before")
+    @classmethod
+    def _threshold(cls, v: Any) -> Any:
+        return _parse_threshold(v)
+
+    @model_validator(mode="after")
+    def _order(self) -> "LevelSpec":
+        _check_order(self.min_th, self.max_th)
+        return self
+
+
 class PolicySpec(_Strict):
     """Drop policy of the router queues (CATNIP section III-C; RED: Floyd and Jacobson 1993).
 
@@ -80,13 +119,15 @@ class PolicySpec(_Strict):
     0.1 is ns-2's (linterm 10).
     """
 
-    kind: Literal["droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "bernoulli", "catnip_loss"] = "droptail"
+    kind: Literal["droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "rio", "red3", "bernoulli",
+                  "catnip_loss"] = "droptail"
     min_th: float | str | None = None
     max_th: float | str | None = None
     w_q: float | None = Field(default=None, gt=0, le=1)
     max_p: float = Field(default=0.1, gt=0, le=1)
     mean_pkt_bytes: int = Field(default=1000, ge=40, le=9000,
                                 description="RED: bytes per packet, for idle decay and byte buffers")
+    levels: list[LevelSpec] | None = Field(default=None, description="rio (IN, OUT) and red3 (HIGH, MED, LOW)")
     loss_p: float | None = Field(default=None, ge=0, lt=1,
                                  description="bernoulli: loss probability; catnip_loss: p for non-AF11 packets")
     loss_p_high: float | None = Field(default=None, ge=0, lt=1,
@@ -95,16 +136,7 @@ class PolicySpec(_Strict):
     @field_validator("min_th", "max_th", mode="before")
     @classmethod
     def _threshold(cls, v: Any) -> Any:
-        if v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
-            return v
-        if isinstance(v, str) and v.strip().endswith("%"):
-            try:
-                pct = float(v.strip()[:-1])
-            except ValueError:
-                pct = -1
-            if 0 <= pct <= 100:
-                return f"{pct:g}%"
-        raise ValueError(f"{v!r} is not a threshold; use a packet count (10) or a share of the buffer ('20%')")
+        return _parse_threshold(v)
 
     @model_validator(mode="after")
     def _red_needs_parameters(self) -> "PolicySpec":
@@ -113,12 +145,19 @@ class PolicySpec(_Strict):
             if missing:
                 raise ValueError(f"policy '{self.kind}' needs {', '.join(missing)} "
                                  "(CATNIP used min_th '20%', max_th '60%', w_q 0.01)")
-            same_unit = isinstance(self.min_th, str) == isinstance(self.max_th, str)
-            lo, hi = (float(str(t).rstrip("%")) for t in (self.min_th, self.max_th))
-            if same_unit and not lo < hi:
-                raise ValueError(f"min_th ({self.min_th}) must be below max_th ({self.max_th})")
-        elif any(getattr(self, k) is not None for k in ("min_th", "max_th", "w_q")):
-            raise ValueError(f"min_th, max_th and w_q apply to red and catnip_red, not '{self.kind}'")
+            _check_order(self.min_th, self.max_th)
+        elif self.min_th is not None or self.max_th is not None:
+            raise ValueError(f"min_th and max_th apply to red and catnip_red, not '{self.kind}'"
+                             " (rio and red3 take them per level)")
+        elif self.w_q is not None and self.kind not in ("rio", "red3"):
+            raise ValueError(f"w_q applies to red, catnip_red, rio and red3, not '{self.kind}'")
+        if self.kind in ("rio", "red3"):
+            want = 2 if self.kind == "rio" else 3
+            if self.w_q is None or not self.levels or len(self.levels) != want:
+                raise ValueError(f"policy '{self.kind}' needs w_q and levels: {want} of {{min_th, max_th, max_p}},"
+                                 " highest precedence first")
+        elif self.levels is not None:
+            raise ValueError(f"levels apply to rio and red3, not '{self.kind}'")
         needs = {"bernoulli": ["loss_p"], "catnip_loss": ["loss_p", "loss_p_high"]}.get(self.kind, [])
         missing = [k for k in needs if getattr(self, k) is None]
         if missing:
@@ -133,7 +172,7 @@ class PolicySpec(_Strict):
         if self.kind in ("bernoulli", "catnip_loss"):
             return {"kind": self.kind, "loss_p": self.loss_p,
                     **({"loss_p_high": self.loss_p_high} if self.kind == "catnip_loss" else {})}
-        if self.kind not in ("red", "catnip_red"):
+        if self.kind not in ("red", "catnip_red", "rio", "red3"):
             return {"kind": self.kind}
         if buffer is None:
             capacity = None
@@ -146,9 +185,17 @@ class PolicySpec(_Strict):
                     raise ValueError("RED thresholds given as a share need a buffer limit")
                 return float(th[:-1]) / 100 * capacity
             return float(th)
-        lo, hi = packets(self.min_th), packets(self.max_th)
-        if not lo < hi:
-            raise ValueError(f"RED needs min_th < max_th (got {lo:g} and {hi:g} packets)")
+        def ordered(lo: float, hi: float) -> tuple[float, float]:
+            if not lo < hi:
+                raise ValueError(f"RED needs min_th < max_th (got {lo:g} and {hi:g} packets)")
+            return lo, hi
+        if self.levels:
+            levels = []
+            for level in self.levels:
+                lo, hi = ordered(packets(level.min_th), packets(level.max_th))
+                levels.append({"min_th": lo, "max_th": hi, "max_p": level.max_p})
+            return {"kind": self.kind, "levels": levels, "w_q": self.w_q, "mean_pkt_bytes": self.mean_pkt_bytes}
+        lo, hi = ordered(packets(self.min_th), packets(self.max_th))
         return {"kind": self.kind, "min_th": lo, "max_th": hi, "w_q": self.w_q, "max_p": self.max_p,
                 "mean_pkt_bytes": self.mean_pkt_bytes}
 

@@ -46,7 +46,7 @@ def test_replay_overload_keeps_rate_and_buffer(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"policy": {"kind": "fifo"}}, "unknown kind \"fifo\"; allowed: droptail, catnip_good, catnip_bad, red, catnip_red"),
+    ({"policy": {"kind": "fifo"}}, "unknown kind \"fifo\"; allowed: droptail, catnip_good, catnip_bad, red, catnip_red, rio, red3"),
     ({"buffer": {"packets": 0}}, "buffer: must hold at least one packet"),
     ({"rate_bps": "fast"}, "invalid engine config"),
 ])

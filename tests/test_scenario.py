@@ -54,7 +54,10 @@ def test_buffers(text, expected):
     (["topology.servers=5", "topology.clients=2"], "clients (2) must be at least servers (5)"),
     (["router.policy={kind: red}"], "policy 'red' needs min_th, max_th, w_q"),
     (["router.policy={kind: red, min_th: 60%, max_th: 20%, w_q: 0.01}"], "min_th (60%) must be below max_th"),
-    (["router.policy={kind: catnip_good, w_q: 0.01}"], "apply to red and catnip_red, not 'catnip_good'"),
+    (["router.policy={kind: catnip_good, w_q: 0.01}"], "w_q applies to red, catnip_red, rio and red3, not 'catnip_good'"),
+    (["router.policy={kind: rio, w_q: 0.02, levels: [{min_th: 40%, max_th: 70%}]}"], "policy 'rio' needs w_q and levels: 2"),
+    (["router.policy={kind: red3, w_q: 0.5, levels: [{min_th: 9, max_th: 3}, {min_th: 1, max_th: 2}, {min_th: 1, max_th: 2}]}"],
+     "router.policy.levels.0: min_th (9.0) must be below max_th (3.0)"),
     (["router.policy={kind: red, min_th: lots, max_th: 20%, w_q: 0.01}"], "'lots' is not a threshold"),
     (["router.policy={kind: catnip_loss, loss_p: 0.05}"], "policy 'catnip_loss' needs loss_p_high"),
     (["router.policy={kind: bernoulli, loss_p: 1.0}"], "router.policy.loss_p: 1.0: Input should be less than 1"),
@@ -102,3 +105,12 @@ def test_red_thresholds_resolve_against_each_buffer():
     assert s.load(REPO / "scenarios" / "quick.yaml",
                   ["router.policy={kind: catnip_good}"]).points[0][1].router.policy.engine_config(None) == \
         {"kind": "catnip_good"}
+
+
+def test_rio_levels_resolve_to_packets():
+    sc = s.load(REPO / "scenarios" / "quick.yaml", [
+        "router.policy={kind: rio, w_q: 0.002, levels: [{min_th: 40%, max_th: 70%, max_p: 0.02},"
+        " {min_th: 10%, max_th: 50%, max_p: 0.1}]}"]).points[0][1]
+    assert sc.router.policy.engine_config({"packets": 100}) == {
+        "kind": "rio", "w_q": 0.002, "mean_pkt_bytes": 1000,
+        "levels": [{"min_th": 40.0, "max_th": 70.0, "max_p": 0.02}, {"min_th": 10.0, "max_th": 50.0, "max_p": 0.1}]}

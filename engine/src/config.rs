@@ -12,6 +12,15 @@ pub enum Buffer {
     Bytes(u64),
 }
 
+/// One drop-precedence level of RIO or 3-level RED (thresholds in packets).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct LevelConfig {
+    pub min_th: f64,
+    pub max_th: f64,
+    pub max_p: f64,
+}
+
 /// A policy and its parameters; which parameters apply depends on `kind` (src/policy/mod.rs).
 #[derive(Debug, Deserialize, Clone, Default)]
 #[serde(deny_unknown_fields)]
@@ -31,6 +40,9 @@ pub struct PolicyConfig {
     /// RED: packet size (bytes) for the idle-time correction's "typical transmission time".
     #[serde(default)]
     pub mean_pkt_bytes: Option<u32>,
+    /// RIO and 3-level RED: per-level parameters, highest precedence first.
+    #[serde(default)]
+    pub levels: Option<Vec<LevelConfig>>,
     /// Loss models: probability of losing a packet (all packets, or the low-priority ones).
     #[serde(default)]
     pub loss_p: Option<f64>,

@@ -9,11 +9,13 @@
 mod droptail;
 mod fifo;
 mod loss;
+mod multired;
 mod pushout;
 mod red;
 
 pub use droptail::DropTail;
 pub use loss::RandomLoss;
+pub use multired::MultiRed;
 pub use pushout::PushOut;
 pub use red::{Red, RedParams};
 
@@ -52,7 +54,7 @@ pub trait QueuePolicy<H> {
 }
 
 pub const KINDS: &[&str] =
-    &["droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "bernoulli", "catnip_loss"];
+    &["droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "rio", "red3", "bernoulli", "catnip_loss"];
 
 /// The policy a config names. Errors list the allowed kinds or name the bad parameter.
 pub fn build<H: 'static>(
@@ -67,17 +69,32 @@ pub fn build<H: 'static>(
         "catnip_bad" => Ok(Box::new(PushOut::new(buffer, false, seed))),
         "red" | "catnip_red" => {
             let need = |name: &str, v: Option<f64>| v.ok_or_else(|| format!("{} needs {name}", config.kind));
-            let mean_pkt = f64::from(config.mean_pkt_bytes.unwrap_or(1000));
             let params = RedParams {
                 min_th: need("min_th", config.min_th)?,
                 max_th: need("max_th", config.max_th)?,
                 w_q: need("w_q", config.w_q)?,
                 max_p: need("max_p", config.max_p)?,
-                // Idle correction needs a transmission time; an unrated link drains instantly.
-                typical_tx_ns: if rate_bps == 0 { 1.0 } else { mean_pkt * 8e9 / rate_bps as f64 },
+                typical_tx_ns: typical_tx_ns(config, rate_bps),
             };
             params.validate()?;
             Ok(Box::new(Red::new(params, buffer, config.kind == "catnip_red", seed)))
+        }
+        "rio" | "red3" => {
+            let want = if config.kind == "rio" { 2 } else { 3 };
+            let levels = config.levels.as_ref().filter(|l| l.len() == want).ok_or_else(|| {
+                format!("{} needs levels: {want} of {{min_th, max_th, max_p}}, highest precedence first", config.kind)
+            })?;
+            let w_q = config.w_q.ok_or_else(|| format!("{} needs w_q", config.kind))?;
+            let tx = typical_tx_ns(config, rate_bps);
+            let params: Vec<RedParams> = levels
+                .iter()
+                .map(|l| RedParams { min_th: l.min_th, max_th: l.max_th, w_q, max_p: l.max_p, typical_tx_ns: tx })
+                .collect();
+            for (i, p) in params.iter().enumerate() {
+                p.validate().map_err(|e| format!("levels[{i}]: {e}"))?;
+            }
+            let classify = if config.kind == "rio" { multired::rio_level } else { multired::three_level };
+            Ok(Box::new(MultiRed::new(params, classify, buffer, seed)))
         }
         "bernoulli" | "catnip_loss" => {
             let p = config.loss_p.ok_or_else(|| format!("{} needs loss_p", config.kind))?;
@@ -90,4 +107,10 @@ pub fn build<H: 'static>(
         }
         other => Err(format!("unknown kind {other:?}; allowed: {}", KINDS.join(", "))),
     }
+}
+
+/// RED's idle correction needs a typical packet's transmission time; an unrated link drains at once.
+fn typical_tx_ns(config: &PolicyConfig, rate_bps: u64) -> f64 {
+    let mean_pkt = f64::from(config.mean_pkt_bytes.unwrap_or(1000));
+    if rate_bps == 0 { 1.0 } else { mean_pkt * 8e9 / rate_bps as f64 }
 }
