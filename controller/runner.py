@@ -196,7 +196,8 @@ class PointRun:
                 srv = apache.ApacheServer(workdir=self.workdir / server.name, docroot=root, listen_ip=server.ip,
                                           port=80, http_version=sc.workload.http_version)
                 srv.prepare()
-                srv.proc = server.node.popen(srv.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                console = open(srv.console_log, "w")
+                srv.proc = server.node.popen(srv.argv(), stdout=console, stderr=subprocess.STDOUT)
                 self.servers.append(srv)
             for srv, server in zip(self.servers, d.servers):
                 srv.wait_ready(server.node, timeout=10)

@@ -54,6 +54,11 @@ class ApacheServer:
     def error_log(self) -> Path:
         return self.workdir / "error.log"
 
+    @property
+    def console_log(self) -> Path:
+        """stdout/stderr of the server: errors before it opens its own log (e.g. port in use)."""
+        return self.workdir / "console.log"
+
     def config_text(self) -> str:
         keepalive = "On" if self.http_version == "1.1" else "Off"
         user = _user()
@@ -82,6 +87,10 @@ ThreadLimit 64
 MaxRequestWorkers {self.max_workers}
 MinSpareThreads 64
 MaxSpareThreads {self.max_workers}
+
+# Linux Apache defers accept() until request data arrives (TCP_DEFER_ACCEPT), which changes
+# how handshakes recover from loss; the testbed wants plain TCP behaviour.
+AcceptFilter http none
 
 # HTTP/{self.http_version} workload.
 KeepAlive {keepalive}
@@ -133,10 +142,13 @@ DocumentRoot "{self.docroot}"
         raise ApacheError(f"Apache on {want} not listening after {timeout:.0f} s: {self._log_tail()}")
 
     def _log_tail(self) -> str:
-        try:
-            return self.error_log.read_text().strip()[-400:]
-        except OSError:
-            return "(no error log)"
+        tails = []
+        for log in (self.console_log, self.error_log):
+            try:
+                tails.append(log.read_text().strip()[-300:])
+            except OSError:
+                pass
+        return " | ".join(t for t in tails if t) or "(no log output)"
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.proc is None or self.proc.poll() is not None:
