@@ -173,3 +173,40 @@ def test_ovs_userspace_access_network_works(caps, tmp_path, no_leftovers):
     print(f"OVS userspace: ping RTT median {statistics.median(rtts):.3f} ms, max {max(rtts):.3f},"
           f" expected {want:.3f} ms")
     assert statistics.median(rtts) >= want - 0.3
+
+
+@pytest.mark.parametrize("kind", ["droptail", "catnip_good", "catnip_bad"])
+def test_priority_policies_in_a_live_dumbbell(caps, tmp_path, no_leftovers, kind):
+    """20 bulk flows through a 10-packet bottleneck, half their packets AF11 and half AF12
+    (marked by iptables in the server's namespace; SPM itself is its own issue): CATNIP-Good
+    must spare the high-priority packets, CATNIP-Bad the low ones, DropTail neither."""
+    sc = scenario(**{"bottleneck.buffer": "10p"})
+    sc = sc.model_copy(update={"router": sc.router.model_copy(
+        update={"policy": sc.router.policy.model_copy(update={"kind": kind})})})
+    with network(sc, caps, tmp_path) as (d, engines):
+        client, server = d.clients[0], d.servers[0]
+        mark = "iptables -w -t mangle -A OUTPUT -p tcp"
+        server.node.cmd(f"{mark} -m statistic --mode nth --every 2 --packet 0 -j DSCP --set-dscp 10")
+        server.node.cmd(f"{mark} -m dscp ! --dscp 10 -j DSCP --set-dscp 12")
+        iperf_server = client.node.popen(["iperf3", "-s", "-1"])
+        try:
+            client.node.cmd("sleep 0.3")
+            server.node.cmd(f"iperf3 -c {client.ip} -t 6 -P 20")
+        finally:
+            iperf_server.communicate(timeout=30)
+        e = engines[d.router_s.name]
+        e.stop()
+        link = e.latest_stats()["links"][f"{d.router_s.name}>{d.router_c.name}"]
+    arrived = {c: link["arrived"][c][0] for c in ("high", "low")}
+    lost = {c: link["dropped"][c][0] for c in ("high", "low")}
+    loss = {c: lost[c] / arrived[c] for c in arrived}
+    print(f"{kind}: arrived {arrived}, dropped {lost}, loss high {100 * loss['high']:.2f}%"
+          f" low {100 * loss['low']:.2f}%")
+    assert 0.4 < arrived["high"] / (arrived["high"] + arrived["low"]) < 0.6
+    assert lost["high"] + lost["low"] > 20, "the bottleneck must be congested for the test to mean anything"
+    if kind == "catnip_good":
+        assert loss["high"] < 0.35 * loss["low"]
+    elif kind == "catnip_bad":
+        assert loss["low"] < 0.35 * loss["high"]
+    else:
+        assert 0.5 < loss["high"] / loss["low"] < 2.0
