@@ -97,8 +97,18 @@ pub struct Config {
 impl Config {
     pub fn load(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let config: Config =
-            serde_json::from_str(&text).with_context(|| format!("{}: invalid engine config", path.display()))?;
+        Config::parse(&text).with_context(|| format!("{}: invalid engine config", path.display()))
+    }
+
+    /// Parse and validate. A bad or missing field is reported with its path and, inside a
+    /// link, the link's name (`links[1] ("rs>rc").rate_bps: ...`), so the controller's log
+    /// says which link to fix.
+    pub fn parse(text: &str) -> Result<Config> {
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        let config: Config = serde_path_to_error::deserialize(&value).map_err(|e| {
+            let at = name_links(&e.path().to_string(), &value);
+            anyhow::anyhow!("{at}{}", e.into_inner())
+        })?;
         config.validate()?;
         Ok(config)
     }
@@ -133,14 +143,29 @@ impl Config {
     }
 }
 
+/// `links[1].rate_bps` -> `links[1] ("rs>rc").rate_bps: `; the top level (".") -> nothing.
+fn name_links(path: &str, value: &serde_json::Value) -> String {
+    if path == "." {
+        return String::new();
+    }
+    let named = path.strip_prefix("links[").and_then(|rest| {
+        let (index, tail) = rest.split_once(']')?;
+        let name = value["links"][index.parse::<usize>().ok()?]["name"].as_str()?;
+        Some(format!("links[{index}] ({name:?}){tail}"))
+    });
+    format!("{}: ", named.unwrap_or_else(|| path.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Config> {
-        let c: Config = serde_json::from_str(text)?;
-        c.validate()?;
-        Ok(c)
+        Config::parse(text)
+    }
+
+    fn error(text: &str) -> String {
+        format!("{:#}", parse(text).unwrap_err())
     }
 
     #[test]
@@ -172,5 +197,22 @@ mod tests {
             "buffer": {"packets": 0}, "policy": {"kind": "droptail"}}]}"#;
         assert!(parse(zero).unwrap_err().to_string().contains("buffer"));
         assert!(parse(r#"{"links": [], "extra": 1}"#).is_err());
+    }
+
+    #[test]
+    fn missing_and_mistyped_fields_name_the_link_and_field() {
+        let link_a = r#"{"name": "a", "queue_num": 0, "rate_bps": 1, "delay_us": 0, "buffer": null, "policy": {"kind": "droptail"}}"#;
+        let missing = format!(
+            r#"{{"links": [{link_a}, {{"name": "rs>rc", "queue_num": 1, "delay_us": 0, "buffer": null, "policy": {{"kind": "droptail"}}}}]}}"#
+        );
+        assert_eq!(error(&missing), r#"links[1] ("rs>rc"): missing field `rate_bps`"#);
+        let negative = r#"{"links": [{"name": "b", "queue_num": 0, "rate_bps": -5, "delay_us": 0, "buffer": null, "policy": {"kind": "droptail"}}]}"#;
+        let e = error(negative);
+        assert!(e.starts_with(r#"links[0] ("b").rate_bps: invalid value: integer `-5`"#), "{e}");
+        let buffer = r#"{"links": [{"name": "b", "queue_num": 0, "rate_bps": 1, "delay_us": 0, "buffer": {"pkts": 3}, "policy": {"kind": "droptail"}}]}"#;
+        assert!(error(buffer).starts_with(r#"links[0] ("b").buffer: unknown variant `pkts`"#), "{}", error(buffer));
+        assert!(error(r#"{"seed": "x", "links": []}"#).starts_with("seed: invalid type"));
+        assert_eq!(error(r#"{"seed": 1}"#), "missing field `links`");
+        assert!(error("{").contains("EOF"));
     }
 }

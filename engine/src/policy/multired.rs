@@ -9,11 +9,11 @@
 //! judged by its own level's average with RED's rule (see red.rs). The buffer limit still applies.
 
 use super::fifo::Fifo;
-use super::red::RedParams;
+use super::red::{early_drop, RedParams};
 use super::{Dropped, QueuePolicy, Queued};
 use crate::config::Buffer;
 use crate::packet::Class;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 struct Level {
@@ -80,24 +80,7 @@ impl<H> MultiRed<H> {
 
     fn early_drop(&mut self, level: usize) -> bool {
         let lv = &mut self.levels[level];
-        let p = lv.params;
-        if lv.avg < p.min_th {
-            lv.count = -1;
-            return false;
-        }
-        if lv.avg >= p.max_th {
-            lv.count = 0;
-            return true;
-        }
-        lv.count += 1;
-        let p_b = p.max_p * (lv.avg - p.min_th) / (p.max_th - p.min_th);
-        let denom = 1.0 - lv.count as f64 * p_b;
-        let p_a = if denom <= 0.0 { 1.0 } else { (p_b / denom).min(1.0) };
-        if self.rng.gen::<f64>() < p_a {
-            lv.count = 0;
-            return true;
-        }
-        false
+        early_drop(&lv.params, lv.avg, &mut lv.count, &mut self.rng)
     }
 }
 

@@ -81,27 +81,32 @@ impl<H> Red<H> {
         }
     }
 
-    /// RED's early decision for this arrival.
     fn early_drop(&mut self) -> bool {
-        let p = self.params;
-        if self.avg < p.min_th {
-            self.count = -1;
-            return false;
-        }
-        if self.avg >= p.max_th {
-            self.count = 0;
-            return true;
-        }
-        self.count += 1;
-        let p_b = p.max_p * (self.avg - p.min_th) / (p.max_th - p.min_th);
-        let denom = 1.0 - self.count as f64 * p_b;
-        let p_a = if denom <= 0.0 { 1.0 } else { (p_b / denom).min(1.0) };
-        if self.rng.gen::<f64>() < p_a {
-            self.count = 0;
-            return true;
-        }
-        false
+        early_drop(&self.params, self.avg, &mut self.count, &mut self.rng)
     }
+}
+
+/// RED's decision for one arrival given the average (Floyd and Jacobson, Fig. 2): none below
+/// min_th (count = -1), always at or above max_th, else p_a = p_b / (1 - count p_b) with count
+/// the arrivals since the last drop. Shared by RED, CATNIP-RED, RIO and 3-level RED.
+pub fn early_drop(p: &RedParams, avg: f64, count: &mut i64, rng: &mut ChaCha8Rng) -> bool {
+    if avg < p.min_th {
+        *count = -1;
+        return false;
+    }
+    if avg >= p.max_th {
+        *count = 0;
+        return true;
+    }
+    *count += 1;
+    let p_b = p.max_p * (avg - p.min_th) / (p.max_th - p.min_th);
+    let denom = 1.0 - *count as f64 * p_b;
+    let p_a = if denom <= 0.0 { 1.0 } else { (p_b / denom).min(1.0) };
+    if rng.gen::<f64>() < p_a {
+        *count = 0;
+        return true;
+    }
+    false
 }
 
 impl<H> QueuePolicy<H> for Red<H> {
