@@ -190,3 +190,14 @@ def test_late_verdicts_flag_the_run(isolated_data, no_leftovers):
     # 512-byte MSS: MTU 552 everywhere, so no packet through the bottleneck exceeds 552 bytes.
     sent = db.execute("SELECT SUM(sent_bytes), SUM(sent_pkts) FROM link_stats WHERE role='bottleneck-data'").fetchone()
     assert sent[1] > 0 and sent[0] / sent[1] <= 552
+
+
+def test_http11_run_uses_one_persistent_connection_per_client(isolated_data, no_leftovers):
+    res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), *SMALL, "--set", "workload.http_version=1.1",
+                 "--json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    point = json.loads(res.stdout)["points"][0]
+    assert point["pages_completed"] == 30 and point["pages_failed"] == 0
+    db = sqlite3.connect(isolated_data / "data" / "catnip.db")
+    conns = db.execute("SELECT client, COUNT(DISTINCT conn), COUNT(*) FROM objects GROUP BY client").fetchall()
+    assert len(conns) == 3 and all(n_conn == 1 and n_obj == 45 for _, n_conn, n_obj in conns), conns
