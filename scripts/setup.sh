@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
-RUST_MIN=1.75   # oldest rustc known to build engine/ (edition 2021, let-else, OnceLock)
+RUST_MIN=1.82   # oldest rustc that builds engine/ (Option::is_none_or)
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 

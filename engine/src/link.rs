@@ -120,7 +120,7 @@ impl<H: 'static> Link<H> {
             let head = self.delay_line.front().map(|(at, _)| *at).filter(|at| *at <= now);
             match (wire_end, head) {
                 // A packet due for delivery at or before the wire's end goes first.
-                (_, Some(at)) if wire_end.map_or(true, |end| at <= end) => {
+                (_, Some(at)) if wire_end.is_none_or(|end| at <= end) => {
                     let (at, pkt) = self.delay_line.pop_front().unwrap();
                     out.push(Fate::Deliver { handle: pkt.handle, at, info: pkt.info });
                 }

@@ -17,8 +17,9 @@ use std::io::{ErrorKind, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Enough of the packet for the IPv4 header, options and the ports.
-const COPY_RANGE: u16 = 128;
+/// Enough of the packet for the IPv4 header with the longest options (60 bytes) and the ports:
+/// the payload itself is never needed, and copying less keeps the netlink socket from filling.
+const COPY_RANGE: u16 = 80;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -83,7 +84,9 @@ impl Engine {
     /// Give the verdicts for everything the links decided; deliveries are checked against
     /// their scheduled time.
     fn settle(&mut self, link: usize) -> Result<()> {
-        for fate in std::mem::take(&mut self.fates) {
+        // Borrow the list out and put it back, so its allocation is reused packet after packet.
+        let mut fates = std::mem::take(&mut self.fates);
+        for fate in fates.drain(..) {
             let (mut msg, verdict) = match fate {
                 Fate::Deliver { handle, at, .. } => {
                     let late = now_ns().saturating_sub(at);
@@ -98,6 +101,7 @@ impl Engine {
             msg.set_verdict(verdict);
             self.queue.verdict(msg).context("verdict refused by the kernel")?;
         }
+        self.fates = fates;
         Ok(())
     }
 
@@ -229,20 +233,24 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         );
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
-    let realtime = set_realtime_priority();
-    let _stamp_socket = enable_rx_timestamps();
     let mut by_queue = vec![usize::MAX; 65536];
     let mut links = Vec::new();
     for (i, l) in config.links.iter().enumerate() {
         queue
             .bind(l.queue_num)
-            .with_context(|| format!("link {:?}: cannot bind NFQUEUE {} (already bound?)", l.name, l.queue_num))?;
+            .with_context(|| {
+                format!("link {:?}: cannot bind NFQUEUE {} (root needed; is another process bound to it?)",
+                        l.name, l.queue_num)
+            })?;
         queue.set_copy_range(l.queue_num, COPY_RANGE)?;
         queue.set_queue_max_len(l.queue_num, config.queue_maxlen)?;
         by_queue[usize::from(l.queue_num)] = i;
         links.push(Link::new(l, config.seed).map_err(|e| anyhow!("link {:?}: {e}", l.name))?);
     }
     queue.set_nonblocking(true);
+    // Only once every queue is ours: a failed start then says one thing, the reason.
+    let realtime = set_realtime_priority();
+    let _stamp_socket = enable_rx_timestamps();
     let mut stats = OpenOptions::new()
         .create(true)
         .append(true)
@@ -302,7 +310,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         let wait = next.saturating_sub(now_ns());
         // Close to an event, poll without sleeping: waking a sleeping process costs tens of
         // microseconds on a VM, and every hop of every packet would pay it.
-        let wait = if wait <= spin_ns { 0 } else { wait - spin_ns };
+        let wait = wait.saturating_sub(spin_ns);
         let timeout = libc::timespec { tv_sec: (wait / 1_000_000_000) as _, tv_nsec: (wait % 1_000_000_000) as _ };
         let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
         unsafe { libc::ppoll(&mut pfd, 1, &timeout, std::ptr::null()) };

@@ -74,3 +74,29 @@ impl LinkStats {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_record_has_the_contract_shape() {
+        let mut s = LinkStats::default();
+        s.arrived.add(&PacketInfo::new(1500, 10, 0));
+        s.arrived.add(&PacketInfo::new(40, 46, 0));
+        s.dropped.add(&PacketInfo::new(1500, 10, 0));
+        s.lateness.record(1_500_000, 1_000_000);
+        s.lateness.record(200_000, 1_000_000);
+        let v = s.to_json(3, 4500);
+        assert_eq!(v["arrived"]["high"], json!([1, 1500]));
+        assert_eq!(v["arrived"]["other"], json!([1, 40]));
+        assert_eq!(v["sent"]["lowest"], json!([0, 0]));
+        assert_eq!(v["dropped"]["high"], json!([1, 1500]));
+        assert_eq!((v["queue_pkts"].as_u64(), v["queue_bytes"].as_u64()), (Some(3), Some(4500)));
+        assert_eq!((v["late_events"].as_u64(), v["max_late_us"].as_f64()), (Some(1), Some(1500.0)));
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        for k in ["max_queue_pkts", "max_queue_bytes", "late_events", "max_late_us"] {
+            assert!(keys.contains(&k), "{k} missing");
+        }
+    }
+}
