@@ -138,19 +138,25 @@ def test_bulk_tcp_reaches_bottleneck_rate_and_queue_respects_buffer(caps, tmp_pa
     assert final["final"] is True
 
 
+def bulk_to_client(d, engines, seconds: int, flows: int = 1) -> dict:
+    """iperf3 from the server to the client (web data's direction); then stop routerS's engine
+    and return the bottleneck link's final counters."""
+    client, server = d.clients[0], d.servers[0]
+    iperf_server = client.node.popen(["iperf3", "-s", "-1"])
+    try:
+        client.node.cmd("sleep 0.3")
+        server.node.cmd(f"iperf3 -c {client.ip} -t {seconds} -P {flows}")
+    finally:
+        iperf_server.communicate(timeout=30)
+    e = engines[d.router_s.name]
+    e.stop()
+    return e.latest_stats()["links"][f"{d.router_s.name}>{d.router_c.name}"]
+
+
 def test_byte_buffer_limit_holds(caps, tmp_path, no_leftovers):
     sc = scenario(**{"bottleneck.buffer": "16KB"})
     with network(sc, caps, tmp_path) as (d, engines):
-        client, server = d.clients[0], d.servers[0]
-        iperf_server = client.node.popen(["iperf3", "-s", "-1"])
-        try:
-            client.node.cmd("sleep 0.3")
-            server.node.cmd(f"iperf3 -c {client.ip} -t 4")
-        finally:
-            iperf_server.communicate(timeout=30)
-        e = engines[d.router_s.name]
-        e.stop()
-        link = e.latest_stats()["links"][f"{d.router_s.name}>{d.router_c.name}"]
+        link = bulk_to_client(d, engines, seconds=4)
     dropped = sum(v[0] for v in link["dropped"].values())
     print(f"16 KB buffer: max queue {link['max_queue_bytes']} B, {dropped} drops")
     assert 0 < link["max_queue_bytes"] <= 16 * 1024
@@ -184,19 +190,11 @@ def test_priority_policies_in_a_live_dumbbell(caps, tmp_path, no_leftovers, kind
     sc = sc.model_copy(update={"router": sc.router.model_copy(
         update={"policy": sc.router.policy.model_copy(update={"kind": kind})})})
     with network(sc, caps, tmp_path) as (d, engines):
-        client, server = d.clients[0], d.servers[0]
+        server = d.servers[0]
         mark = "iptables -w -t mangle -A OUTPUT -p tcp"
         server.node.cmd(f"{mark} -m statistic --mode nth --every 2 --packet 0 -j DSCP --set-dscp 10")
         server.node.cmd(f"{mark} -m dscp ! --dscp 10 -j DSCP --set-dscp 12")
-        iperf_server = client.node.popen(["iperf3", "-s", "-1"])
-        try:
-            client.node.cmd("sleep 0.3")
-            server.node.cmd(f"iperf3 -c {client.ip} -t 6 -P 20")
-        finally:
-            iperf_server.communicate(timeout=30)
-        e = engines[d.router_s.name]
-        e.stop()
-        link = e.latest_stats()["links"][f"{d.router_s.name}>{d.router_c.name}"]
+        link = bulk_to_client(d, engines, seconds=6, flows=20)
     arrived = {c: link["arrived"][c][0] for c in ("high", "low")}
     lost = {c: link["dropped"][c][0] for c in ("high", "low")}
     loss = {c: lost[c] / arrived[c] for c in arrived}

@@ -9,7 +9,7 @@
 //! judged by its own level's average with RED's rule (see red.rs). The buffer limit still applies.
 
 use super::fifo::Fifo;
-use super::red::{early_drop, RedParams};
+use super::red::{early_drop, next_average, RedParams};
 use super::{Dropped, QueuePolicy, Queued};
 use crate::config::Buffer;
 use crate::packet::Class;
@@ -63,18 +63,11 @@ impl<H> MultiRed<H> {
 
     fn update_averages(&mut self, level: usize, now: u64) {
         let classify = self.classify;
+        let idle = self.idle_since.filter(|_| self.fifo.is_empty());
         for l in level..self.levels.len() {
+            let q = self.fifo.count_where(|c| classify(c) <= l) as f64;
             let lv = &mut self.levels[l];
-            let p = lv.params;
-            match self.idle_since {
-                Some(since) if self.fifo.is_empty() => {
-                    lv.avg *= (1.0 - p.w_q).powf(now.saturating_sub(since) as f64 / p.typical_tx_ns);
-                }
-                _ => {
-                    let q = self.fifo.count_where(|c| classify(c) <= l) as f64;
-                    lv.avg = (1.0 - p.w_q) * lv.avg + p.w_q * q;
-                }
-            }
+            lv.avg = next_average(&lv.params, lv.avg, q, idle, now);
         }
     }
 

@@ -71,18 +71,22 @@ impl<H> Red<H> {
     }
 
     fn update_average(&mut self, now: u64) {
-        let p = &self.params;
-        match self.idle_since {
-            Some(since) if self.fifo.is_empty() => {
-                let m = now.saturating_sub(since) as f64 / p.typical_tx_ns;
-                self.avg *= (1.0 - p.w_q).powf(m);
-            }
-            _ => self.avg = (1.0 - p.w_q) * self.avg + p.w_q * self.fifo.len() as f64,
-        }
+        let idle = self.idle_since.filter(|_| self.fifo.is_empty());
+        self.avg = next_average(&self.params, self.avg, self.fifo.len() as f64, idle, now);
     }
 
     fn early_drop(&mut self) -> bool {
         early_drop(&self.params, self.avg, &mut self.count, &mut self.rng)
+    }
+}
+
+/// RED's average after an arrival: the EWMA of the queue `q`, or, when the queue has been
+/// empty since `idle_since`, the decay (1 - w_q)^m for the m typical packets the link could
+/// have sent meanwhile. Shared by RED, CATNIP-RED, RIO and 3-level RED.
+pub fn next_average(p: &RedParams, avg: f64, q: f64, idle_since: Option<u64>, now: u64) -> f64 {
+    match idle_since {
+        Some(since) => avg * (1.0 - p.w_q).powf(now.saturating_sub(since) as f64 / p.typical_tx_ns),
+        None => (1.0 - p.w_q) * avg + p.w_q * q,
     }
 }
 
