@@ -17,7 +17,8 @@ setup:
 run: setup
 	@scripts/main-job.sh $(SCENARIO)
 
-test: setup
+test:
+	@scripts/setup.sh --test
 	@scripts/test.sh
 
 clean:

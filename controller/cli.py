@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 
@@ -10,6 +11,9 @@ import click
 
 from controller import scenario as scenario_mod
 from testbed import paths
+
+
+RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 
 
 def _store(db: str | None):
@@ -67,9 +71,13 @@ def check(as_json: bool, brief: bool) -> None:
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 @click.option("--json", "as_json", is_flag=True, help="print a machine-readable summary at the end")
 @click.option("--report/--no-report", default=False, help="print the report table after the run")
+@click.option("--run-id", default=None, metavar="ID",
+              help="use this id for the run (the dashboard picks ids before starting runs)")
 def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db: str | None,
-            as_json: bool, report: bool) -> None:
+            as_json: bool, report: bool, run_id: str | None) -> None:
     """Run SCENARIO_FILE; prints the run id."""
+    if run_id is not None and not RUN_ID.fullmatch(run_id):
+        raise click.BadParameter("letters, digits, '.', '_' and '-' only, at most 100", param_hint="--run-id")
     try:
         sweep = scenario_mod.load(scenario_file, list(overrides), seed)
     except scenario_mod.ScenarioError as exc:
@@ -84,7 +92,9 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
     store = _store(db)
     display = _ProgressDisplay(enabled=not as_json)
     started = time.monotonic()
-    run_id = runner.new_run_id(sweep.name)
+    run_id = run_id or runner.new_run_id(sweep.name)
+    if store.run(run_id) is not None:
+        raise click.ClickException(f"run id {run_id} is already in {store.path}")
     click.echo(f"run {run_id}: {sweep.name}, {len(sweep.points)} point(s)", err=as_json)
     try:
         with display:
@@ -182,6 +192,23 @@ def report(run_id: str, db: str | None, fmt: str | None) -> None:
             raise click.ClickException(exc.args[0]) from None
     click.echo({"json": report_mod.render_json, "csv": report_mod.render_csv}.get(fmt, report_mod.render_text)(rep),
                nl=fmt != "csv")
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="address to listen on; anything but loopback exposes the dashboard to the network")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port")
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
+def web(host: str, port: int, db: str | None) -> None:
+    """Serve the dashboard: start scenarios, watch runs live, read and compare reports."""
+    from web.server import is_loopback, serve
+    if not is_loopback(host):
+        click.echo(click.style(f"warning: listening on {host}: anyone who can reach this address can start runs",
+                               fg="yellow"), err=True)
+    try:
+        serve(host, port, db=db, on_ready=lambda line: click.echo(line, err=False))
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 @main.command()

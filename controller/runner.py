@@ -110,6 +110,20 @@ def machine_lock() -> Iterator[None]:
         fh.close()
 
 
+def machine_busy() -> bool:
+    """Whether a run holds the machine lock now (the dashboard waits instead of failing)."""
+    path = paths.state_dir() / "lock"
+    if not path.exists():
+        return False
+    with open(path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+
 @contextmanager
 def signals_cancel() -> Iterator[None]:
     """SIGINT (Ctrl-C) and SIGTERM cancel the run cleanly, even where the shell that started us
@@ -269,7 +283,6 @@ class PointRun:
         limit = self.sc.run.time_limit
         bottleneck = next(e for e in self.engines if e.router is d.router_s)
         data_link = f"{d.router_s.name}>{d.router_c.name}"
-        samples: list[tuple] = []
         last_t = None
         while True:
             time.sleep(0.5)
@@ -284,9 +297,12 @@ class PointRun:
                 last_t = stats["t"]
                 s = stats["links"].get(data_link, {})
                 sent = sum(v[1] for v in s.get("sent", {}).values())
-                dropped = sum(v[0] for v in s.get("dropped", {}).values())
-                samples.append((d.router_s.name, data_link, stats["t"], s.get("queue_pkts"), s.get("queue_bytes"),
-                                sent, dropped))
+                drops = {cls: v[0] for cls, v in s.get("dropped", {}).items()}
+                dropped = sum(drops.values())
+                # Written as it comes, so the dashboard can draw the run live.
+                self.store.add_queue_samples(self.run_id, self.index, [(
+                    d.router_s.name, data_link, stats["t"], s.get("queue_pkts"), s.get("queue_bytes"), sent, dropped,
+                    drops.get("high", 0), dropped - drops.get("high", 0))])
                 prog.bottleneck = {"queue_pkts": s.get("queue_pkts"), "sent_bytes": sent, "dropped": dropped}
             prog.pages_done = self._pages_done()
             prog.elapsed = time.monotonic() - start
@@ -296,7 +312,6 @@ class PointRun:
             if prog.elapsed > limit:
                 raise RuntimeError(f"time limit {limit:.0f} s reached with {prog.pages_done} of "
                                    f"{prog.pages_total} pages done (run.time_limit)")
-        self.store.add_queue_samples(self.run_id, self.index, samples)
 
     def _collect(self, d: dumbbell.Dumbbell) -> None:
         objects, pages = [], []
@@ -373,6 +388,19 @@ class PointRun:
             engine.stop()
 
 
+def _recorded(sink: ProgressSink, store: Store, every: float = 1.0) -> ProgressSink:
+    """Also write progress to the store (at most once a second, and at each change of phase)."""
+    last: dict[int, tuple[float, str]] = {}
+
+    def record(p: Progress) -> None:
+        sink(p)
+        t, phase = last.get(p.point, (0.0, ""))
+        if p.phase != phase or time.monotonic() - t >= every:
+            last[p.point] = (time.monotonic(), p.phase)
+            store.add_progress(p.run_id, p.point, p.elapsed, p.phase, p.pages_done, p.pages_total)
+    return record
+
+
 def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink = lambda p: None,
         cancelled: Callable[[], bool] = lambda: False, run_id: str | None = None) -> str:
     """Run every point of a sweep; returns the run id. Records survive failures of single points."""
@@ -380,6 +408,7 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
     if problems:
         raise RuntimeError("this machine cannot run scenarios: " + "; ".join(problems))
     run_id = run_id or new_run_id(sweep.name)
+    progress = _recorded(progress, store)
     first = sweep.points[0][1]
     reps = first.run.repetitions
     with machine_lock(), signals_cancel():

@@ -46,7 +46,12 @@ CREATE TABLE IF NOT EXISTS link_summary (
 );
 CREATE TABLE IF NOT EXISTS queue_samples (
   run_id TEXT NOT NULL, point INTEGER NOT NULL, router TEXT, link TEXT, t REAL,
-  queue_pkts INTEGER, queue_bytes INTEGER, sent_bytes INTEGER, dropped_pkts INTEGER
+  queue_pkts INTEGER, queue_bytes INTEGER, sent_bytes INTEGER, dropped_pkts INTEGER,
+  dropped_high INTEGER, dropped_low INTEGER
+);
+CREATE TABLE IF NOT EXISTS progress (
+  run_id TEXT NOT NULL, point INTEGER NOT NULL, t REAL, elapsed REAL, phase TEXT,
+  pages_done INTEGER, pages_total INTEGER
 );
 CREATE TABLE IF NOT EXISTS tcp_counters (
   run_id TEXT NOT NULL, point INTEGER NOT NULL, host TEXT, counter TEXT, value INTEGER
@@ -56,7 +61,11 @@ CREATE INDEX IF NOT EXISTS objects_run ON objects(run_id, point);
 CREATE INDEX IF NOT EXISTS link_stats_run ON link_stats(run_id, point);
 CREATE INDEX IF NOT EXISTS samples_run ON queue_samples(run_id, point);
 CREATE INDEX IF NOT EXISTS tcp_run ON tcp_counters(run_id, point);
+CREATE INDEX IF NOT EXISTS progress_run ON progress(run_id, point);
 """
+
+# Columns added after a table first shipped: (table, column, type). Older databases get them.
+MIGRATIONS = [("queue_samples", "dropped_high", "INTEGER"), ("queue_samples", "dropped_low", "INTEGER")]
 
 CLASSES = ("high", "low", "lowest", "other")
 
@@ -74,6 +83,14 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        for table, column, kind in MIGRATIONS:
+            have = {r["name"] for r in self.db.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                with self.db:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         self.db.close()
@@ -153,9 +170,17 @@ class Store:
             self.db.executemany("INSERT INTO link_summary VALUES (?,?,?,?,?,?,?,?,?,?,?)", summary)
 
     def add_queue_samples(self, run_id: str, point: int, rows: list[tuple]) -> None:
+        """rows: (router, link, t, queue_pkts, queue_bytes, sent_bytes, dropped_pkts, dropped_high,
+        dropped_low), counters cumulative since the engine started."""
         with self.db:
-            self.db.executemany("INSERT INTO queue_samples VALUES (?,?,?,?,?,?,?,?,?)",
+            self.db.executemany("INSERT INTO queue_samples VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                                 [(run_id, point, *r) for r in rows])
+
+    def add_progress(self, run_id: str, point: int, elapsed: float, phase: str, pages_done: int,
+                     pages_total: int) -> None:
+        with self.db:
+            self.db.execute("INSERT INTO progress VALUES (?,?,?,?,?,?,?)",
+                            (run_id, point, time.time(), elapsed, phase, pages_done, pages_total))
 
     def add_tcp_counters(self, run_id: str, point: int, host: str, counters: dict[str, int]) -> None:
         with self.db:
@@ -196,6 +221,17 @@ class Store:
     def tcp_counters(self, run_id: str, point: int) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM tcp_counters WHERE run_id=? AND point=?", (run_id, point)).fetchall()
 
-    def queue_samples(self, run_id: str, point: int) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM queue_samples WHERE run_id=? AND point=? ORDER BY t",
-                               (run_id, point)).fetchall()
+    def queue_samples(self, run_id: str, point: int, after: float | None = None) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM queue_samples WHERE run_id=? AND point=? AND t>? ORDER BY t",
+                               (run_id, point, -1.0 if after is None else after)).fetchall()
+
+    def progress(self, run_id: str, point: int, after: float | None = None) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM progress WHERE run_id=? AND point=? AND t>? ORDER BY t",
+                               (run_id, point, -1.0 if after is None else after)).fetchall()
+
+    def latest_progress(self, run_id: str) -> list[sqlite3.Row]:
+        """The newest progress row of each point of a run."""
+        return self.db.execute(
+            "SELECT p.* FROM progress p JOIN (SELECT point, MAX(t) AS t FROM progress WHERE run_id=?"
+            " GROUP BY point) m ON p.point=m.point AND p.t=m.t WHERE p.run_id=? ORDER BY p.point",
+            (run_id, run_id)).fetchall()

@@ -6,6 +6,14 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd)
 RUST_MIN=1.82   # oldest rustc that builds engine/ (Option::is_none_or)
 
+WITH_TEST_TOOLS=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) WITH_TEST_TOOLS=1 ;;   # also what the test suite needs: a browser, its driver, vagrant
+    *) echo "setup: unknown option $arg (allowed: --test)" >&2; exit 2 ;;
+  esac
+done
+
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -21,6 +29,9 @@ PACKAGES=(
   python3 python3-venv python3-pip
   build-essential curl ca-certificates git
 )
+# Only for `make test`: headless browser tests of the dashboard, `vagrant validate`.
+TEST_PACKAGES=(chromium chromium-driver vagrant)
+[ "$WITH_TEST_TOOLS" = 1 ] && PACKAGES+=("${TEST_PACKAGES[@]}")
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,75 @@
+"""Comparison of runs in the layout of CATNIP Table XI: per-page mean download time of a run
+relative to a baseline run (values below 1.0 favour the compared run), with the Mean and StdDev
+of the relative values over the pages and the bottleneck's packet loss (CATNIP section V-F,
+Table XI: CATNIP-Good relative to default Linux TCP with FIFO routers, per router buffer size).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from results.report import run_report
+from results.store import Store
+
+
+def _label(point: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point["assignment"].items()) or "single point"
+
+
+def _match(point: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any] | None:
+    """The baseline point to divide by: same sweep values (and repetition), else a single-point
+    baseline, else the point with the same index."""
+    pts = baseline["points"]
+    for b in pts:
+        if b["assignment"] == point["assignment"] and b["rep"] == point["rep"]:
+            return b
+    if len(pts) == 1:
+        return pts[0]
+    return next((b for b in pts if b["point"] == point["point"]), None)
+
+
+def _means(point: dict[str, Any] | None) -> dict[int, float]:
+    return {r["page"]: r["mean"] for r in (point or {}).get("table", []) if r.get("mean") is not None}
+
+
+def _loss(point: dict[str, Any] | None) -> float | None:
+    data = (point or {}).get("loss", {}).get("bottleneck-data")
+    return data["loss"] if data else None
+
+
+def compare(store: Store, run_ids: list[str]) -> dict[str, Any]:
+    """The first run is the baseline; every point of every other run gets a column.
+    Raises KeyError naming an unknown run, ValueError for fewer than two runs."""
+    if len(run_ids) < 2:
+        raise ValueError("choose at least two runs: the first is the baseline")
+    reports = [run_report(store, r) for r in run_ids]
+    baseline = reports[0]
+    pages: dict[int, dict[str, Any]] = {}
+    for rep in reports:
+        for p in rep["points"]:
+            for r in p["table"]:
+                pages.setdefault(r["page"], {"page": r["page"], "conns": r["conns"], "bytes": r["bytes"]})
+    columns = []
+    for rep in reports[1:]:
+        for p in rep["points"]:
+            base = _match(p, baseline)
+            mine, theirs = _means(p), _means(base)
+            relative = {page: mine[page] / theirs[page] for page in mine if theirs.get(page)}
+            values = list(relative.values())
+            columns.append({
+                "run_id": rep["run_id"], "name": rep["name"], "point": p["point"], "label": _label(p),
+                "baseline_point": None if base is None else base["point"],
+                "baseline_label": None if base is None else _label(base),
+                "mean_time": mine, "baseline_mean_time": theirs, "relative": relative,
+                "relative_mean": statistics.fmean(values) if values else None,
+                "relative_sdev": statistics.stdev(values) if len(values) > 1 else None,
+                "loss": _loss(p), "baseline_loss": _loss(base),
+                "realtime_ok": p["realtime_ok"], "baseline_realtime_ok": None if base is None else base["realtime_ok"],
+            })
+    return {
+        "baseline": {"run_id": baseline["run_id"], "name": baseline["name"], "status": baseline["status"]},
+        "runs": [{"run_id": r["run_id"], "name": r["name"], "status": r["status"]} for r in reports],
+        "pages": [pages[k] for k in sorted(pages)],
+        "columns": columns,
+    }

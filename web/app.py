@@ -1,0 +1,280 @@
+"""The Flask dashboard: scenarios and a form to start runs, live run views, reports, comparisons.
+
+It reads the results database (never writes it: runs are `catnip run` children of the run queue,
+web/jobs.py), and only draws what results/ computes: report tables (results/report.py), the
+Table XI comparison (results/compare.py) and plot data (results/figures.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+from flask import (Flask, Response, abort, g, jsonify, redirect, render_template, request, send_file,
+                   url_for)
+from flask_wtf.csrf import CSRFError, CSRFProtect
+from werkzeug.exceptions import HTTPException
+
+from controller import runner
+from results import compare as compare_mod
+from results import figures
+from results import report as report_mod
+from results.store import Store
+from testbed import paths
+from web import forms
+from web.jobs import RunQueue
+
+LIVE_STATES = ("queued", "waiting", "running")
+
+
+def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue: RunQueue | None = None,
+               secret_key: bytes | None = None) -> Flask:
+    app = Flask(__name__)
+    app.config.update(
+        SECRET_KEY=secret_key or os.urandom(32),
+        CATNIP_DB=Path(db or paths.database()),
+        CATNIP_SCENARIOS=Path(scenarios_dir or paths.REPO / "scenarios"),
+        WTF_CSRF_TIME_LIMIT=None,  # a page left open overnight can still cancel its run
+        MAX_CONTENT_LENGTH=64 * 1024,
+        SSE_POLL=1.0,
+        SSE_MAX_SECONDS=6 * 3600,
+    )
+    app.extensions["catnip_queue"] = queue or RunQueue(app.config["CATNIP_DB"], paths.data_dir() / "dashboard")
+    CSRFProtect(app)
+    _register(app)
+    return app
+
+
+def _queue() -> RunQueue:
+    from flask import current_app
+    return current_app.extensions["catnip_queue"]
+
+
+def _store() -> Store:
+    if "store" not in g:
+        from flask import current_app
+        g.store = Store(current_app.config["CATNIP_DB"])
+    return g.store
+
+
+def _check_run_id(run_id: str) -> str:
+    if not forms.RUN_ID.fullmatch(run_id):
+        abort(400, description=f"{run_id[:100]!r} is not a run id (letters, digits, '.', '_', '-')")
+    return run_id
+
+
+def _error(status: int, title: str, message: str):
+    if request.accept_mimetypes.best == "application/json" or request.path.endswith((".json", "/events")):
+        return jsonify(error=message), status
+    return render_template("error.html", status=status, title=title, message=message), status
+
+
+def _point_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
+    latest = {r["point"]: r for r in store.latest_progress(run_id)}
+    out = []
+    for p in store.points(run_id):
+        pr = latest.get(p["point"])
+        done, total, elapsed = (pr["pages_done"], pr["pages_total"], pr["elapsed"]) if pr else (0, 0, 0.0)
+        eta = elapsed / done * (total - done) if done and total and p["status"] == "running" else None
+        out.append({"point": p["point"], "label": ", ".join(f"{k}={v}" for k, v in json.loads(p["assignment"]).items())
+                    or "single point", "status": p["status"], "phase": pr["phase"] if pr else "starting",
+                    "pages_done": done, "pages_total": total, "elapsed": round(elapsed, 1),
+                    "eta": None if eta is None else round(eta)})
+    return out
+
+
+def _register(app: Flask) -> None:
+    @app.teardown_appcontext
+    def close_store(exc):
+        store = g.pop("store", None)
+        if store is not None:
+            store.close()
+
+    @app.errorhandler(CSRFError)
+    def csrf_error(exc: CSRFError):
+        return _error(400, "Form expired or forged", f"{exc.description} Reload the page and submit the form again.")
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException):
+        return _error(exc.code or 500, exc.name, exc.description or exc.name)
+
+    @app.get("/")
+    def scenarios():
+        return render_template("scenarios.html", scenarios=forms.scenario_files(app.config["CATNIP_SCENARIOS"]),
+                               jobs=_queue().active(), errors={}, form={})
+
+    @app.post("/runs")
+    def start_run():
+        req, errors = forms.parse_run_request(request.form, app.config["CATNIP_SCENARIOS"])
+        if errors:
+            return render_template("scenarios.html", scenarios=forms.scenario_files(app.config["CATNIP_SCENARIOS"]),
+                                   jobs=_queue().active(), errors=errors, form=request.form), 400
+        run_id = runner.new_run_id(req.sweep.name)
+        try:
+            _queue().submit(run_id, req.scenario, req.overrides, req.seed)
+        except RuntimeError as exc:
+            abort(503, description=str(exc))
+        return redirect(url_for("run_view", run_id=run_id), code=303)
+
+    @app.get("/runs")
+    def runs():
+        rows = _store().runs()
+        return render_template("runs.html", runs=rows, jobs=[j for j in _queue().active()
+                                                             if _store().run(j.run_id) is None])
+
+    @app.get("/runs/<run_id>")
+    def run_view(run_id: str):
+        _check_run_id(run_id)
+        store, job = _store(), _queue().get(run_id)
+        run = store.run(run_id)
+        if run is None and job is None:
+            abort(404, description=f"no run {run_id!r} in {store.path}; the runs page lists every run")
+        ctx: dict[str, Any] = {"run_id": run_id, "run": run, "job": job, "report": None, "series": {},
+                               "figures": {}, "points": [], "resolved": {}, "capabilities": None,
+                               "versions": None, "captures": []}
+        if run is not None:
+            rep = report_mod.run_report(store, run_id)
+            ctx["report"] = rep
+            ctx["points"] = _point_summaries(store, run_id)
+            ctx["series"] = {p["point"]: figures.bottleneck_series(store.queue_samples(run_id, p["point"]),
+                                                                   store.progress(run_id, p["point"]))
+                             for p in ctx["points"]}
+            finished = [p for p in rep["points"] if p["table"]]
+            if finished:
+                ctx["figures"] = {"bars": figures.page_time_bars({"points": finished}),
+                                  "cdf": figures.page_time_distribution(store, run_id, finished)}
+            ctx["resolved"] = {p["point"]: yaml.safe_dump(json.loads(p["resolved"]), sort_keys=False)
+                               for p in store.points(run_id)}
+            ctx["captures"] = [p["point"] for p in store.points(run_id) if p["capture"]]
+            ctx["capabilities"] = json.loads(run["capabilities"] or "null")
+            ctx["versions"] = json.loads(run["versions"] or "null")
+        ctx["live"] = (job is not None and job.state in LIVE_STATES) or (run is not None and run["status"] == "running")
+        return render_template("run.html", **ctx)
+
+    @app.get("/runs/<run_id>/events")
+    def run_events(run_id: str):
+        _check_run_id(run_id)
+        if _store().run(run_id) is None and _queue().get(run_id) is None:
+            abort(404, description=f"no run {run_id!r}")
+        db, poll, limit = app.config["CATNIP_DB"], app.config["SSE_POLL"], app.config["SSE_MAX_SECONDS"]
+        queue = _queue()
+        return Response(_event_stream(db, queue, run_id, poll, limit), mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    @app.post("/runs/<run_id>/cancel")
+    def cancel_run(run_id: str):
+        _check_run_id(run_id)
+        try:
+            message = _queue().cancel(run_id)
+        except KeyError:
+            run = _store().run(run_id)
+            if run is None:
+                abort(404, description=f"no run {run_id!r}")
+            abort(409, description=f"run {run_id} was not started from this dashboard ({run['status']});"
+                                   " stop it where it runs (Ctrl-C), or with `catnip clean` if that process is gone")
+        if request.accept_mimetypes.best == "application/json":
+            return jsonify(message=message)
+        return redirect(url_for("run_view", run_id=run_id), code=303)
+
+    @app.get("/runs/<run_id>/report.<fmt>")
+    def run_download(run_id: str, fmt: str):
+        _check_run_id(run_id)
+        if fmt not in ("csv", "json"):
+            abort(404, description=f"no {fmt!r} download; reports come as .csv or .json")
+        try:
+            rep = report_mod.run_report(_store(), run_id)
+        except KeyError as exc:
+            abort(404, description=exc.args[0])
+        body = report_mod.render_csv(rep) if fmt == "csv" else report_mod.render_json(rep)
+        return Response(body, mimetype="text/csv" if fmt == "csv" else "application/json",
+                        headers={"Content-Disposition": f'attachment; filename="{run_id}.{fmt}"'})
+
+    @app.get("/runs/<run_id>/points/<int:point>/capture.pcap")
+    def run_capture(run_id: str, point: int):
+        _check_run_id(run_id)
+        row = next((p for p in _store().points(run_id) if p["point"] == point), None)
+        if row is None or not row["capture"]:
+            abort(404, description=f"run {run_id} point {point} has no packet capture (set run.capture: true)")
+        path = Path(row["capture"]).resolve()
+        if not path.is_relative_to(paths.data_dir().resolve()) or not path.is_file():
+            abort(404, description=f"the capture of run {run_id} point {point} is no longer on disk")
+        return send_file(path, mimetype="application/vnd.tcpdump.pcap", as_attachment=True,
+                         download_name=f"{run_id}-point{point}.pcap")
+
+    @app.get("/compare")
+    def compare():
+        try:
+            ids = forms.run_ids(request.args.getlist("run"))
+        except ValueError as exc:
+            abort(400, description=str(exc))
+        if len(ids) < 2:
+            abort(400, description="choose at least two runs on the runs page (the first is the baseline)")
+        try:
+            table = compare_mod.compare(_store(), ids)
+        except KeyError as exc:
+            abort(404, description=exc.args[0])
+        return render_template("compare.html", cmp=table)
+
+    @app.get("/static/vendor/plotly.min.js")
+    def plotly_js():
+        # The plotly package ships its own bundle: the dashboard works offline, no CDN.
+        import plotly
+        return send_file(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", max_age=86400)
+
+    @app.get("/healthz")
+    def healthz():
+        return jsonify(ok=True, database=str(app.config["CATNIP_DB"]), active_jobs=len(_queue().active()))
+
+    @app.template_filter("pct")
+    def pct(v: Any, digits: int = 2) -> str:
+        return "-" if v is None else f"{100 * v:.{digits}f}%"
+
+    @app.template_filter("num")
+    def num(v: Any, digits: int = 3) -> str:
+        return "-" if v is None else f"{v:.{digits}f}"
+
+    @app.template_filter("when")
+    def when(ts: float | None) -> str:
+        return "-" if not ts else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: float) -> Iterator[str]:
+    """Server-sent events: the run's progress and new bottleneck samples every `poll` seconds,
+    then an `end` event once the run is over."""
+    store = Store(db)
+    last: dict[int, Any] = {}
+    last_progress: dict[int, float] = {}
+    started = time.monotonic()
+    first = True
+    try:
+        while time.monotonic() - started < limit:
+            job = queue.get(run_id)
+            run = store.run(run_id)
+            series = {}
+            points = _point_summaries(store, run_id) if run is not None else []
+            for p in points:
+                n = p["point"]
+                prog = store.progress(run_id, n, last_progress.get(n))
+                s = figures.bottleneck_series(store.queue_samples(run_id, n, (last.get(n) or {}).get("t")),
+                                              prog, last.get(n))
+                last[n] = s.pop("last")
+                if prog:
+                    last_progress[n] = prog[-1]["t"]
+                series[n] = s
+            status = run["status"] if run is not None else (job.state if job else "unknown")
+            # The first event carries the whole history (the page replaces its charts), later ones extend.
+            payload = {"status": status, "job": job.to_dict() if job else None, "points": points, "series": series,
+                       "reset": first}
+            first = False
+            yield f"event: update\ndata: {json.dumps(payload)}\n\n"
+            job_live = job is not None and job.state in LIVE_STATES
+            if not job_live and (run is None or run["status"] != "running"):
+                yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
+                return
+            time.sleep(poll)
+    finally:
+        store.close()

@@ -1,0 +1,100 @@
+"""Reading the dashboard's forms: every value is checked here before anything acts on it.
+
+A run request names a scenario file of `scenarios/` (by name, never a path), overrides in the
+CLI's `key=value` form (validated by the same schema as `catnip run --set`), and an optional seed.
+Errors are keyed by form field so the page can show each next to its input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from controller import scenario as scenario_mod
+
+SCENARIO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+OVERRIDE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
+RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+MAX_OVERRIDES = 40
+MAX_OVERRIDE_LEN = 400
+
+
+@dataclass
+class ScenarioFile:
+    name: str
+    path: Path
+    description: str
+    paper: str
+    points: int
+    error: str | None
+
+
+def scenario_files(directory: Path) -> list[ScenarioFile]:
+    """Every scenario file with what the page shows of it; an invalid file is listed with its error."""
+    out = []
+    for path in sorted(directory.glob("*.yaml")):
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            raw = {}
+        try:
+            sweep = scenario_mod.load(path)
+            first = sweep.points[0][1]
+            out.append(ScenarioFile(path.stem, path, first.description, first.paper, len(sweep.points), None))
+        except scenario_mod.ScenarioError as exc:
+            out.append(ScenarioFile(path.stem, path, str(raw.get("description", "")) if isinstance(raw, dict) else "",
+                                    "", 0, str(exc)))
+    return out
+
+
+@dataclass
+class RunRequest:
+    scenario: Path
+    overrides: list[str]
+    seed: int | None
+    sweep: scenario_mod.Sweep
+
+
+def parse_run_request(form: Mapping[str, Any], directory: Path) -> tuple[RunRequest | None, dict[str, str]]:
+    """(request, {}) when valid, else (None, {field: message})."""
+    errors: dict[str, str] = {}
+    name = str(form.get("scenario", "")).strip()
+    path = directory / f"{name}.yaml"
+    if not SCENARIO_NAME.fullmatch(name) or not path.is_file():
+        known = ", ".join(p.stem for p in sorted(directory.glob("*.yaml")))
+        errors["scenario"] = f"unknown scenario {name!r}; choose one of: {known}"
+    seed_text = str(form.get("seed", "")).strip()
+    seed = None
+    if seed_text:
+        if not re.fullmatch(r"\d{1,10}", seed_text) or int(seed_text) > 2**31 - 1:
+            errors["seed"] = f"{seed_text!r} is not a seed: a whole number from 0 to {2**31 - 1}"
+        else:
+            seed = int(seed_text)
+    overrides = [line.strip() for line in str(form.get("overrides", "")).splitlines() if line.strip()]
+    if len(overrides) > MAX_OVERRIDES:
+        errors["overrides"] = f"at most {MAX_OVERRIDES} overrides, got {len(overrides)}"
+    for i, line in enumerate(overrides, 1):
+        key, sep, _ = line.partition("=")
+        if len(line) > MAX_OVERRIDE_LEN or not sep or not OVERRIDE_KEY.fullmatch(key.strip()):
+            errors["overrides"] = (f"line {i} {line[:80]!r}: write key=value with a dotted field path,"
+                                   " e.g. topology.clients=20 or sweep.topology.bottleneck.buffer=[64KB, 512KB]")
+            break
+    if errors:
+        return None, errors
+    try:
+        sweep = scenario_mod.load(path, overrides, seed)
+    except scenario_mod.ScenarioError as exc:
+        return None, {"overrides": str(exc)}
+    return RunRequest(path, overrides, seed, sweep), {}
+
+
+def run_ids(values: list[str]) -> list[str]:
+    """Run ids from a query string, checked for shape (existence is the caller's business)."""
+    bad = [v for v in values if not RUN_ID.fullmatch(v)]
+    if bad:
+        raise ValueError(f"not a run id: {bad[0][:100]!r}")
+    return list(dict.fromkeys(values))

@@ -1,0 +1,96 @@
+// Run page: draws the bottleneck time series and the report figures computed by the server
+// (results/figures.py), and follows a live run over server-sent events.
+(function () {
+  "use strict";
+  const cfg = JSON.parse(document.getElementById("run-data").textContent);
+  const series = {};  // point -> {t, queue_pkts, throughput_mbps, drops_high, drops_low, progress_t, pages_done}
+  const KEYS = ["t", "queue_pkts", "throughput_mbps", "drops_high", "drops_low", "progress_t", "pages_done"];
+  const layout = (title, y, x) => ({title: {text: title}, margin: {t: 36, r: 10, b: 40, l: 50},
+    xaxis: {title: {text: x || "s since engine start"}}, yaxis: {title: {text: y}, rangemode: "tozero"},
+    legend: {orientation: "h"}});
+  const opts = {displaylogo: false, responsive: true};
+
+  function merge(point, s, reset) {
+    if (reset || !series[point]) { series[point] = {}; KEYS.forEach(k => series[point][k] = []); }
+    KEYS.forEach(k => { if (s[k]) series[point][k].push(...s[k]); });
+  }
+
+  function traces(field, x, name, extra) {
+    return Object.keys(series).map(p => Object.assign({type: "scatter", mode: "lines", name: name(p),
+      x: series[p][x], y: series[p][field]}, extra || {}));
+  }
+
+  function draw() {
+    if (typeof Plotly === "undefined") return;
+    const label = p => "point " + p;
+    Plotly.react("chart-queue", traces("queue_pkts", "t", label, {line: {shape: "hv"}}),
+      layout("Queue occupancy", "packets"), opts);
+    Plotly.react("chart-throughput", traces("throughput_mbps", "t", label), layout("Throughput", "Mbit/s"), opts);
+    const drops = [].concat(
+      traces("drops_high", "t", p => label(p) + " high priority (AF11)", {type: "bar"}),
+      traces("drops_low", "t", p => label(p) + " other", {type: "bar"}));
+    Plotly.react("chart-drops", drops, Object.assign(layout("Drops per interval by priority", "packets"),
+      {barmode: "stack"}), opts);
+    Plotly.react("chart-pages", traces("pages_done", "progress_t", label, {line: {shape: "hv"}}),
+      layout("Pages completed", "pages", "s since the workload started"), opts);
+  }
+
+  function drawFigures() {
+    if (typeof Plotly === "undefined" || !cfg.figures || !cfg.figures.bars) return;
+    Plotly.newPlot("chart-bars", cfg.figures.bars.data, cfg.figures.bars.layout, opts);
+    const cdf = cfg.figures.cdf;
+    Plotly.newPlot("chart-cdf", cdf.data, cdf.layout, opts);
+    let ccdf = false;
+    document.getElementById("cdf-toggle").addEventListener("click", ev => {
+      ccdf = !ccdf;
+      const ys = cdf.data.map(t => ccdf ? t.ccdf : t.y);
+      Plotly.restyle("chart-cdf", {y: ys});
+      Plotly.relayout("chart-cdf", {"yaxis.type": ccdf ? "log" : "linear",
+        "title.text": ccdf ? "Page download times: CCDF" : "Page download times: CDF",
+        "yaxis.title.text": ccdf ? "fraction of pages taking longer" : "fraction of pages"});
+      ev.target.textContent = ccdf ? "Show CDF" : "Show CCDF (log)";
+    });
+  }
+
+  function showProgress(points) {
+    const table = document.getElementById("progress-table");
+    points.forEach(p => {
+      let row = table.querySelector(`tr[data-point="${p.point}"]`);
+      if (!row) {
+        const empty = table.querySelector("tr.empty"); if (empty) empty.remove();
+        row = table.insertRow(-1); row.dataset.point = p.point;
+        ["", "p-status", "p-phase", "p-pages", "", "p-elapsed", "p-eta"].forEach(c => { row.insertCell(-1).className = c; });
+        row.cells[0].textContent = p.point + ": " + p.label;
+        row.cells[4].innerHTML = '<progress class="p-bar"></progress>';
+      }
+      row.querySelector(".p-status").textContent = p.status;
+      row.querySelector(".p-phase").textContent = p.phase;
+      row.querySelector(".p-pages").textContent = p.pages_done + " / " + p.pages_total;
+      const bar = row.querySelector(".p-bar"); bar.max = p.pages_total || 1; bar.value = p.pages_done;
+      row.querySelector(".p-elapsed").textContent = p.elapsed + " s";
+      row.querySelector(".p-eta").textContent = p.eta === null ? "-" : p.eta + " s";
+    });
+  }
+
+  Object.entries(cfg.series || {}).forEach(([p, s]) => merge(p, s, true));
+  draw();
+  drawFigures();
+  if (cfg.live && window.EventSource) {
+    const es = new EventSource(cfg.events);
+    es.addEventListener("update", ev => {
+      const msg = JSON.parse(ev.data);
+      const status = document.getElementById("run-status");
+      status.textContent = msg.status; status.className = "state-" + msg.status;
+      if (msg.job && msg.job.message) {
+        let m = document.getElementById("job-message");
+        if (!m) { m = document.createElement("span"); m.id = "job-message"; status.after(" ", m); }
+        m.textContent = msg.job.message;
+      }
+      Object.entries(msg.series).forEach(([p, s]) => merge(p, s, msg.reset));
+      showProgress(msg.points);
+      draw();
+    });
+    // The run is over: reload once to show the report.
+    es.addEventListener("end", () => { es.close(); window.location.reload(); });
+  }
+})();
