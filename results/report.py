@@ -57,12 +57,9 @@ def point_report(store: Store, run_id: str, point_row) -> dict[str, Any]:
             by_page.setdefault(p["page"], []).append(p["duration"])
     table = [_page_row(page, by_page.get(page.number, []), failed.get(page.number, 0))
              for page in catnip_pages() if page.number in by_page or page.number in failed]
-    counters: dict[str, int] = {}
-    for c in store.tcp_counters(run_id, point):
-        counters[c["counter"]] = counters.get(c["counter"], 0) + c["value"]
-    tcp = {k: counters.get(k, 0) for k in ("TcpOutSegs", "TcpRetransSegs", "TcpExtTCPTimeouts",
-                                           "TcpExtTCPLossProbes", "TcpExtTCPSackRecovery",
-                                           "TcpExtTCPRenoRecovery", "TcpExtTCPFastRetrans")}
+    tcp: dict[str, Any] = store.tcp_totals(run_id, point, (
+        "TcpOutSegs", "TcpRetransSegs", "TcpExtTCPTimeouts", "TcpExtTCPLossProbes", "TcpExtTCPSackRecovery",
+        "TcpExtTCPRenoRecovery", "TcpExtTCPFastRetrans"))
     tcp["retrans_fraction"] = tcp["TcpRetransSegs"] / tcp["TcpOutSegs"] if tcp["TcpOutSegs"] else 0.0
     summary = store.link_summary(run_id, point)
     bottleneck = [s for s in summary if s["role"] == "bottleneck-data"]

@@ -221,6 +221,15 @@ class Store:
     def tcp_counters(self, run_id: str, point: int) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM tcp_counters WHERE run_id=? AND point=?", (run_id, point)).fetchall()
 
+    def tcp_totals(self, run_id: str, point: int, counters: Iterable[str]) -> dict[str, int]:
+        """Chosen counters summed over all hosts (in SQL: a 100-host point has ~40,000 rows)."""
+        names = list(counters)
+        rows = self.db.execute(
+            f"SELECT counter, SUM(value) AS total FROM tcp_counters WHERE run_id=? AND point=?"
+            f" AND counter IN ({','.join('?' * len(names))}) GROUP BY counter", (run_id, point, *names)).fetchall()
+        found = {r["counter"]: r["total"] for r in rows}
+        return {n: found.get(n, 0) for n in names}
+
     def queue_samples(self, run_id: str, point: int, after: float | None = None) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM queue_samples WHERE run_id=? AND point=? AND t>? ORDER BY t",
                                (run_id, point, -1.0 if after is None else after)).fetchall()

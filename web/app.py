@@ -78,10 +78,18 @@ def _point_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
     out = []
     for p in store.points(run_id):
         pr = latest.get(p["point"])
-        done, total, elapsed = (pr["pages_done"], pr["pages_total"], pr["elapsed"]) if pr else (0, 0, 0.0)
+        if pr:
+            done, total, elapsed = pr["pages_done"], pr["pages_total"], pr["elapsed"]
+        else:  # recorded before progress was stored: count the pages instead
+            wl = json.loads(p["resolved"])
+            total = wl["topology"]["clients"] * len(wl["workload"]["pages"]) * wl["workload"]["rounds"]
+            done = sum(1 for r in store.pages(run_id, p["point"]) if not r["error"])
+            elapsed = (p["finished"] or p["started"] or 0) - (p["started"] or 0)
         eta = elapsed / done * (total - done) if done and total and p["status"] == "running" else None
+        phase = pr["phase"] if pr and p["status"] == "running" else ("starting" if p["status"] == "running"
+                                                                      else p["status"])
         out.append({"point": p["point"], "label": ", ".join(f"{k}={v}" for k, v in json.loads(p["assignment"]).items())
-                    or "single point", "status": p["status"], "phase": pr["phase"] if pr else "starting",
+                    or "single point", "status": p["status"], "phase": phase,
                     "pages_done": done, "pages_total": total, "elapsed": round(elapsed, 1),
                     "eta": None if eta is None else round(eta)})
     return out

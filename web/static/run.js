@@ -29,7 +29,7 @@
     const drops = [].concat(
       traces("drops_high", "t", p => label(p) + " high priority (AF11)", {type: "bar"}),
       traces("drops_low", "t", p => label(p) + " other", {type: "bar"}));
-    Plotly.react("chart-drops", drops, Object.assign(layout("Drops per interval by priority", "packets"),
+    Plotly.react("chart-drops", drops, Object.assign(layout("Drops by priority", "packets per interval"),
       {barmode: "stack"}), opts);
     Plotly.react("chart-pages", traces("pages_done", "progress_t", label, {line: {shape: "hv"}}),
       layout("Pages completed", "pages", "s since the workload started"), opts);

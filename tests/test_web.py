@@ -1,0 +1,211 @@
+"""The dashboard's routes through Flask's test client: every page, downloads, live events, and
+bad input (unknown run, bad override, missing CSRF token) answered with a 4xx and a message.
+
+Runs here are records written through the store's API (what a run writes), so the pages can be
+checked against known numbers; starting real runs from the browser is tests/test_dashboard_browser.py.
+The run queue here is told the machine is busy, so a submitted run waits and never starts.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+
+import pytest
+
+from results.store import Store
+from testbed.paths import REPO
+from web.app import create_app
+from web.jobs import RunQueue
+
+BASE, OTHER = "20260101-000000-base-aaaa", "20260101-010000-other-bbbb"
+
+
+def _record_run(store: Store, run_id: str, durations: dict[int, float], dropped: int, *, high: bool = False) -> None:
+    """A finished one-point run: 3 clients x the given pages with the given download times."""
+    store.create_run(run_id, "quick", "scenarios/quick.yaml", {"name": "quick"}, {}, 1, "abc123", {"kernel": "x"},
+                     {"root": True})
+    resolved = {"topology": {"clients": 3}, "workload": {"pages": sorted(durations), "rounds": 1}}
+    store.create_point(run_id, 0, 0, {}, resolved, 1)
+    pages = [{"client": f"c{c}", "server": "v1", "page": p, "round": 0, "start": 0.0, "end": d, "duration": d,
+              "objects": 2, "bytes": 1000} for c in range(3) for p, d in durations.items()]
+    store.add_transfers(run_id, 0, [], pages)
+    cls = "high" if high else "other"
+    final = {"links": {"ctprs>ctprc": {"arrived": {cls: [1000, 1_000_000]}, "sent": {cls: [1000 - dropped, 0]},
+                                       "dropped": {cls: [dropped, 0]}, "max_queue_pkts": 10,
+                                       "max_queue_bytes": 15000}}}
+    store.add_link_stats(run_id, 0, "ctprs", final, {"ctprs>ctprc": "bottleneck-data"}, {}, {})
+    store.add_queue_samples(run_id, 0, [("ctprs", "ctprs>ctprc", t, t % 7, 1500 * (t % 7), 187_500 * t, t, t // 2,
+                                         t - t // 2) for t in range(0, 10)])
+    for t in range(5):
+        store.add_progress(run_id, 0, float(t), "running workload", 2 * t, 6)
+    store.update_point(run_id, 0, status="done", realtime_ok=1, finished=1.0)
+    store.finish_run(run_id, "done")
+
+
+@pytest.fixture
+def env(tmp_path):
+    db = tmp_path / "catnip.db"
+    with Store(db) as store:
+        _record_run(store, BASE, {1: 2.0, 2: 4.0}, dropped=100)
+        _record_run(store, OTHER, {1: 1.0, 2: 5.0}, dropped=50, high=True)
+    scen = tmp_path / "scenarios"
+    scen.mkdir()
+    shutil.copy(REPO / "scenarios" / "quick.yaml", scen / "quick.yaml")
+    (scen / "broken.yaml").write_text("name: broken\ntopology: {clients: many}\n")
+    queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
+    app = create_app(db=db, scenarios_dir=scen, queue=queue)
+    app.config["SSE_POLL"] = 0.01
+    yield app, app.test_client(), queue
+    queue.shutdown(timeout=5)
+
+
+def _token(client, url: str = "/") -> str:
+    page = client.get(url).get_data(as_text=True)
+    return re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+
+
+def test_scenarios_page_lists_files_with_description_and_errors(env):
+    _, client, _ = env
+    page = client.get("/").get_data(as_text=True)
+    assert "quick" in page and "Table II layout" in page and "Start run" in page
+    assert "broken" in page and "does not validate" in page and "topology.clients" in page
+
+
+def test_start_without_csrf_token_is_refused(env):
+    _, client, queue = env
+    r = client.post("/runs", data={"scenario": "quick"})
+    assert r.status_code == 400
+    assert "CSRF token is missing" in r.get_data(as_text=True)
+    assert queue.jobs() == []
+
+
+@pytest.mark.parametrize("form, field, message", [
+    ({"scenario": "quick", "overrides": "topology.clients=many"}, "overrides", "topology.clients"),
+    ({"scenario": "quick", "overrides": "rm -rf /"}, "overrides", "key=value"),
+    ({"scenario": "quick", "overrides": "topology.bottleneck.rate=fast"}, "overrides", "not a rate"),
+    ({"scenario": "quick", "seed": "-3"}, "seed", "not a seed"),
+    ({"scenario": "../etc/passwd"}, "scenario", "unknown scenario"),
+    ({"scenario": "nope"}, "scenario", "choose one of: broken, quick"),
+])
+def test_bad_run_requests_show_the_error_next_to_the_field(env, form, field, message):
+    _, client, queue = env
+    r = client.post("/runs", data={**form, "csrf_token": _token(client)})
+    assert r.status_code == 400
+    page = r.get_data(as_text=True)
+    shown = re.search(rf'id="error-{field}">(.*?)</', page, re.S)
+    assert shown and message in shown.group(1), page[-2000:]
+    assert queue.jobs() == []
+
+
+def test_started_run_waits_for_the_machine_and_can_be_cancelled(env):
+    _, client, queue = env
+    r = client.post("/runs", data={"scenario": "quick", "overrides": "topology.clients=2\n", "seed": "5",
+                                   "csrf_token": _token(client)})
+    assert r.status_code == 303
+    run_id = r.headers["Location"].rsplit("/", 1)[1]
+    job = queue.get(run_id)
+    assert job.overrides == ["topology.clients=2"] and job.seed == 5
+    assert job.argv(REPO / "x.db")[2:5] == ["controller.cli", "run", str(job.scenario)]
+    for _ in range(100):
+        if job.state == "waiting":
+            break
+        import time
+        time.sleep(0.02)
+    assert job.state == "waiting"
+    page = client.get(f"/runs/{run_id}").get_data(as_text=True)
+    assert "waiting for the machine" in page and "Cancel run" in page
+    r = client.post(f"/runs/{run_id}/cancel", data={"csrf_token": _token(client, f"/runs/{run_id}")})
+    assert r.status_code == 303 and job.state == "cancelled"
+    assert "cancelled" in client.get(f"/runs/{run_id}").get_data(as_text=True)
+
+
+def test_cancel_needs_csrf_and_a_known_run(env):
+    _, client, _ = env
+    assert client.post(f"/runs/{BASE}/cancel").status_code == 400
+    token = _token(client)
+    r = client.post("/runs/20990101-nope/cancel", data={"csrf_token": token})
+    assert r.status_code == 404 and "no run" in r.get_data(as_text=True)
+    r = client.post(f"/runs/{BASE}/cancel", data={"csrf_token": token})
+    assert r.status_code == 409 and "not started from this dashboard" in r.get_data(as_text=True)
+
+
+def test_runs_page_lists_runs_for_comparison(env):
+    _, client, _ = env
+    page = client.get("/runs").get_data(as_text=True)
+    assert page.count('name="run"') == 2 and BASE in page and OTHER in page
+
+
+def test_run_page_shows_the_report_series_and_figures(env):
+    _, client, _ = env
+    r = client.get(f"/runs/{BASE}")
+    page = r.get_data(as_text=True)
+    assert r.status_code == 200
+    assert "real time kept" in page and "10.00%" in page  # 100 of 1000 dropped
+    table = re.search(r'class="report-table">(.*?)</table>', page, re.S).group(1)
+    rows = re.findall(r"<tr><td>(\d+)</td><td>(\d+)</td><td>([\d,]+)</td><td>(\d+)</td>", table)
+    assert rows == [("1", "3", "4,945", "3"), ("2", "2", "56,434", "3")]  # Table II conns and bytes, 3 clients
+    data = json.loads(re.search(r'<script id="run-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+    s = data["series"]["0"]
+    assert s["queue_pkts"] == [1, 2, 3, 4, 5, 6, 0, 1, 2]
+    assert s["throughput_mbps"] == [1.5] * 9  # 187,500 B per second
+    assert s["pages_done"] == [0, 2, 4, 6, 8]
+    assert data["figures"]["bars"]["data"][0]["y"] == [2.0, 4.0]
+    assert data["figures"]["cdf"]["data"][0]["y"][-1] == 1.0
+
+
+def test_unknown_and_malformed_run_ids(env):
+    _, client, _ = env
+    r = client.get("/runs/20990101-missing")
+    assert r.status_code == 404 and "the runs page lists every run" in r.get_data(as_text=True)
+    r = client.get("/runs/bad%20id!")
+    assert r.status_code == 400 and "is not a run id" in r.get_data(as_text=True)
+    assert client.get("/runs/20990101-missing/events").status_code == 404
+
+
+def test_downloads(env):
+    _, client, _ = env
+    r = client.get(f"/runs/{BASE}/report.csv")
+    assert r.status_code == 200 and "attachment" in r.headers["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(r.get_data(as_text=True))))
+    assert [(row["page"], float(row["mean"])) for row in rows] == [("1", 2.0), ("2", 4.0)]
+    rep = client.get(f"/runs/{BASE}/report.json").get_json()
+    assert rep["points"][0]["loss"]["bottleneck-data"]["dropped"] == 100
+    assert client.get(f"/runs/{BASE}/report.xml").status_code == 404
+    r = client.get(f"/runs/{BASE}/points/0/capture.pcap")
+    assert r.status_code == 404 and "run.capture: true" in r.get_data(as_text=True)
+
+
+def test_compare_gives_table_xi_relative_times(env):
+    _, client, _ = env
+    page = client.get(f"/compare?run={BASE}&run={OTHER}").get_data(as_text=True)
+    table = re.search(r'id="compare-relative">(.*?)</table>', page, re.S).group(1)
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table)
+    assert cells[:4] == ["1", "3", "4,945", "0.50"]   # 1.0 / 2.0
+    assert cells[4:8] == ["2", "2", "56,434", "1.25"]  # 5.0 / 4.0
+    assert "0.88" in table and "5.00%" in table        # mean of relatives; OTHER's loss
+    assert client.get(f"/compare?run={BASE}").status_code == 400
+    r = client.get(f"/compare?run={BASE}&run=20990101-missing")
+    assert r.status_code == 404 and "20990101-missing" in r.get_data(as_text=True)
+    assert client.get("/compare?run=a;b&run=c").status_code == 400
+
+
+def test_events_of_a_finished_run_end_the_stream(env):
+    _, client, _ = env
+    body = client.get(f"/runs/{BASE}/events").get_data(as_text=True)
+    events = re.findall(r"event: (\w+)\ndata: (.*)\n\n", body)
+    assert [e for e, _ in events] == ["update", "end"]
+    update = json.loads(events[0][1])
+    assert update["reset"] and update["status"] == "done" and update["points"][0]["pages_done"] == 8
+    assert update["series"]["0"]["queue_pkts"][:3] == [1, 2, 3]
+
+
+def test_health_and_bundled_plotly(env):
+    _, client, _ = env
+    assert client.get("/healthz").get_json()["ok"] is True
+    r = client.get("/static/vendor/plotly.min.js")
+    assert r.status_code == 200 and len(r.data) > 1_000_000 and b"plotly" in r.data[:2000].lower()
+    r.close()
