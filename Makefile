@@ -7,7 +7,7 @@ SCENARIO ?= scenarios/quick.yaml
 
 help:
 	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
-	@echo "make run     set-up if needed, run $(SCENARIO), print its table and the dashboard address"
+	@echo "make run     set-up if needed, run $(SCENARIO), print its table, then serve the dashboard (DASHBOARD=no skips it)"
 	@echo "make test    set-up if needed, run every test (needs root)"
 	@echo "make clean   remove every namespace, process, bridge and BPF object the testbed created"
 

@@ -24,7 +24,7 @@ def page_time_bars(report: dict[str, Any]) -> dict[str, Any]:
                        "y": [round(r["mean"], 4) for r in rows],
                        "error_y": {"type": "data", "array": [round(r["sdev"], 4) for r in rows], "visible": True}})
     return {"data": traces, "layout": {
-        "title": {"text": "Mean page download time (+-1 sdev), as in CATNIP Figs. 5-7"}, "barmode": "group",
+        "title": {"text": "Mean page download time (+-1 sdev), as in CATNIP Figs. 5-7", "x": 0.02, "xanchor": "left"}, "barmode": "group",
         "xaxis": {"title": {"text": "Web page"}, "dtick": 1}, "yaxis": {"title": {"text": "seconds"}},
         "margin": {"t": 40, "r": 10}, "legend": {"orientation": "h"}}}
 
@@ -41,7 +41,7 @@ def page_time_distribution(store: Store, run_id: str, points: Iterable[dict[str,
                        "x": [round(t, 4) for t in times], "y": [round((i + 1) / n, 5) for i in range(n)],
                        "ccdf": [round(1 - i / n, 5) for i in range(n)]})
     return {"data": traces, "layout": {
-        "title": {"text": "Page download times: CDF"}, "xaxis": {"title": {"text": "seconds"}, "type": "log"},
+        "title": {"text": "Page download times: CDF", "x": 0.02, "xanchor": "left"}, "xaxis": {"title": {"text": "seconds"}, "type": "log"},
         "yaxis": {"title": {"text": "fraction of pages"}}, "margin": {"t": 40, "r": 10},
         "legend": {"orientation": "h"}}}
 

@@ -1,0 +1,163 @@
+"""The dashboard in a real browser (Debian's headless Chromium through Selenium), against a real
+`catnip web` serving real runs: start a short run from the form, watch live progress move, read
+the finished table, start a second run, compare the two, download the CSV. A screenshot of each
+page is saved in tests/artifacts/dashboard/ for a reviewer to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ARTIFACTS, REPO, need_engine, need_root
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow]
+
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+SHOTS = ARTIFACTS / "dashboard"
+SHORT = ["topology.clients=2", "workload.pages=[1, 3, 5]", "workload.think_time={model: zero}",
+         "workload.start_stagger=0.5s", "run.time_limit=3min"]
+
+
+@pytest.fixture
+def server(isolated_data, no_leftovers):
+    need_root()
+    need_engine()
+    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "web", "--port", "0"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match, f"catnip web did not announce its address: {line!r}"
+        yield f"http://127.0.0.1:{match.group(1)}"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("catnip web did not stop within 60 s of SIGTERM")
+        assert proc.returncode == 0, proc.stdout.read()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if not CHROMIUM or not DRIVER:
+        pytest.skip("needs Debian's chromium and chromium-driver (scripts/setup.sh --test installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1800",
+                "--disable-dev-shm-usage"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    driver.downloads = downloads
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _wait(what: str, cond, timeout: float, step: float = 0.25):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(step)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _shot(driver, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    # The whole page, not just the window: size the window to the document first.
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1400, min(max(900, height), 8000))
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def _start(driver, base: str, overrides: list[str]) -> str:
+    from selenium.webdriver.common.by import By
+    driver.get(base + "/")
+    form = driver.find_element(By.CSS_SELECTOR, "#scenario-quick form")
+    box = form.find_element(By.NAME, "overrides")
+    box.clear()
+    box.send_keys("\n".join(overrides))
+    form.find_element(By.NAME, "seed").send_keys("3")
+    return form
+
+
+def test_start_watch_read_compare_download(server, browser):
+    from selenium.webdriver.common.by import By
+    d = browser
+
+    # A bad override is shown next to its field, and nothing starts.
+    form = _start(d, server, SHORT + ["topology.clients=lots"])
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    error = d.find_element(By.ID, "error-overrides").text
+    assert "topology.clients" in error and "lots" in error
+    _shot(d, "1-scenarios-with-error")
+
+    # A real short run: live progress must move before the report appears.
+    form = _start(d, server, SHORT)
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    _wait("the run page", lambda: "/runs/" in d.current_url, 10)
+    first = d.current_url.rsplit("/", 1)[1]
+    seen = set()
+
+    def progressed():
+        try:
+            status = d.find_element(By.ID, "run-status").text
+            row = d.find_elements(By.CSS_SELECTOR, "#progress-table tr[data-point]")
+            state = (row[0].find_element(By.CLASS_NAME, "p-phase").text,
+                     row[0].find_element(By.CLASS_NAME, "p-pages").text) if row else None
+        except Exception:  # noqa: BLE001 - the page reloads when the run ends
+            return False
+        if state and status == "running":
+            seen.add(state)
+            if len(seen) >= 2:
+                _shot(d, "2-live-run")
+        return d.find_elements(By.CSS_SELECTOR, ".report-table")
+    _wait("the finished report", progressed, 150)
+    assert len(seen) >= 2, f"live progress never moved: saw only {seen}"
+    assert d.find_element(By.ID, "run-status").text == "done"
+    rows = d.find_elements(By.CSS_SELECTOR, ".report-table tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[0].text for r in rows[1:]] == ["1", "3", "5"]
+    assert "packet loss" in d.find_element(By.ID, "report").text
+    _wait("the charts", lambda: d.find_elements(By.CSS_SELECTOR, "#chart-bars .main-svg"), 10)
+    _shot(d, "3-finished-run")
+
+    # A second run with CATNIP-Good routers, then Table XI-style comparison.
+    form = _start(d, server, SHORT + ["router.policy={kind: catnip_good}"])
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    _wait("the second run page", lambda: "/runs/" in d.current_url and first not in d.current_url, 10)
+    _wait("the second report", lambda: d.find_elements(By.CSS_SELECTOR, ".report-table"), 150)
+    d.get(server + "/runs")
+    boxes = d.find_elements(By.CSS_SELECTOR, "input[name=run]")
+    assert len(boxes) == 2
+    for b in boxes:
+        b.click()
+    _shot(d, "4-runs")
+    d.find_element(By.CSS_SELECTOR, "#compare-form button").click()
+    table = _wait("the comparison", lambda: d.find_elements(By.ID, "compare-relative"), 10)[0]
+    cells = [c.text for c in table.find_elements(By.CSS_SELECTOR, "tr td")]
+    assert cells[:3] == ["1", "3", "4,945"] and re.fullmatch(r"\d+\.\d\d", cells[3]), cells
+    _shot(d, "5-compare")
+
+    # The CSV download of the first run.
+    d.get(f"{server}/runs/{first}")
+    d.find_element(By.ID, "download-csv").click()
+    path = _wait("the CSV download", lambda: next(iter(d.downloads.glob(f"{first}.csv")), None), 20)
+    lines = Path(path).read_text().splitlines()
+    assert lines[0].startswith("run_id,point,rep,assignment,page") and len(lines) == 4
