@@ -5,9 +5,9 @@
   const cfg = JSON.parse(document.getElementById("run-data").textContent);
   const series = {};  // point -> {t, queue_pkts, throughput_mbps, drops_high, drops_low, progress_t, pages_done}
   const KEYS = ["t", "queue_pkts", "throughput_mbps", "drops_high", "drops_low", "progress_t", "pages_done"];
-  const layout = (title, y, x) => ({title: {text: title, x: 0.02, xanchor: "left"}, margin: {t: 36, r: 10, b: 40, l: 50},
+  const layout = (title, y, x) => ({title: {text: title, x: 0.02, xanchor: "left"}, margin: {t: 36, r: 10, b: 70, l: 50},
     xaxis: {title: {text: x || "s since engine start"}}, yaxis: {title: {text: y}, rangemode: "tozero"},
-    legend: {orientation: "h"}});
+    legend: {orientation: "h", y: -0.32}});
   const opts = {displaylogo: false, responsive: true};
 
   function merge(point, s, reset) {
