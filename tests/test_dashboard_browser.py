@@ -79,6 +79,15 @@ def _wait(what: str, cond, timeout: float, step: float = 0.25):
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+def _text(driver, by, what) -> str | None:
+    """An element's text, or None while the page is being replaced (live pages update and reload)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    try:
+        return driver.find_element(by, what).text
+    except (NoSuchElementException, StaleElementReferenceException):
+        return None
+
+
 def _shot(driver, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     # The whole page, not just the window: size the window to the document first.
@@ -161,3 +170,13 @@ def test_start_watch_read_compare_download(server, browser):
     path = _wait("the CSV download", lambda: next(iter(d.downloads.glob(f"{first}.csv")), None), 20)
     lines = Path(path).read_text().splitlines()
     assert lines[0].startswith("run_id,point,rep,assignment,page") and len(lines) == 4
+
+    # Cancel a running run: the runner tears its network down (no_leftovers checks) and keeps it as cancelled.
+    form = _start(d, server, SHORT + ["workload.rounds=50"])
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    _wait("the workload to run", lambda: _text(d, By.CLASS_NAME, "p-phase") == "running workload", 60)
+    d.find_element(By.CSS_SELECTOR, "#cancel-form button").click()
+    _wait("the cancelled run, torn down", lambda: _text(d, By.ID, "run-status") == "cancelled"
+          and not d.find_elements(By.ID, "cancel-form"), 90)
+    assert "cancelled" in d.find_element(By.ID, "progress-table").text
+    _shot(d, "6-cancelled-run")
