@@ -1,0 +1,189 @@
+"""Selective Packet Marking at the web servers: load, attach, read and remove bpf/spm.bpf.o.
+
+One load per run: the two programs and their maps are pinned under /sys/fs/bpf/catnip/spm-ID;
+`catnip_mark` is attached at tc egress (clsact) of each server's interface, inside the server's
+network namespace; `catnip_doc` is attached to a cgroup-v2 group that the Apache servers run in,
+so only their setsockopt calls reach it. `unload` undoes all of it, also after a failure; the
+cleanup module removes what a killed run left (pins, cgroup).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed import paths
+
+OBJECT = paths.REPO / "bpf" / "build" / "spm.bpf.o"
+BPFFS = Path("/sys/fs/bpf")
+PIN_ROOT = BPFFS / "catnip"
+CGROUP_NAME = "catnip-servers"
+COUNTERS = ("data_high", "data_low", "data_high_bytes", "data_low_bytes", "control_high", "control_low",
+            "control_unmarked", "retransmissions", "documents", "no_socket")
+SCOPES = {"document": 0, "connection": 1}
+CONTROL = {"high": 0, "low": 1, "unmarked": 2}
+RETRANS = {"position": 0, "high": 1, "low": 2}
+
+
+class SpmError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class SpmRules:
+    """Which segments are high priority (CATNIP III-B); `last=False` is the paper's partial SPM (V-G)."""
+
+    first: bool = True
+    last: bool = True
+    small_cwnd: bool = True
+    scope: str = "document"
+    control: str = "high"
+    retransmissions: str = "position"
+    segments: int = 3
+    small_cwnd_limit: int = 4
+
+    def map_value(self) -> list[int]:
+        """The bytes of `struct spm_config` (bpf/spm.bpf.c), little-endian."""
+        head = [1, int(self.first), int(self.last), int(self.small_cwnd), SCOPES[self.scope], CONTROL[self.control],
+                RETRANS[self.retransmissions], 0]
+        return head + list(self.segments.to_bytes(4, "little")) + list(self.small_cwnd_limit.to_bytes(4, "little"))
+
+
+def _run(argv: list[str], what: str) -> str:
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if res.returncode != 0:
+        raise SpmError(f"{what} failed: {' '.join(argv)}: {(res.stderr or res.stdout).strip()}")
+    return res.stdout
+
+
+def cgroup2_root() -> Path | None:
+    """Where the cgroup-v2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid)."""
+    with open("/proc/self/mounts") as fh:
+        for line in fh:
+            parts = line.split()
+            if len(parts) > 2 and parts[2] == "cgroup2":
+                return Path(parts[1])
+    return None
+
+
+def build() -> Path:
+    """Compile the object for this kernel if missing (set-up normally did it)."""
+    if not OBJECT.exists():
+        _run(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
+    return OBJECT
+
+
+def ensure_bpffs() -> None:
+    if not os.path.ismount(BPFFS):
+        BPFFS.mkdir(parents=True, exist_ok=True)
+        _run(["mount", "-t", "bpf", "bpf", str(BPFFS)], "mounting bpffs")
+
+
+class SpmMarker:
+    def __init__(self, rules: SpmRules, name: str | None = None):
+        self.rules = rules
+        self.pin = PIN_ROOT / f"spm-{name or uuid.uuid4().hex[:8]}"
+        self.cgroup: Path | None = None
+        self.attached: list[tuple[list[str], str]] = []  # (namespace prefix, interface)
+
+    @property
+    def progs(self) -> Path:
+        return self.pin / "progs"
+
+    @property
+    def maps(self) -> Path:
+        return self.pin / "maps"
+
+    def load(self) -> None:
+        obj = build()
+        ensure_bpffs()
+        self.pin.mkdir(parents=True, exist_ok=True)
+        _run(["bpftool", "prog", "loadall", str(obj), str(self.progs), "pinmaps", str(self.maps)],
+             "loading bpf/spm.bpf.o (verifier)")
+        self.set_rules(self.rules)
+
+    def set_rules(self, rules: SpmRules) -> None:
+        self.rules = rules
+        _run(["bpftool", "map", "update", "pinned", str(self.maps / "catnip_cfg"), "key", "0", "0", "0", "0",
+              "value", *map(str, rules.map_value())], "configuring the marker")
+
+    def attach_tc(self, intf: str, ns_prefix: list[str]) -> None:
+        """Mark at egress of `intf`; `ns_prefix` runs a command in its namespace (e.g. nsenter)."""
+        _run([*ns_prefix, "tc", "qdisc", "replace", "dev", intf, "clsact"], f"clsact on {intf}")
+        self.attached.append((ns_prefix, intf))
+        _run([*ns_prefix, "tc", "filter", "replace", "dev", intf, "egress", "pref", "1", "handle", "1", "bpf",
+              "direct-action", "object-pinned", str(self.progs / "catnip_mark")], f"attaching the marker to {intf}")
+
+    def make_cgroup(self) -> Path:
+        """A cgroup for the servers, with the document-size program attached."""
+        root = cgroup2_root()
+        if root is None:
+            raise SpmError("no cgroup-v2 hierarchy mounted: the document-size option needs one")
+        self.cgroup = root / f"{CGROUP_NAME}-{self.pin.name}"
+        self.cgroup.mkdir(exist_ok=True)
+        _run(["bpftool", "cgroup", "attach", str(self.cgroup), "setsockopt", "pinned", str(self.progs / "catnip_doc")],
+             "attaching the document-size program")
+        return self.cgroup
+
+    def join_cgroup(self, pid: int) -> None:
+        if self.cgroup is None:
+            raise SpmError("make_cgroup() first")
+        (self.cgroup / "cgroup.procs").write_text(str(pid))
+
+    def counters(self) -> dict[str, int]:
+        out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", str(self.maps / "catnip_counters")],
+                              "reading the marker's counters"))
+        totals = {}
+        for entry in out:
+            key = entry["formatted"]["key"]
+            if key < len(COUNTERS):
+                totals[COUNTERS[key]] = sum(v["value"] for v in entry["formatted"]["values"])
+        return totals
+
+    def unload(self) -> list[str]:
+        """Detach and remove everything; returns the problems met (teardown goes on past them)."""
+        problems = []
+        for prefix, intf in self.attached:
+            res = subprocess.run([*prefix, "tc", "qdisc", "del", "dev", intf, "clsact"], capture_output=True,
+                                 text=True, timeout=30)
+            if res.returncode != 0 and "Cannot find device" not in res.stderr and "No such" not in res.stderr:
+                problems.append(f"tc on {intf}: {res.stderr.strip()}")
+        self.attached.clear()
+        if self.cgroup is not None:
+            problems += remove_cgroup(self.cgroup)
+            self.cgroup = None
+        if self.pin.exists():
+            shutil.rmtree(self.pin, ignore_errors=True)
+            if self.pin.exists():
+                problems.append(f"could not unpin {self.pin}")
+        return problems
+
+
+def remove_cgroup(group: Path) -> list[str]:
+    """Move any process left in our cgroup to the root, then remove the group (its BPF attachments
+    go with it)."""
+    problems = []
+    try:
+        pids = (group / "cgroup.procs").read_text().split()
+    except FileNotFoundError:
+        return problems
+    for pid in pids:
+        try:
+            (group.parent / "cgroup.procs").write_text(pid)
+        except OSError as exc:
+            problems.append(f"moving {pid} out of {group}: {exc.strerror}")
+    try:
+        group.rmdir()
+    except OSError as exc:
+        problems.append(f"removing {group}: {exc.strerror}")
+    return problems
+
+
+def our_cgroups() -> list[Path]:
+    root = cgroup2_root()
+    return sorted(root.glob(f"{CGROUP_NAME}-*")) if root else []
