@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 
 from controller.scenario import Scenario, Sweep
 from results.store import Store
-from testbed import apache, hostconfig, paths
+from testbed import apache, hostconfig, paths, spm
 from testbed.capabilities import Capabilities
 from testbed.engine import RouterEngine
 from topologies import dumbbell
@@ -175,6 +175,7 @@ class PointRun:
         self.servers: list[apache.ApacheServer] = []
         self.clients: list[tuple[dumbbell.Endpoint, subprocess.Popen, Path]] = []
         self.capture: subprocess.Popen | None = None
+        self.marker: spm.SpmMarker | None = None
 
     @staticmethod
     def _cpu_times() -> list[int]:
@@ -200,6 +201,10 @@ class PointRun:
                                       late_threshold_s=sc.run.late_threshold, spin_s=sc.run.engine_spin)
                 self.engines.append(engine)
                 engine.start()
+            if sc.marking.spm:
+                prog.phase = "loading the SPM marker"
+                self.progress(prog)
+                self._load_marker(d, stack)
             prog.phase = "starting servers"
             self.progress(prog)
             root = paths.docroot()
@@ -208,10 +213,13 @@ class PointRun:
             docroot_mod.write_docroot(pages, root)
             for server in d.servers:
                 srv = apache.ApacheServer(workdir=self.workdir / server.name, docroot=root, listen_ip=server.ip,
-                                          port=80, http_version=sc.workload.http_version)
+                                          port=80, http_version=sc.workload.http_version,
+                                          catnip_module=spm.MOD_CATNIP if self.marker else None)
                 srv.prepare()
                 console = open(srv.console_log, "w")
-                srv.proc = server.node.popen(srv.argv(), stdout=console, stderr=subprocess.STDOUT)
+                # With SPM the server runs in the marker's cgroup, where its setsockopt reaches BPF.
+                join = spm.joiner(self.marker.cgroup) if self.marker else None
+                srv.proc = server.node.popen(srv.argv(), stdout=console, stderr=subprocess.STDOUT, preexec_fn=join)
                 self.servers.append(srv)
             for srv, server in zip(self.servers, d.servers):
                 srv.wait_ready(server.node, timeout=10)
@@ -232,6 +240,23 @@ class PointRun:
             prog.phase = "collecting"
             self.progress(prog)
             self._collect(d)
+
+    def _load_marker(self, d: dumbbell.Dumbbell, stack: ExitStack) -> None:
+        m = self.sc.marking
+        self.marker = spm.SpmMarker(spm.SpmRules(first=m.first, last=m.last, small_cwnd=m.small_cwnd, scope=m.scope,
+                                                 control=m.control, retransmissions=m.retransmissions),
+                                    name=f"{self.run_id[-4:]}-p{self.index}")
+        stack.callback(self._unload_marker)
+        self.marker.load()
+        self.marker.make_cgroup()
+        for server in d.servers:
+            hostconfig.one_packet_per_skb(server.node, server.intf)
+            self.marker.attach_tc(server.intf, ["nsenter", "-t", str(server.node.pid), "-n"])
+
+    def _unload_marker(self) -> None:
+        problems = self.marker.unload() if self.marker else []
+        if problems:
+            print("catnip: SPM teardown: " + "; ".join(problems), file=sys.stderr)
 
     def _restore_cc(self, previous: str) -> None:
         hostconfig.restore_allowed_congestion_control(previous)
@@ -330,6 +355,8 @@ class PointRun:
                 elif rec.get("kind") == "page":
                     pages.append(rec)
         self.store.add_transfers(self.run_id, self.index, objects, pages)
+        if self.marker:
+            self.store.update_point(self.run_id, self.index, marking=self.marker.counters())
         for e in d.hosts:
             self.store.add_tcp_counters(self.run_id, self.index, e.name, hostconfig.nstat(e.node))
         kernel = {}

@@ -214,6 +214,27 @@ class TcpSpec(_Strict):
                                      description="route initcwnd; None keeps the Linux default (10)")
 
 
+class MarkingSpec(_Strict):
+    """Selective Packet Marking at the servers (CATNIP III-B), by eBPF (bpf/spm.bpf.c, docs/spm.md)."""
+
+    spm: bool = Field(default=False, description="mark the servers' TCP segments AF11 (high) / AF12 (low)")
+    first: bool = Field(default=True, description="the first 3 segments of each document are high")
+    last: bool = Field(default=True, description="the last 3 too; false is the paper's partial SPM (V-G)")
+    small_cwnd: bool = Field(default=True, description="segments sent while cwnd < 4 are high")
+    scope: Literal["document", "connection"] = Field(
+        default="document", description="first/last segments of each document, or of the connection (V-F)")
+    control: Literal["high", "low", "unmarked"] = Field(
+        default="high", description="segments without payload (SYN-ACK, ACK, FIN)")
+    retransmissions: Literal["position", "high", "low"] = Field(
+        default="position", description="retransmitted segments: by the same rules as new ones, or always high/low")
+
+    @model_validator(mode="after")
+    def _something_marked(self) -> "MarkingSpec":
+        if self.spm and not (self.first or self.last or self.small_cwnd):
+            raise ValueError("spm: true with first, last and small_cwnd all false would mark nothing high")
+        return self
+
+
 class ThinkTimeSpec(_Strict):
     model: Literal["zero", "fixed", "exponential", "empirical"] = "zero"
     mean: float | None = Field(default=None, description="seconds: the fixed value or the exponential mean")
@@ -296,6 +317,7 @@ class Scenario(_Strict):
     topology: TopologySpec
     router: RouterSpec = RouterSpec()
     tcp: TcpSpec = TcpSpec()
+    marking: MarkingSpec = MarkingSpec()
     workload: WorkloadSpec = WorkloadSpec()
     run: RunSpec = RunSpec()
 

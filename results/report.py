@@ -75,7 +75,20 @@ def point_report(store: Store, run_id: str, point_row) -> dict[str, Any]:
         "bottleneck_max_queue": {"pkts": max((s["max_queue_pkts"] or 0 for s in bottleneck), default=None),
                                  "bytes": max((s["max_queue_bytes"] or 0 for s in bottleneck), default=None)},
         "tcp": tcp,
+        "marking": marking_summary(point_row["marking"]),
     }
+
+
+def marking_summary(raw: str | None) -> dict[str, Any] | None:
+    """The SPM marker's counters and the share of data segments it marked high (CATNIP III-B
+    expects about 35-40% for an 8 KB document of 512-byte segments)."""
+    if not raw:
+        return None
+    c = json.loads(raw)
+    data = c.get("data_high", 0) + c.get("data_low", 0)
+    data_bytes = c.get("data_high_bytes", 0) + c.get("data_low_bytes", 0)
+    return {**c, "high_share": c.get("data_high", 0) / data if data else None,
+            "high_byte_share": c.get("data_high_bytes", 0) / data_bytes if data_bytes else None}
 
 
 def run_report(store: Store, run_id: str) -> dict[str, Any]:
@@ -88,6 +101,10 @@ def run_report(store: Store, run_id: str) -> dict[str, Any]:
         "sweep": json.loads(run["sweep"]),
         "points": [point_report(store, run["id"], p) for p in store.points(run["id"])],
     }
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -135,6 +152,12 @@ def render_text(report: dict[str, Any]) -> str:
         if total_arr:
             out.append(f"  All router queues: {100 * total_drop / total_arr:.2f}% loss"
                        f" ({total_drop} of {total_arr} packets)")
+        m = p.get("marking")
+        if m:
+            out.append(f"  SPM marking at the servers: {_pct(m['high_share'])} of data segments high"
+                       f" ({m['data_high']} of {m['data_high'] + m['data_low']}; {_pct(m['high_byte_share'])} of bytes),"
+                       f" {m['retransmissions']} retransmissions, {m['documents']} documents announced,"
+                       f" control segments high {m['control_high']} / low {m['control_low']}")
         t = p["tcp"]
         out.append(f"  TCP (all hosts): {t['TcpOutSegs']} segments out, {t['TcpRetransSegs']} retransmitted"
                    f" ({100 * t['retrans_fraction']:.2f}%), {t['TcpExtTCPTimeouts']} timeouts,"

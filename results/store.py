@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS points (
   run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE, point INTEGER NOT NULL,
   rep INTEGER NOT NULL, assignment TEXT NOT NULL, resolved TEXT NOT NULL, seed INTEGER,
   switch_kind TEXT, link_backend TEXT, started REAL, finished REAL, status TEXT NOT NULL, error TEXT,
-  realtime_ok INTEGER, fidelity TEXT, sysctls TEXT, offloads TEXT, capture TEXT,
+  realtime_ok INTEGER, fidelity TEXT, sysctls TEXT, offloads TEXT, capture TEXT, marking TEXT,
   PRIMARY KEY (run_id, point)
 );
 CREATE TABLE IF NOT EXISTS objects (
@@ -65,7 +65,8 @@ CREATE INDEX IF NOT EXISTS progress_run ON progress(run_id, point);
 """
 
 # Columns added after a table first shipped: (table, column, type). Older databases get them.
-MIGRATIONS = [("queue_samples", "dropped_high", "INTEGER"), ("queue_samples", "dropped_low", "INTEGER")]
+MIGRATIONS = [("queue_samples", "dropped_high", "INTEGER"), ("queue_samples", "dropped_low", "INTEGER"),
+              ("points", "marking", "TEXT")]
 
 CLASSES = ("high", "low", "lowest", "other")
 
@@ -126,7 +127,7 @@ class Store:
 
     def update_point(self, run_id: str, point: int, **fields: Any) -> None:
         allowed = {"switch_kind", "link_backend", "finished", "status", "error", "realtime_ok",
-                   "fidelity", "sysctls", "offloads", "capture"}
+                   "fidelity", "sysctls", "offloads", "capture", "marking"}
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"unknown point fields: {sorted(bad)}")

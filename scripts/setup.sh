@@ -89,7 +89,12 @@ fi
 say "building the queue engine ($(rustc --version))"
 cargo build --release --quiet --manifest-path engine/Cargo.toml
 
-# 6. A `catnip` command on PATH for users who do not activate the venv.
+# 6. The sender side of CATNIP: the SPM BPF object (compiled against this kernel's BTF) and mod_catnip.
+say "building the BPF marker and mod_catnip"
+make -s -C bpf
+make -s -C apache
+
+# 7. A `catnip` command on PATH for users who do not activate the venv.
 ln -sf "$REPO/.venv/bin/catnip" /usr/local/bin/catnip
 
 say "done: $(.venv/bin/catnip check --brief 2>/dev/null || echo 'run `catnip check` for details')"

@@ -40,6 +40,7 @@ class ApacheServer:
     port: int = 80
     http_version: str = "1.0"
     max_workers: int = 512  # 100 clients x 4 parallel connections, with room
+    catnip_module: Path | None = None  # mod_catnip.so: announce each response's size (SPM)
     proc: subprocess.Popen | None = field(default=None, init=False)
 
     @property
@@ -77,6 +78,7 @@ Group {user}
 LoadModule mpm_event_module {MODULES}/mod_mpm_event.so
 LoadModule authz_core_module {MODULES}/mod_authz_core.so
 LoadModule mime_module {MODULES}/mod_mime.so
+{f"LoadModule catnip_module {self.catnip_module}" if self.catnip_module else "# mod_catnip not loaded (no SPM)"}
 TypesConfig /etc/mime.types
 
 # Enough workers that no request ever waits for a thread: queueing belongs to the network.

@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from testbed import paths
+from testbed import paths, spm
 from testbed.hostconfig import restore_allowed_congestion_control
 
 PREFIX = paths.PREFIX
@@ -91,6 +91,7 @@ def leftovers() -> dict[str, list]:
         "links": our_links(),
         "namespaces": our_namespaces(),
         "bpf_pins": our_bpf_pins(),
+        "cgroups": [str(g) for g in spm.our_cgroups()],
     }
     if (paths.state_dir() / "allowed_cc.orig").exists():
         state["sysctl"] = ["net.ipv4.tcp_allowed_congestion_control not yet restored"]
@@ -137,6 +138,12 @@ def clean() -> list[str]:
             done.append(f"BPF pin {pin}")
         except OSError:
             pass
+    if BPF_PIN_DIR.is_dir() and not any(BPF_PIN_DIR.iterdir()):
+        BPF_PIN_DIR.rmdir()
+        done.append(f"BPF pin directory {BPF_PIN_DIR}")
+    for group in spm.our_cgroups():
+        if not spm.remove_cgroup(group):
+            done.append(f"cgroup {group}")
     orig = paths.state_dir() / "allowed_cc.orig"
     if orig.exists():
         restore_allowed_congestion_control(orig.read_text().strip())

@@ -37,6 +37,12 @@ def disable_offloads(node, intf: str) -> None:
                 raise HostConfigError(f"{node.name}: {name} still on for {intf}")
 
 
+def one_packet_per_skb(node, intf: str) -> None:
+    """TCP builds GSO super-packets even with offloads off (they are split later, after tc);
+    a per-segment marker at tc egress needs one skb per wire packet."""
+    run(node, "ip", "link", "set", "dev", intf, "gso_max_segs", "1")
+
+
 def offloads(node, intf: str) -> dict[str, str]:
     """The segmentation/receive offload state of an interface, kept with the run's records."""
     wanted = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",

@@ -20,6 +20,7 @@ from pathlib import Path
 from testbed import paths
 
 OBJECT = paths.REPO / "bpf" / "build" / "spm.bpf.o"
+MOD_CATNIP = paths.REPO / "apache" / "build" / "mod_catnip.so"
 BPFFS = Path("/sys/fs/bpf")
 PIN_ROOT = BPFFS / "catnip"
 CGROUP_NAME = "catnip-servers"
@@ -72,10 +73,20 @@ def cgroup2_root() -> Path | None:
 
 
 def build() -> Path:
-    """Compile the object for this kernel if missing (set-up normally did it)."""
+    """Compile the object and the Apache module if missing (set-up normally did it)."""
     if not OBJECT.exists():
         _run(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
+    if not MOD_CATNIP.exists():
+        _run(["make", "-s", "-C", str(paths.REPO / "apache")], "building mod_catnip")
     return OBJECT
+
+
+def joiner(cgroup: Path | None):
+    """A preexec_fn that moves the new process into `cgroup` (its children follow)."""
+    def join() -> None:
+        with open(cgroup / "cgroup.procs", "w") as fh:
+            fh.write(str(os.getpid()))
+    return join
 
 
 def ensure_bpffs() -> None:
@@ -161,6 +172,10 @@ class SpmMarker:
             shutil.rmtree(self.pin, ignore_errors=True)
             if self.pin.exists():
                 problems.append(f"could not unpin {self.pin}")
+        try:
+            PIN_ROOT.rmdir()  # only when no other run's pins are left
+        except OSError:
+            pass
         return problems
 
 
