@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Selective Packet Marking (CATNIP section III-B) for an unmodified kernel.
  *
- * Two programs share one socket-local storage map:
+ * Two programs share one socket-local storage map (all maps are pinned by name in /sys/fs/bpf:
+ * catnip_docs, catnip_cfg, catnip_counters; one run uses the machine at a time):
  *  - catnip_doc (cgroup/setsockopt) takes the SOL_CATNIP/CATNIP_DOC option a web server sets
  *    before each response (bpf/catnip_sockopt.h) and records the document's sequence range;
  *  - catnip_mark (tc egress on the server's interface) sets each TCP segment's DSCP: AF11 (high
@@ -16,11 +17,11 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "catnip_sockopt.h"
+#include "catnip_docs.h"
 
 #define ETH_P_IP 0x0800
 #define IPPROTO_TCP_ 6
 #define TC_ACT_OK 0
-#define MAX_DOCS 16
 
 /* DSCP code points (RFC 2597); one table in one place: engine/src/packet.rs reads the same. */
 #define DSCP_AF11 10
@@ -43,34 +44,15 @@ struct spm_config {
 	__u32 small_cwnd_limit; /* 4 in the paper */
 };
 
-struct doc {
-	__u32 start; /* sequence number of the document's first byte */
-	__u32 len;
-	__u32 flags; /* CATNIP_DOC_LAST: the connection closes after it */
-	__u32 pad;
-};
-
-struct conn_docs {
-	__u32 count; /* documents announced on this connection; doc[count % MAX_DOCS] is next */
-	__u32 pad;
-	struct doc doc[MAX_DOCS];
-};
-
 enum counter {
 	C_DATA_HIGH, C_DATA_LOW, C_DATA_HIGH_BYTES, C_DATA_LOW_BYTES,
 	C_CONTROL_HIGH, C_CONTROL_LOW, C_CONTROL_UNMARKED, C_RETRANS, C_DOCS, C_NO_SOCKET, C_MAX
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct conn_docs);
-} catnip_docs SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__type(key, __u32);
 	__type(value, struct spm_config);
 } catnip_cfg SEC(".maps");
@@ -78,6 +60,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, C_MAX);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__type(key, __u32);
 	__type(value, __u64);
 } catnip_counters SEC(".maps");

@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 
 from controller.scenario import Scenario, Sweep
 from results.store import Store
-from testbed import apache, hostconfig, paths, spm
+from testbed import apache, hostconfig, paths, sender, spm
 from testbed.capabilities import Capabilities
 from testbed.engine import RouterEngine
 from topologies import dumbbell
@@ -187,6 +187,10 @@ class PointRun:
         switch = self.caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath)
         self.store.update_point(self.run_id, self.index, switch_kind=switch, link_backend="engine")
         with ExitStack() as stack:
+            if sc.tcp.congestion_control in sender.NAMES:
+                # CATNIP's sender heuristics are BPF congestion controls: registered for this run only.
+                stack.callback(self._unregister_senders)
+                sender.register()
             previous_cc = hostconfig.allow_congestion_control(sc.tcp.congestion_control)
             if previous_cc is not None:
                 (paths.state_dir() / "allowed_cc.orig").write_text(previous_cc)
@@ -201,8 +205,8 @@ class PointRun:
                                       late_threshold_s=sc.run.late_threshold, spin_s=sc.run.engine_spin)
                 self.engines.append(engine)
                 engine.start()
-            if sc.marking.spm:
-                prog.phase = "loading the SPM marker"
+            if sc.marking.spm or sc.tcp.congestion_control in sender.NEED_DOCUMENTS:
+                prog.phase = "loading the SPM marker" if sc.marking.spm else "loading the document-size program"
                 self.progress(prog)
                 self._load_marker(d, stack)
             prog.phase = "starting servers"
@@ -243,7 +247,7 @@ class PointRun:
 
     def _load_marker(self, d: dumbbell.Dumbbell, stack: ExitStack) -> None:
         m = self.sc.marking
-        self.marker = spm.SpmMarker(spm.SpmRules(first=m.first, last=m.last, small_cwnd=m.small_cwnd, scope=m.scope,
+        self.marker = spm.SpmMarker(spm.SpmRules(enabled=m.spm, first=m.first, last=m.last, small_cwnd=m.small_cwnd, scope=m.scope,
                                                  control=m.control, retransmissions=m.retransmissions),
                                     name=f"{self.run_id[-4:]}-p{self.index}")
         stack.callback(self._unload_marker)
@@ -252,6 +256,15 @@ class PointRun:
         for server in d.servers:
             hostconfig.one_packet_per_skb(server.node, server.intf)
             self.marker.attach_tc(server.intf, ["nsenter", "-t", str(server.node.pid), "-n"])
+            if self.sc.tcp.congestion_control in sender.PACING:
+                # TCP paces at cwnd x MSS / RTT x ratio: 100% spreads the last window over one RTT.
+                hostconfig.set_sysctls(server.node, {"net.ipv4.tcp_pacing_ss_ratio": 100,
+                                                     "net.ipv4.tcp_pacing_ca_ratio": 100})
+
+    def _unregister_senders(self) -> None:
+        sender.unregister()
+        if self.marker is None or not self.marker.pin.exists():
+            sender.release_shared_map()
 
     def _unload_marker(self) -> None:
         problems = self.marker.unload() if self.marker else []
@@ -355,7 +368,7 @@ class PointRun:
                 elif rec.get("kind") == "page":
                     pages.append(rec)
         self.store.add_transfers(self.run_id, self.index, objects, pages)
-        if self.marker:
+        if self.marker and self.sc.marking.spm:
             self.store.update_point(self.run_id, self.index, marking=self.marker.counters())
         for e in d.hosts:
             self.store.add_tcp_counters(self.run_id, self.index, e.name, hostconfig.nstat(e.node))

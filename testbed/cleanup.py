@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from testbed import paths, spm
+from testbed import paths, sender, spm
 from testbed.hostconfig import restore_allowed_congestion_control
 
 PREFIX = paths.PREFIX
@@ -79,9 +79,10 @@ def our_namespaces() -> list[str]:
 
 
 def our_bpf_pins() -> list[str]:
+    shared = [str(p) for p in sorted(BPF_PIN_DIR.parent.glob("catnip_*"))]  # maps pinned by name
     if not BPF_PIN_DIR.exists():
-        return []
-    return [str(p) for p in BPF_PIN_DIR.rglob("*")] or [str(BPF_PIN_DIR)]
+        return shared
+    return [str(p) for p in BPF_PIN_DIR.rglob("*")] + shared or [str(BPF_PIN_DIR)]
 
 
 def leftovers() -> dict[str, list]:
@@ -92,6 +93,7 @@ def leftovers() -> dict[str, list]:
         "namespaces": our_namespaces(),
         "bpf_pins": our_bpf_pins(),
         "cgroups": [str(g) for g in spm.our_cgroups()],
+        "congestion_controls": sender.registered(),
     }
     if (paths.state_dir() / "allowed_cc.orig").exists():
         state["sysctl"] = ["net.ipv4.tcp_allowed_congestion_control not yet restored"]
@@ -138,6 +140,7 @@ def clean() -> list[str]:
             done.append(f"BPF pin {pin}")
         except OSError:
             pass
+    done += [f"congestion control {name}" for name in sender.unregister()]
     if BPF_PIN_DIR.is_dir() and not any(BPF_PIN_DIR.iterdir()):
         BPF_PIN_DIR.rmdir()
         done.append(f"BPF pin directory {BPF_PIN_DIR}")

@@ -39,6 +39,7 @@ class SpmError(RuntimeError):
 class SpmRules:
     """Which segments are high priority (CATNIP III-B); `last=False` is the paper's partial SPM (V-G)."""
 
+    enabled: bool = True  # False: only the document-size program (for ECA/RBPLW), no marking
     first: bool = True
     last: bool = True
     small_cwnd: bool = True
@@ -50,7 +51,7 @@ class SpmRules:
 
     def map_value(self) -> list[int]:
         """The bytes of `struct spm_config` (bpf/spm.bpf.c), little-endian."""
-        head = [1, int(self.first), int(self.last), int(self.small_cwnd), SCOPES[self.scope], CONTROL[self.control],
+        head = [int(self.enabled), int(self.first), int(self.last), int(self.small_cwnd), SCOPES[self.scope], CONTROL[self.control],
                 RETRANS[self.retransmissions], 0]
         return head + list(self.segments.to_bytes(4, "little")) + list(self.small_cwnd_limit.to_bytes(4, "little"))
 
@@ -108,14 +109,15 @@ class SpmMarker:
 
     @property
     def maps(self) -> Path:
-        return self.pin / "maps"
+        return BPFFS  # pinned by name (LIBBPF_PIN_BY_NAME in bpf/spm.bpf.c)
 
     def load(self) -> None:
         obj = build()
         ensure_bpffs()
         self.pin.mkdir(parents=True, exist_ok=True)
-        _run(["bpftool", "prog", "loadall", str(obj), str(self.progs), "pinmaps", str(self.maps)],
-             "loading bpf/spm.bpf.o (verifier)")
+        for stale in ("catnip_cfg", "catnip_counters"):  # counters start from zero each load
+            (BPFFS / stale).unlink(missing_ok=True)
+        _run(["bpftool", "prog", "loadall", str(obj), str(self.progs)], "loading bpf/spm.bpf.o (verifier)")
         self.set_rules(self.rules)
 
     def set_rules(self, rules: SpmRules) -> None:
@@ -172,6 +174,11 @@ class SpmMarker:
             shutil.rmtree(self.pin, ignore_errors=True)
             if self.pin.exists():
                 problems.append(f"could not unpin {self.pin}")
+        for name in ("catnip_cfg", "catnip_counters"):
+            (BPFFS / name).unlink(missing_ok=True)
+        from testbed import sender
+        if not sender.registered():
+            sender.release_shared_map()
         try:
             PIN_ROOT.rmdir()  # only when no other run's pins are left
         except OSError:
