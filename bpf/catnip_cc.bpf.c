@@ -8,7 +8,7 @@
  *                 1, 2, 4) this keeps cwnd at 4 instead of 8 in the fourth round: bursts of 4
  *                 and 3 instead of 7, as in Fig. 2(c);
  *   catnip_rbplw  Rate-Based Pacing of the Last Window: once the rest of the document fits in
- *                 the current window, TCP's internal pacing is switched on for the socket, so
+ *                 the window of the round that starts, TCP's internal pacing is switched on, so
  *                 the last window leaves spread over about one RTT (Fig. 2(b); the per-netns
  *                 tcp_pacing_ss_ratio / tcp_pacing_ca_ratio set to 100 make the paced rate
  *                 cwnd x MSS / RTT: testbed/sender.py sets them);
@@ -62,11 +62,15 @@ static __always_inline void eca(struct sock *sk, struct tcp_sock *tp)
 		tp->snd_ssthresh = tp->snd_cwnd; /* congestion avoidance from here on */
 }
 
+/* Called on an ACK before the window grows: the round this ACK starts is the last one when the
+ * rest of the document fits in the window it will reach (2 x cwnd in slow start, cwnd + 1 in
+ * congestion avoidance). From then on TCP paces the socket. */
 static __always_inline void rbplw(struct sock *sk, struct tcp_sock *tp)
 {
 	long unsent = unsent_segments(sk, tp);
+	long next = tp->snd_cwnd < tp->snd_ssthresh ? 2 * (long)tp->snd_cwnd : (long)tp->snd_cwnd + 1;
 
-	if (unsent >= 0 && unsent <= (long)tp->snd_cwnd)
+	if (unsent >= 0 && unsent <= next)
 		sk->sk_pacing_status = SK_PACING_NEEDED_;
 }
 
@@ -98,8 +102,8 @@ void BPF_PROG(eca_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops")
 void BPF_PROG(rbplw_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
-	tcp_reno_cong_avoid(sk, ack, acked);
 	rbplw(sk, (struct tcp_sock *)sk);
+	tcp_reno_cong_avoid(sk, ack, acked);
 }
 
 SEC("struct_ops")
@@ -108,8 +112,8 @@ void BPF_PROG(eca_rbplw_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
 
 	eca(sk, tp);
-	tcp_reno_cong_avoid(sk, ack, acked);
 	rbplw(sk, tp);
+	tcp_reno_cong_avoid(sk, ack, acked);
 }
 
 SEC(".struct_ops")

@@ -6,6 +6,7 @@ import json
 import re
 import sys
 import time
+from pathlib import Path
 
 import click
 
@@ -192,6 +193,26 @@ def report(run_id: str, db: str | None, fmt: str | None) -> None:
             raise click.ClickException(exc.args[0]) from None
     click.echo({"json": report_mod.render_json, "csv": report_mod.render_csv}.get(fmt, report_mod.render_text)(rep),
                nl=fmt != "csv")
+
+
+@main.command(name="fig2")
+@click.option("--out", type=click.Path(dir_okay=False), default="docs/figures/fig2-senders.svg", show_default=True)
+@click.option("--rtt", type=click.FloatRange(10, 1000), default=100.0, show_default=True, help="round-trip time, ms")
+def fig2_cmd(out: str, rtt: float) -> None:
+    """CATNIP Fig. 2: a 14-segment document sent by Reno, RBPLW, ECA and ECA+RBPLW (BPF senders);
+    writes a sequence-number plot and prints each sender's bursts per round trip."""
+    from controller import fig2, runner
+    try:
+        with runner.machine_lock(), runner.signals_cancel():
+            found = fig2.run(Path(out), rtt, log=lambda m: click.echo(m, err=True))
+    except runner.RunBusy as exc:
+        raise click.ClickException(str(exc)) from None
+    except runner.RunCancelled:
+        sys.exit(130)
+    for name, b in found.items():
+        click.echo(f"{name:<16} bursts (segments over ms): "
+                   + ", ".join(f"{n} over {1000 * span:.1f}" for n, span in b) + f"; {sum(n for n, _ in b)} segments")
+    click.echo(f"plot: {out}")
 
 
 @main.command()
