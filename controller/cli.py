@@ -33,11 +33,13 @@ def main() -> None:
 @click.option("--brief", is_flag=True, help="one line")
 def check(as_json: bool, brief: bool) -> None:
     """What this machine can do; exit 0 if scenarios can run."""
+    from testbed.bpf_probe import probe_programs
     from testbed.capabilities import probe
     caps = probe()
     problems = caps.blocking_problems()
+    programs = probe_programs() if caps.root and caps.bpf_btf and not brief else {}
     if as_json:
-        click.echo(json.dumps(caps.to_dict(), indent=2))
+        click.echo(json.dumps({**caps.to_dict(), "bpf_programs": programs}, indent=2))
     elif brief:
         click.echo("ready: link backends " + ",".join(caps.link_backends) + "; switches " +
                    ",".join(caps.access_switches) if not problems else "NOT ready: " + "; ".join(problems))
@@ -51,6 +53,9 @@ def check(as_json: bool, brief: bool) -> None:
                    f"   userspace datapath: {yes(caps.ovs_userspace_datapath)}   Linux bridge: {yes(caps.linux_bridge)}")
         click.echo(f"BPF: BTF {yes(caps.bpf_btf)}   bpftool {yes(caps.tools.get('bpftool'))}"
                    f"   clang {yes(caps.tools.get('clang'))}   cgroup v2 {yes(caps.cgroup2)}")
+        if programs:
+            click.echo("BPF programs: SPM marker + document size " + _verdict(programs["spm"]) +
+                       "   sender congestion controls (struct_ops) " + _verdict(programs["senders"]))
         click.echo(f"Mininet API: {yes(caps.mininet)}   tools: " +
                    "  ".join(f"{t} {yes(v)}" for t, v in caps.tools.items()))
         click.echo(f"link backends: {', '.join(caps.link_backends) or 'none'}"
@@ -62,6 +67,10 @@ def check(as_json: bool, brief: bool) -> None:
         else:
             click.echo(click.style("ready to run scenarios", fg="green", bold=True))
     sys.exit(1 if problems else 0)
+
+
+def _verdict(text: str) -> str:
+    return click.style("yes", fg="green") if text == "ok" else click.style(text, fg="red")
 
 
 @main.command(name="run")

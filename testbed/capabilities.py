@@ -167,7 +167,8 @@ def probe() -> Capabilities:
     if caps.root:
         _probe_ovs(caps)
     caps.bpf_btf = Path("/sys/kernel/btf/vmlinux").exists()
-    caps.cgroup2 = Path("/sys/fs/cgroup/cgroup.controllers").exists()
+    from testbed.spm import cgroup2_root
+    caps.cgroup2 = cgroup2_root() is not None
     try:
         import mininet.net  # noqa: F401  (Debian's package, seen through the venv)
         caps.mininet = True

@@ -295,3 +295,43 @@ def test_marker_loads_and_unloads_cleanly(link):
     assert not m.pin.exists() and not m.cgroup
     assert "catnip_mark" not in sh(*in_ns(SRV), "tc", "filter", "show", "dev", "ctpt-spm-sv", "egress")
     assert spm.our_cgroups() == []
+
+
+def _bulk_mbps(seconds: int = 4) -> float:
+    """iperf3 goodput from the server namespace to the client (reverse mode: the server sends)."""
+    import json
+    srv = subprocess.Popen([*in_ns(SRV), "iperf3", "-s", "-1", "-B", SRV_IP], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        out = subprocess.run([*in_ns(CLI), "iperf3", "-c", SRV_IP, "-R", "-t", str(seconds), "-J"],
+                             capture_output=True, text=True, timeout=seconds + 20, check=True).stdout
+        return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def test_marking_costs_no_throughput(link, tmp_path):
+    if not shutil.which("iperf3"):
+        pytest.skip("needs iperf3")
+    # A 20 Mbit/s bottleneck at the server's egress (htb), so both runs meet the same limit.
+    sh(*in_ns(SRV), "tc", "qdisc", "replace", "dev", "ctpt-spm-sv", "root", "handle", "1:", "htb", "default", "1")
+    sh(*in_ns(SRV), "tc", "class", "add", "dev", "ctpt-spm-sv", "parent", "1:", "classid", "1:1", "htb",
+       "rate", "20mbit", "burst", "1514")
+    try:
+        without = _bulk_mbps()
+        m = spm.SpmMarker(spm.SpmRules(), name=f"bulk{os.getpid()}")
+        m.load()
+        try:
+            m.attach_tc("ctpt-spm-sv", in_ns(SRV))
+            with_marker = _bulk_mbps()
+            marked = m.counters()
+        finally:
+            assert m.unload() == []
+    finally:
+        subprocess.run([*in_ns(SRV), "tc", "qdisc", "del", "dev", "ctpt-spm-sv", "root"], capture_output=True)
+    print(f"\nbulk through 20 Mbit/s: {without:.3f} Mbit/s without the marker, {with_marker:.3f} with it "
+          f"({100 * (with_marker / without - 1):+.2f}%); {marked['data_high'] + marked['data_low']} segments marked")
+    assert marked["data_low"] > 1000  # the marker really was in the path
+    assert with_marker == pytest.approx(without, rel=0.02)
