@@ -187,14 +187,17 @@ class PointRun:
         switch = self.caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath)
         self.store.update_point(self.run_id, self.index, switch_kind=switch, link_backend="engine")
         with ExitStack() as stack:
-            if sc.tcp.congestion_control in sender.NAMES:
+            if sc.tcp.all_cc() & set(sender.NAMES):
                 # CATNIP's sender heuristics are BPF congestion controls: registered for this run only.
                 stack.callback(self._unregister_senders)
                 sender.register()
-            previous_cc = hostconfig.allow_congestion_control(sc.tcp.congestion_control)
-            if previous_cc is not None:
-                (paths.state_dir() / "allowed_cc.orig").write_text(previous_cc)
-                stack.callback(self._restore_cc, previous_cc)
+            for cc in sorted(sc.tcp.all_cc()):
+                previous_cc = hostconfig.allow_congestion_control(cc)
+                if previous_cc is not None:
+                    orig = paths.state_dir() / "allowed_cc.orig"
+                    if not orig.exists():  # the list before the first change: what `catnip clean` restores
+                        orig.write_text(previous_cc)
+                    stack.callback(self._restore_cc, previous_cc)
             prog.phase = "building network"
             self.progress(prog)
             d = dumbbell.build(sc, switch)
@@ -205,7 +208,9 @@ class PointRun:
                                       late_threshold_s=sc.run.late_threshold, spin_s=sc.run.engine_spin)
                 self.engines.append(engine)
                 engine.start()
-            if sc.marking.spm or sc.tcp.congestion_control in sender.NEED_DOCUMENTS:
+            for i, server in enumerate(d.servers):
+                hostconfig.set_sysctls(server.node, {"net.ipv4.tcp_congestion_control": sc.tcp.server_cc(i)})
+            if sc.marking.spm or sc.tcp.all_cc() & set(sender.NEED_DOCUMENTS):
                 prog.phase = "loading the SPM marker" if sc.marking.spm else "loading the document-size program"
                 self.progress(prog)
                 self._load_marker(d, stack)
@@ -253,10 +258,10 @@ class PointRun:
         stack.callback(self._unload_marker)
         self.marker.load()
         self.marker.make_cgroup()
-        for server in d.servers:
+        for i, server in enumerate(d.servers):
             hostconfig.one_packet_per_skb(server.node, server.intf)
             self.marker.attach_tc(server.intf, ["nsenter", "-t", str(server.node.pid), "-n"])
-            if self.sc.tcp.congestion_control in sender.PACING:
+            if self.sc.tcp.server_cc(i) in sender.PACING:
                 # TCP paces at cwnd x MSS / RTT x ratio: 100% spreads the last window over one RTT.
                 hostconfig.set_sysctls(server.node, {"net.ipv4.tcp_pacing_ss_ratio": 100,
                                                      "net.ipv4.tcp_pacing_ca_ratio": 100})
@@ -369,7 +374,11 @@ class PointRun:
                     pages.append(rec)
         self.store.add_transfers(self.run_id, self.index, objects, pages)
         if self.marker and self.sc.marking.spm:
-            self.store.update_point(self.run_id, self.index, marking=self.marker.counters())
+            try:
+                marking = self.marker.counters()
+            except spm.SpmError as exc:  # the run's other records are worth keeping
+                marking = {"error": str(exc)}
+            self.store.update_point(self.run_id, self.index, marking=marking)
         for e in d.hosts:
             self.store.add_tcp_counters(self.run_id, self.index, e.name, hostconfig.nstat(e.node))
         kernel = {}

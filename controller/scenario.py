@@ -11,10 +11,11 @@ from __future__ import annotations
 import copy
 import itertools
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
+                      model_validator)
 
 from controller import units
 
@@ -116,22 +117,31 @@ class PolicySpec(_Strict):
 
     RED thresholds are a fraction of each queue's buffer ('20%', CATNIP's choice) or a packet
     count (10); CATNIP used min 20%, max 60%, weight 0.01 and does not give max_p: the default
-    0.1 is ns-2's (linterm 10).
+    0.1 is ns-2's (linterm 10). FRED and FRIO: TCP-friendly marking paper, section 5; WRR:
+    service-differentiation paper, section 5.
     """
 
-    kind: Literal["droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "rio", "red3", "bernoulli",
-                  "catnip_loss"] = "droptail"
+    kind: Literal["droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "rio", "red3", "fred", "frio",
+                  "wrr", "bernoulli", "catnip_loss"] = "droptail"
     min_th: float | str | None = None
     max_th: float | str | None = None
     w_q: float | None = Field(default=None, gt=0, le=1)
     max_p: float = Field(default=0.1, gt=0, le=1)
     mean_pkt_bytes: int = Field(default=1000, ge=40, le=9000,
                                 description="RED: bytes per packet, for idle decay and byte buffers")
-    levels: list[LevelSpec] | None = Field(default=None, description="rio (IN, OUT) and red3 (HIGH, MED, LOW)")
+    levels: list[LevelSpec] | None = Field(default=None,
+                                           description="rio and frio (IN, OUT), red3 (HIGH, MED, LOW)")
+    min_q: float | None = Field(default=None, ge=0,
+                                description="fred, frio: packets a flow may queue without a random drop (engine: 2)")
+    weights: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None, description="wrr: packets per round of each queue: 2 (AF11, rest) or 3 (AF11, AF12, AF13+rest)")
     loss_p: float | None = Field(default=None, ge=0, lt=1,
                                  description="bernoulli: loss probability; catnip_loss: p for non-AF11 packets")
     loss_p_high: float | None = Field(default=None, ge=0, lt=1,
                                       description="catnip_loss: p' for AF11 packets (hysteresis paper, section 4)")
+
+    RED_KINDS: ClassVar[tuple[str, ...]] = ("red", "catnip_red", "fred")
+    LEVEL_KINDS: ClassVar[dict[str, int]] = {"rio": 2, "red3": 3, "frio": 2}  # kind: number of levels
 
     @field_validator("min_th", "max_th", mode="before")
     @classmethod
@@ -140,24 +150,32 @@ class PolicySpec(_Strict):
 
     @model_validator(mode="after")
     def _red_needs_parameters(self) -> "PolicySpec":
-        if self.kind in ("red", "catnip_red"):
+        if self.kind in self.RED_KINDS:
             missing = [k for k in ("min_th", "max_th", "w_q") if getattr(self, k) is None]
             if missing:
-                raise ValueError(f"policy '{self.kind}' needs {', '.join(missing)} "
-                                 "(CATNIP used min_th '20%', max_th '60%', w_q 0.01)")
+                hint = " (CATNIP used min_th '20%', max_th '60%', w_q 0.01)" if self.kind != "fred" else ""
+                raise ValueError(f"policy '{self.kind}' needs {', '.join(missing)}{hint}")
             _check_order(self.min_th, self.max_th)
         elif self.min_th is not None or self.max_th is not None:
-            raise ValueError(f"min_th and max_th apply to red and catnip_red, not '{self.kind}'"
-                             " (rio and red3 take them per level)")
-        elif self.w_q is not None and self.kind not in ("rio", "red3"):
-            raise ValueError(f"w_q applies to red, catnip_red, rio and red3, not '{self.kind}'")
-        if self.kind in ("rio", "red3"):
-            want = 2 if self.kind == "rio" else 3
+            raise ValueError(f"min_th and max_th apply to red, catnip_red and fred, not '{self.kind}'"
+                             " (rio, red3 and frio take them per level)")
+        elif self.w_q is not None and self.kind not in self.LEVEL_KINDS:
+            raise ValueError(f"w_q applies to red, catnip_red, fred, rio, red3 and frio, not '{self.kind}'")
+        if self.kind in self.LEVEL_KINDS:
+            want = self.LEVEL_KINDS[self.kind]
             if self.w_q is None or not self.levels or len(self.levels) != want:
                 raise ValueError(f"policy '{self.kind}' needs w_q and levels: {want} of {{min_th, max_th, max_p}},"
                                  " highest precedence first")
         elif self.levels is not None:
-            raise ValueError(f"levels apply to rio and red3, not '{self.kind}'")
+            raise ValueError(f"levels apply to rio, red3 and frio, not '{self.kind}'")
+        if self.min_q is not None and self.kind not in ("fred", "frio"):
+            raise ValueError(f"min_q applies to fred and frio, not '{self.kind}'")
+        if self.kind == "wrr":
+            if self.weights is None or len(self.weights) not in (2, 3):
+                raise ValueError("policy 'wrr' needs weights: packets per round of 2 queues (AF11, the rest)"
+                                 " or 3 (AF11, AF12, AF13 and unmarked), e.g. [1, 4]")
+        elif self.weights is not None:
+            raise ValueError(f"weights apply to wrr, not '{self.kind}'")
         needs = {"bernoulli": ["loss_p"], "catnip_loss": ["loss_p", "loss_p_high"]}.get(self.kind, [])
         missing = [k for k in needs if getattr(self, k) is None]
         if missing:
@@ -172,7 +190,16 @@ class PolicySpec(_Strict):
         if self.kind in ("bernoulli", "catnip_loss"):
             return {"kind": self.kind, "loss_p": self.loss_p,
                     **({"loss_p_high": self.loss_p_high} if self.kind == "catnip_loss" else {})}
-        if self.kind not in ("red", "catnip_red", "rio", "red3"):
+        if self.kind == "wrr":
+            assert self.weights is not None
+            total = sum(self.weights)
+            for unit, size in (buffer or {}).items():
+                for i, w in enumerate(self.weights):
+                    if size * w // total == 0:
+                        raise ValueError(f"wrr: queue {i}'s share of the buffer ({w}/{total} of {size} {unit}) is"
+                                         " empty; enlarge the buffer or raise its weight")
+            return {"kind": "wrr", "weights": list(self.weights)}
+        if self.kind not in (*self.RED_KINDS, *self.LEVEL_KINDS):
             return {"kind": self.kind}
         if buffer is None:
             capacity = None
@@ -189,15 +216,17 @@ class PolicySpec(_Strict):
             if not lo < hi:
                 raise ValueError(f"RED needs min_th < max_th (got {lo:g} and {hi:g} packets)")
             return lo, hi
+        min_q = {} if self.min_q is None else {"min_q": self.min_q}
         if self.levels:
             levels = []
             for level in self.levels:
                 lo, hi = ordered(packets(level.min_th), packets(level.max_th))
                 levels.append({"min_th": lo, "max_th": hi, "max_p": level.max_p})
-            return {"kind": self.kind, "levels": levels, "w_q": self.w_q, "mean_pkt_bytes": self.mean_pkt_bytes}
+            return {"kind": self.kind, "levels": levels, "w_q": self.w_q, "mean_pkt_bytes": self.mean_pkt_bytes,
+                    **min_q}
         lo, hi = ordered(packets(self.min_th), packets(self.max_th))
         return {"kind": self.kind, "min_th": lo, "max_th": hi, "w_q": self.w_q, "max_p": self.max_p,
-                "mean_pkt_bytes": self.mean_pkt_bytes}
+                "mean_pkt_bytes": self.mean_pkt_bytes, **min_q}
 
 
 class RouterSpec(_Strict):
@@ -208,6 +237,17 @@ class TcpSpec(_Strict):
     """TCP settings applied in every host's namespace."""
 
     congestion_control: str = Field(default="cubic", pattern=r"^[a-z0-9_]{1,16}$")
+    server_congestion_control: list[Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,15}$")]] | None = Field(
+        default=None, min_length=1,
+        description="per server (server i uses entry i mod length), e.g. [catnip_reno, catnip_eca]; "
+                    "default: congestion_control")
+
+    def server_cc(self, index: int) -> str:
+        ccs = self.server_congestion_control
+        return ccs[index % len(ccs)] if ccs else self.congestion_control
+
+    def all_cc(self) -> set[str]:
+        return {self.congestion_control, *(self.server_congestion_control or [])}
     sack: bool = True
     timestamps: bool = True
     initial_cwnd: int | None = Field(default=None, ge=1, le=100,

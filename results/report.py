@@ -85,6 +85,8 @@ def marking_summary(raw: str | None) -> dict[str, Any] | None:
     if not raw:
         return None
     c = json.loads(raw)
+    if "error" in c:
+        return None
     data = c.get("data_high", 0) + c.get("data_low", 0)
     data_bytes = c.get("data_high_bytes", 0) + c.get("data_low_bytes", 0)
     return {**c, "high_share": c.get("data_high", 0) / data if data else None,

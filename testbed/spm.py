@@ -26,6 +26,7 @@ PIN_ROOT = BPFFS / "catnip"
 CGROUP_NAME = "catnip-servers"
 COUNTERS = ("data_high", "data_low", "data_high_bytes", "data_low_bytes", "control_high", "control_low",
             "control_unmarked", "retransmissions", "documents", "no_socket")
+OWN_MAPS = ("catnip_cfg", "catnip_counters")
 SCOPES = {"document": 0, "connection": 1}
 CONTROL = {"high": 0, "low": 1, "unmarked": 2}
 RETRANS = {"position": 0, "high": 1, "low": 2}
@@ -109,15 +110,21 @@ class SpmMarker:
 
     @property
     def maps(self) -> Path:
-        return BPFFS  # pinned by name (LIBBPF_PIN_BY_NAME in bpf/spm.bpf.c)
+        return self.pin
 
     def load(self) -> None:
         obj = build()
         ensure_bpffs()
         self.pin.mkdir(parents=True, exist_ok=True)
-        for stale in ("catnip_cfg", "catnip_counters"):  # counters start from zero each load
+        for stale in OWN_MAPS:  # each load gets fresh ones
             (BPFFS / stale).unlink(missing_ok=True)
         _run(["bpftool", "prog", "loadall", str(obj), str(self.progs)], "loading bpf/spm.bpf.o (verifier)")
+        # libbpf pinned the maps by name; this marker's config and counters move under its own pin
+        # directory, so another marker loaded later (a test beside a run) gets maps of its own.
+        # Only the document map stays shared by name: the sender congestion controls read it.
+        for name in OWN_MAPS:
+            _run(["bpftool", "map", "pin", "pinned", str(BPFFS / name), str(self.pin / name)], f"pinning {name}")
+            (BPFFS / name).unlink(missing_ok=True)
         self.set_rules(self.rules)
 
     def set_rules(self, rules: SpmRules) -> None:
@@ -174,8 +181,6 @@ class SpmMarker:
             shutil.rmtree(self.pin, ignore_errors=True)
             if self.pin.exists():
                 problems.append(f"could not unpin {self.pin}")
-        for name in ("catnip_cfg", "catnip_counters"):
-            (BPFFS / name).unlink(missing_ok=True)
         from testbed import sender
         if not sender.registered():
             sender.release_shared_map()

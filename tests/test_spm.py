@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from testbed import apache, spm
-from tests.conftest import need_root
+from tests.conftest import REPO, need_root
 
 pytestmark = [pytest.mark.netns]
 
@@ -335,3 +335,31 @@ def test_marking_costs_no_throughput(link, tmp_path):
           f"({100 * (with_marker / without - 1):+.2f}%); {marked['data_high'] + marked['data_low']} segments marked")
     assert marked["data_low"] > 1000  # the marker really was in the path
     assert with_marker == pytest.approx(without, rel=0.02)
+
+
+def test_the_example_server_gets_the_same_marks(link, docroot, tmp_path):
+    m = spm.SpmMarker(spm.SpmRules(small_cwnd=False), name=f"example{os.getpid()}")
+    m.load()
+    pcap = tmp_path / "example.pcap"
+    try:
+        m.attach_tc("ctpt-spm-sv", in_ns(SRV))
+        m.make_cgroup()
+        server = subprocess.Popen([*in_ns(SRV), "python3", str(REPO / "examples" / "catnip_doc_server.py"), SRV_IP,
+                                   "80", str(docroot)], preexec_fn=spm.joiner(m.cgroup))
+        try:
+            _wait_port()
+            cap = subprocess.Popen([*in_ns(SRV), "tcpdump", "-i", "ctpt-spm-sv", "--immediate-mode", "-U", "-w",
+                                    str(pcap), "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _wait_capture(cap)
+            fetch(["doc14.bin", "doc28.bin"])
+            time.sleep(0.3)
+            cap.terminate()
+            cap.wait(5)
+            assert m.counters()["documents"] == 2
+        finally:
+            server.kill()
+            server.wait()
+    finally:
+        assert m.unload() == []
+    seen = check(server_streams(pcap))
+    assert seen[14] == [AF11] * 3 + [AF12] * 8 + [AF11] * 3

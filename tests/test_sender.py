@@ -1,0 +1,51 @@
+"""CATNIP's sender heuristics as BPF congestion controls: per-server choice in scenarios,
+registration and cleanup, and the behaviours of Fig. 2 measured on the testbed."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller import scenario as scenario_mod
+from testbed import sender
+from tests.conftest import REPO, need_engine, need_root
+
+
+def test_server_congestion_control_cycles_over_servers():
+    sweep = scenario_mod.load(REPO / "scenarios" / "quick.yaml",
+                              ["topology.servers=3", "tcp.server_congestion_control=[catnip_eca, reno]"])
+    tcp = sweep.points[0][1].tcp
+    assert [tcp.server_cc(i) for i in range(3)] == ["catnip_eca", "reno", "catnip_eca"]
+    assert tcp.all_cc() == {"cubic", "catnip_eca", "reno"}
+    with pytest.raises(scenario_mod.ScenarioError, match="server_congestion_control"):
+        scenario_mod.load(REPO / "scenarios" / "quick.yaml", ["tcp.server_congestion_control=[Bad-Name]"])
+
+
+def test_register_and_unregister_leave_nothing(no_leftovers):
+    need_root()
+    sender.register()
+    try:
+        available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+        assert set(sender.NAMES) <= set(available)
+    finally:
+        assert sorted(sender.unregister()) == sorted(sender.NAMES)
+        sender.release_shared_map()
+    available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+    assert not set(sender.NAMES) & set(available)
+
+
+@pytest.mark.slow
+def test_fig2_behaviours(tmp_path, isolated_data, no_leftovers):
+    """Reno sends the 14 segments in bursts of 1, 2, 4, 7; ECA keeps the fourth round below 7 (it
+    left slow start); RBPLW spreads its last window over a good part of the RTT (Reno's leaves
+    back to back)."""
+    need_root()
+    need_engine()
+    from controller import fig2
+    svg = tmp_path / "fig2.svg"
+    found = fig2.run(svg, rtt_ms=100.0, log=lambda m: None)
+    counts = {name: [n for n, _ in b] for name, b in found.items()}
+    assert counts["catnip_reno"] == [1, 2, 4, 7]
+    assert counts["catnip_eca"][:3] == [1, 2, 4] and counts["catnip_eca"][3] < 7 and sum(counts["catnip_eca"]) == 14
+    reno_last, rbplw_last = found["catnip_reno"][-1][1], found["catnip_rbplw"][-1][1]
+    assert reno_last < 0.010 and rbplw_last > 0.030, (reno_last, rbplw_last)
+    assert svg.read_text().startswith("<svg") and "(d) ECA+RBPLW" in svg.read_text()
