@@ -54,7 +54,7 @@ def test_buffers(text, expected):
     (["topology.servers=5", "topology.clients=2"], "clients (2) must be at least servers (5)"),
     (["router.policy={kind: red}"], "policy 'red' needs min_th, max_th, w_q"),
     (["router.policy={kind: red, min_th: 60%, max_th: 20%, w_q: 0.01}"], "min_th (60%) must be below max_th"),
-    (["router.policy={kind: catnip_good, w_q: 0.01}"], "w_q applies to red, catnip_red, rio and red3, not 'catnip_good'"),
+    (["router.policy={kind: catnip_good, w_q: 0.01}"], "w_q applies to red, catnip_red, fred, rio, red3 and frio, not 'catnip_good'"),
     (["router.policy={kind: rio, w_q: 0.02, levels: [{min_th: 40%, max_th: 70%}]}"], "policy 'rio' needs w_q and levels: 2"),
     (["router.policy={kind: red3, w_q: 0.5, levels: [{min_th: 9, max_th: 3}, {min_th: 1, max_th: 2}, {min_th: 1, max_th: 2}]}"],
      "router.policy.levels.0: min_th (9.0) must be below max_th (3.0)"),
@@ -62,6 +62,23 @@ def test_buffers(text, expected):
     (["router.policy={kind: catnip_loss, loss_p: 0.05}"], "policy 'catnip_loss' needs loss_p_high"),
     (["router.policy={kind: bernoulli, loss_p: 1.0}"], "router.policy.loss_p: 1.0: Input should be less than 1"),
     (["router.policy={kind: droptail, loss_p: 0.1}"], "loss_p does not apply to policy 'droptail'"),
+    (["router.policy={kind: fred, min_th: 4}"], "policy 'fred' needs max_th, w_q"),
+    (["router.policy={kind: fred, min_th: 60%, max_th: 20%, w_q: 0.01}"], "min_th (60%) must be below max_th (20%)"),
+    (["router.policy={kind: fred, min_th: 2, max_th: 6, w_q: 0.01, min_q: -1}"],
+     "router.policy.min_q: -1: Input should be greater than or equal to 0"),
+    (["router.policy={kind: red, min_th: 2, max_th: 6, w_q: 0.01, min_q: 2}"], "min_q applies to fred and frio, not 'red'"),
+    (["router.policy={kind: frio, w_q: 0.002}"], "policy 'frio' needs w_q and levels: 2 of {min_th, max_th, max_p}"),
+    (["router.policy={kind: frio, w_q: 0.002, levels: [{min_th: 40%, max_th: 70%}, {min_th: 50%, max_th: 10%}]}"],
+     "router.policy.levels.1: min_th (50%) must be below max_th (10%)"),
+    (["router.policy={kind: frio, min_th: 2, max_th: 6, w_q: 0.002}"],
+     "min_th and max_th apply to red, catnip_red and fred, not 'frio' (rio, red3 and frio take them per level)"),
+    (["router.policy={kind: wrr}"], "policy 'wrr' needs weights: packets per round of 2 queues (AF11, the rest) or 3"),
+    (["router.policy={kind: wrr, weights: [1, 2, 3, 4]}"], "policy 'wrr' needs weights"),
+    (["router.policy={kind: wrr, weights: [1, 0]}"], "router.policy.weights.1: 0: Input should be greater than or equal to 1"),
+    (["router.policy={kind: wrr, weights: [1, 4], w_q: 0.1}"], "w_q applies to red, catnip_red, fred, rio, red3 and frio, not 'wrr'"),
+    (["router.policy={kind: droptail, weights: [1, 4]}"], "weights apply to wrr, not 'droptail'"),
+    (["router.policy={kind: red3, w_q: 0.5, min_q: 2, levels: [{min_th: 1, max_th: 2}, {min_th: 1, max_th: 2}, {min_th: 1, max_th: 2}]}"],
+     "min_q applies to fred and frio, not 'red3'"),
 ])
 def test_errors_name_field_value_and_rule(overrides, message):
     with pytest.raises(s.ScenarioError) as err:
@@ -114,3 +131,28 @@ def test_rio_levels_resolve_to_packets():
     assert sc.router.policy.engine_config({"packets": 100}) == {
         "kind": "rio", "w_q": 0.002, "mean_pkt_bytes": 1000,
         "levels": [{"min_th": 40.0, "max_th": 70.0, "max_p": 0.02}, {"min_th": 10.0, "max_th": 50.0, "max_p": 0.1}]}
+
+
+def test_fred_and_frio_resolve_to_packets():
+    fred = s.load(REPO / "scenarios" / "quick.yaml",
+                  ["router.policy={kind: fred, min_th: 20%, max_th: 60%, w_q: 0.002, max_p: 0.02, min_q: 4}"]
+                  ).points[0][1].router.policy
+    assert fred.engine_config({"packets": 50}) == {"kind": "fred", "min_th": 10.0, "max_th": 30.0, "w_q": 0.002,
+                                                   "max_p": 0.02, "mean_pkt_bytes": 1000, "min_q": 4.0}
+    frio = s.load(REPO / "scenarios" / "quick.yaml", [
+        "router.policy={kind: frio, w_q: 0.002, levels: [{min_th: 40%, max_th: 70%, max_p: 0.02},"
+        " {min_th: 10, max_th: 50}]}"]).points[0][1].router.policy
+    assert frio.engine_config({"bytes": 100_000}) == {
+        "kind": "frio", "w_q": 0.002, "mean_pkt_bytes": 1000,
+        "levels": [{"min_th": 40.0, "max_th": 70.0, "max_p": 0.02}, {"min_th": 10.0, "max_th": 50.0, "max_p": 0.1}]}
+
+
+def test_wrr_weights_pass_through_and_every_queue_needs_a_share_of_the_buffer():
+    wrr = s.load(REPO / "scenarios" / "quick.yaml",
+                 ["router.policy={kind: wrr, weights: [1, 4]}"]).points[0][1].router.policy
+    assert wrr.engine_config({"packets": 10}) == {"kind": "wrr", "weights": [1, 4]}
+    assert wrr.engine_config(None) == {"kind": "wrr", "weights": [1, 4]}
+    with pytest.raises(ValueError, match=r"wrr: queue 0's share of the buffer \(1/5 of 4 packets\) is empty"):
+        wrr.engine_config({"packets": 4})
+    three = s.PolicySpec(kind="wrr", weights=[2, 5, 3])
+    assert three.engine_config({"bytes": 64_000}) == {"kind": "wrr", "weights": [2, 5, 3]}

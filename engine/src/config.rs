@@ -12,7 +12,7 @@ pub enum Buffer {
     Bytes(u64),
 }
 
-/// One drop-precedence level of RIO or 3-level RED (thresholds in packets).
+/// One drop-precedence level of RIO, 3-level RED or FRIO (thresholds in packets).
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct LevelConfig {
@@ -26,23 +26,31 @@ pub struct LevelConfig {
 #[serde(deny_unknown_fields)]
 pub struct PolicyConfig {
     pub kind: String,
-    /// RED: thresholds on the average queue, in packets.
+    /// RED and FRED: thresholds on the average queue, in packets.
     #[serde(default)]
     pub min_th: Option<f64>,
     #[serde(default)]
     pub max_th: Option<f64>,
-    /// RED: weight of the moving average.
+    /// RED, RIO, 3-level RED, FRED and FRIO: weight of the moving average.
     #[serde(default)]
     pub w_q: Option<f64>,
-    /// RED: drop probability at max_th.
+    /// RED and FRED: drop probability at max_th.
     #[serde(default)]
     pub max_p: Option<f64>,
-    /// RED: packet size (bytes) for the idle-time correction's "typical transmission time".
+    /// The RED family: packet size (bytes) for the idle-time correction's "typical transmission time".
     #[serde(default)]
     pub mean_pkt_bytes: Option<u32>,
-    /// RIO and 3-level RED: per-level parameters, highest precedence first.
+    /// RIO, 3-level RED and FRIO: per-level parameters, highest precedence first.
     #[serde(default)]
     pub levels: Option<Vec<LevelConfig>>,
+    /// FRED and FRIO: packets a flow may queue between the thresholds without a random drop
+    /// (default 2, Lin and Morris's value for small buffers).
+    #[serde(default)]
+    pub min_q: Option<f64>,
+    /// WRR: packets each queue may send per round, 2 queues (AF11, rest) or 3 (AF11, AF12,
+    /// AF13 and unmarked); the link's buffer is split among the queues in the same proportion.
+    #[serde(default)]
+    pub weights: Option<Vec<u32>>,
     /// Loss models: probability of losing a packet (all packets, or the low-priority ones).
     #[serde(default)]
     pub loss_p: Option<f64>,
@@ -214,5 +222,35 @@ mod tests {
         assert!(error(r#"{"seed": "x", "links": []}"#).starts_with("seed: invalid type"));
         assert_eq!(error(r#"{"seed": 1}"#), "missing field `links`");
         assert!(error("{").contains("EOF"));
+    }
+
+    #[test]
+    fn fred_frio_and_wrr_parse_and_errors_name_the_parameter() {
+        let link = |policy: &str| {
+            format!(
+                r#"{{"links": [{{"name": "b", "queue_num": 0, "rate_bps": 1000000, "delay_us": 0,
+                   "buffer": {{"packets": 10}}, "policy": {policy}}}]}}"#
+            )
+        };
+        let fred = r#"{"kind": "fred", "min_th": 2, "max_th": 6, "w_q": 0.02, "max_p": 0.1, "min_q": 4}"#;
+        assert_eq!(parse(&link(fred)).unwrap().links[0].policy.min_q, Some(4.0));
+        let frio = r#"{"kind": "frio", "w_q": 0.02, "levels": [{"min_th": 4, "max_th": 8, "max_p": 0.02},
+                       {"min_th": 2, "max_th": 6, "max_p": 0.1}]}"#;
+        assert_eq!(parse(&link(frio)).unwrap().links[0].policy.min_q, None);
+        let wrr = r#"{"kind": "wrr", "weights": [1, 4]}"#;
+        assert_eq!(parse(&link(wrr)).unwrap().links[0].policy.weights, Some(vec![1, 4]));
+        for (policy, want) in [
+            (r#"{"kind": "fred", "min_th": 2, "max_th": 6, "max_p": 0.1}"#, "fred needs w_q"),
+            (r#"{"kind": "fred", "min_th": 2, "max_th": 6, "w_q": 0.1, "max_p": 0.1, "min_q": -1}"#, "min_q must be"),
+            (r#"{"kind": "frio", "w_q": 0.1, "levels": [{"min_th": 4, "max_th": 8, "max_p": 0.1}]}"#, "frio needs levels: 2"),
+            (r#"{"kind": "wrr"}"#, "wrr needs weights"),
+            (r#"{"kind": "wrr", "weights": [1, 0]}"#, "weights[1]: must be at least 1"),
+            (r#"{"kind": "wrr", "weights": [1, 99]}"#, "weights[0]: queue 0's share of the buffer (1/100) is empty"),
+            (r#"{"kind": "wrr", "weights": [1, -2]}"#, "policy.weights[1]: invalid value"),
+            (r#"{"kind": "wrr", "weight": [1, 2]}"#, "unknown field `weight`"),
+        ] {
+            let e = error(&link(policy));
+            assert!(e.starts_with(r#"links[0] ("b").policy"#) && e.contains(want), "{e}");
+        }
     }
 }

@@ -33,6 +33,10 @@ fn policies() -> Vec<PolicyConfig> {
             levels: Some(vec![level(5.0, 9.0), level(3.0, 7.0), level(1.0, 5.0)]),
             ..base("red3")
         },
+        PolicyConfig { min_q: Some(2.0), ..red("fred") },
+        PolicyConfig { w_q: Some(0.2), levels: Some(vec![level(4.0, 8.0), level(2.0, 6.0)]), ..base("frio") },
+        PolicyConfig { weights: Some(vec![1, 3]), ..base("wrr") },
+        PolicyConfig { weights: Some(vec![2, 5, 3]), ..base("wrr") },
         PolicyConfig { loss_p: Some(0.05), ..base("bernoulli") },
         PolicyConfig { loss_p: Some(0.05), loss_p_high: Some(0.0), ..base("catnip_loss") },
     ]

@@ -8,16 +8,20 @@
 
 mod droptail;
 mod fifo;
+mod fred;
 mod loss;
 mod multired;
 mod pushout;
 mod red;
+mod wrr;
 
 pub use droptail::DropTail;
+pub use fred::Fred;
 pub use loss::RandomLoss;
 pub use multired::MultiRed;
 pub use pushout::PushOut;
 pub use red::{Red, RedParams};
+pub use wrr::Wrr;
 
 use crate::config::{Buffer, PolicyConfig};
 use crate::packet::PacketInfo;
@@ -53,8 +57,10 @@ pub trait QueuePolicy<H> {
     fn drain(&mut self) -> Vec<Queued<H>>;
 }
 
-pub const KINDS: &[&str] =
-    &["droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "rio", "red3", "bernoulli", "catnip_loss"];
+pub const KINDS: &[&str] = &[
+    "droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "rio", "red3", "fred", "frio", "wrr", "bernoulli",
+    "catnip_loss",
+];
 
 /// The policy a config names. Errors list the allowed kinds or name the bad parameter.
 pub fn build<H: 'static>(
@@ -68,33 +74,24 @@ pub fn build<H: 'static>(
         "catnip_good" => Ok(Box::new(PushOut::new(buffer, true, seed))),
         "catnip_bad" => Ok(Box::new(PushOut::new(buffer, false, seed))),
         "red" | "catnip_red" => {
-            let need = |name: &str, v: Option<f64>| v.ok_or_else(|| format!("{} needs {name}", config.kind));
-            let params = RedParams {
-                min_th: need("min_th", config.min_th)?,
-                max_th: need("max_th", config.max_th)?,
-                w_q: need("w_q", config.w_q)?,
-                max_p: need("max_p", config.max_p)?,
-                typical_tx_ns: typical_tx_ns(config, rate_bps),
-            };
-            params.validate()?;
+            let params = red_params(config, rate_bps)?;
             Ok(Box::new(Red::new(params, buffer, config.kind == "catnip_red", seed)))
         }
         "rio" | "red3" => {
-            let want = if config.kind == "rio" { 2 } else { 3 };
-            let levels = config.levels.as_ref().filter(|l| l.len() == want).ok_or_else(|| {
-                format!("{} needs levels: {want} of {{min_th, max_th, max_p}}, highest precedence first", config.kind)
-            })?;
-            let w_q = config.w_q.ok_or_else(|| format!("{} needs w_q", config.kind))?;
-            let tx = typical_tx_ns(config, rate_bps);
-            let params: Vec<RedParams> = levels
-                .iter()
-                .map(|l| RedParams { min_th: l.min_th, max_th: l.max_th, w_q, max_p: l.max_p, typical_tx_ns: tx })
-                .collect();
-            for (i, p) in params.iter().enumerate() {
-                p.validate().map_err(|e| format!("levels[{i}]: {e}"))?;
-            }
+            let params = level_params(config, if config.kind == "rio" { 2 } else { 3 }, rate_bps)?;
             let classify = if config.kind == "rio" { multired::rio_level } else { multired::three_level };
             Ok(Box::new(MultiRed::new(params, classify, buffer, seed)))
+        }
+        "fred" => Ok(Box::new(Fred::classic(red_params(config, rate_bps)?, min_q(config)?, buffer, seed))),
+        "frio" => {
+            let params = level_params(config, 2, rate_bps)?;
+            Ok(Box::new(Fred::frio([params[0], params[1]], min_q(config)?, buffer, seed)))
+        }
+        "wrr" => {
+            let weights = config.weights.as_ref().ok_or(
+                "wrr needs weights: packets per round for 2 queues (AF11, rest) or 3 (AF11, AF12, AF13 and unmarked)",
+            )?;
+            Ok(Box::new(Wrr::new(weights, buffer)?))
         }
         "bernoulli" | "catnip_loss" => {
             let p = config.loss_p.ok_or_else(|| format!("{} needs loss_p", config.kind))?;
@@ -106,6 +103,47 @@ pub fn build<H: 'static>(
             Ok(Box::new(RandomLoss::new(p, p_high, buffer, seed)?))
         }
         other => Err(format!("unknown kind {other:?}; allowed: {}", KINDS.join(", "))),
+    }
+}
+
+/// RED's parameters for `red`, `catnip_red` and `fred`.
+fn red_params(config: &PolicyConfig, rate_bps: u64) -> Result<RedParams, String> {
+    let need = |name: &str, v: Option<f64>| v.ok_or_else(|| format!("{} needs {name}", config.kind));
+    let params = RedParams {
+        min_th: need("min_th", config.min_th)?,
+        max_th: need("max_th", config.max_th)?,
+        w_q: need("w_q", config.w_q)?,
+        max_p: need("max_p", config.max_p)?,
+        typical_tx_ns: typical_tx_ns(config, rate_bps),
+    };
+    params.validate()?;
+    Ok(params)
+}
+
+/// Per-level RED parameters (`levels`, highest precedence first, with a shared `w_q`) for
+/// `rio`, `red3` and `frio`.
+fn level_params(config: &PolicyConfig, want: usize, rate_bps: u64) -> Result<Vec<RedParams>, String> {
+    let levels = config.levels.as_ref().filter(|l| l.len() == want).ok_or_else(|| {
+        format!("{} needs levels: {want} of {{min_th, max_th, max_p}}, highest precedence first", config.kind)
+    })?;
+    let w_q = config.w_q.ok_or_else(|| format!("{} needs w_q", config.kind))?;
+    let tx = typical_tx_ns(config, rate_bps);
+    let params: Vec<RedParams> = levels
+        .iter()
+        .map(|l| RedParams { min_th: l.min_th, max_th: l.max_th, w_q, max_p: l.max_p, typical_tx_ns: tx })
+        .collect();
+    for (i, p) in params.iter().enumerate() {
+        p.validate().map_err(|e| format!("levels[{i}]: {e}"))?;
+    }
+    Ok(params)
+}
+
+/// FRED's min_q: packets a flow may queue between the thresholds without a random drop
+/// (Lin and Morris use 2, or 4 for large buffers).
+fn min_q(config: &PolicyConfig) -> Result<f64, String> {
+    match config.min_q.unwrap_or(2.0) {
+        q if q >= 0.0 && q.is_finite() => Ok(q),
+        q => Err(format!("min_q must be a packet count >= 0 (got {q})")),
     }
 }
 

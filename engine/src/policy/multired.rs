@@ -16,10 +16,34 @@ use crate::packet::Class;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-struct Level {
-    params: RedParams,
-    avg: f64,
-    count: i64,
+/// One precedence level's RED state (shared with FRIO, fred.rs).
+pub(super) struct Level {
+    pub params: RedParams,
+    pub avg: f64,
+    pub count: i64,
+}
+
+impl Level {
+    pub fn new(params: RedParams) -> Level {
+        Level { params, avg: 0.0, count: -1 }
+    }
+}
+
+/// Update, for an arrival at `level`, the averages whose counted set contains it: those of
+/// `level` and lower precedences, each over the queued packets at its level or higher.
+pub(super) fn update_levels<H>(
+    levels: &mut [Level],
+    level: usize,
+    fifo: &Fifo<H>,
+    classify: fn(Class) -> usize,
+    idle_since: Option<u64>,
+    now: u64,
+) {
+    let idle = idle_since.filter(|_| fifo.is_empty());
+    for (l, lv) in levels.iter_mut().enumerate().skip(level) {
+        let q = fifo.count_where(|c| classify(c) <= l) as f64;
+        lv.avg = next_average(&lv.params, lv.avg, q, idle, now);
+    }
 }
 
 pub struct MultiRed<H> {
@@ -48,7 +72,7 @@ pub fn three_level(class: Class) -> usize {
 impl<H> MultiRed<H> {
     pub fn new(params: Vec<RedParams>, classify: fn(Class) -> usize, limit: Option<Buffer>, seed: u64) -> MultiRed<H> {
         MultiRed {
-            levels: params.into_iter().map(|params| Level { params, avg: 0.0, count: -1 }).collect(),
+            levels: params.into_iter().map(Level::new).collect(),
             classify,
             limit,
             fifo: Fifo::new(),
@@ -61,16 +85,6 @@ impl<H> MultiRed<H> {
         self.levels.iter().map(|l| l.avg).collect()
     }
 
-    fn update_averages(&mut self, level: usize, now: u64) {
-        let classify = self.classify;
-        let idle = self.idle_since.filter(|_| self.fifo.is_empty());
-        for l in level..self.levels.len() {
-            let q = self.fifo.count_where(|c| classify(c) <= l) as f64;
-            let lv = &mut self.levels[l];
-            lv.avg = next_average(&lv.params, lv.avg, q, idle, now);
-        }
-    }
-
     fn early_drop(&mut self, level: usize) -> bool {
         let lv = &mut self.levels[level];
         early_drop(&lv.params, lv.avg, &mut lv.count, &mut self.rng)
@@ -80,7 +94,7 @@ impl<H> MultiRed<H> {
 impl<H> QueuePolicy<H> for MultiRed<H> {
     fn enqueue(&mut self, pkt: Queued<H>, now: u64, dropped: &mut Vec<Dropped<H>>) {
         let level = (self.classify)(pkt.info.class).min(self.levels.len() - 1);
-        self.update_averages(level, now);
+        update_levels(&mut self.levels, level, &self.fifo, self.classify, self.idle_since, now);
         if !self.early_drop(level) && self.fifo.fits(self.limit, pkt.info.len as usize) {
             self.fifo.push(pkt);
             self.idle_since = None;
@@ -165,5 +179,41 @@ mod tests {
         let mut d = Vec::new();
         q.enqueue(pkt(9, DSCP_AF11), 0, &mut d);
         assert_eq!(q.averages(), vec![1.0, 3.0, 5.0]);
+    }
+
+    #[test]
+    fn three_level_red_never_drops_high_before_med_before_low_at_equal_averages() {
+        // Thresholds staggered as in the service-differentiation paper's Fig. 5 (HIGH's the
+        // highest), same w_q and max_p for the three levels (section 4.2).
+        let levels = || vec![
+            RedParams { min_th: 50.0, max_th: 90.0, w_q: 0.5, max_p: 0.1, typical_tx_ns: 1e6 },
+            RedParams { min_th: 30.0, max_th: 70.0, w_q: 0.5, max_p: 0.1, typical_tx_ns: 1e6 },
+            RedParams { min_th: 10.0, max_th: 50.0, w_q: 0.5, max_p: 0.1, typical_tx_ns: 1e6 },
+        ];
+        let mut drops = [0u32; 3];
+        for v in (0..=100).step_by(5) {
+            for seed in 0..200 {
+                // Same seed for the three: one policy per class, each holding v HIGH packets,
+                // which every level counts, with every average at v.
+                let dropped: Vec<bool> = [DSCP_AF11, DSCP_AF12, DSCP_AF13]
+                    .iter()
+                    .map(|&dscp| {
+                        let mut q: MultiRed<u64> = MultiRed::new(levels(), three_level, None, seed);
+                        (0..v).for_each(|i| q.fifo.push(pkt(i, DSCP_AF11)));
+                        q.levels.iter_mut().for_each(|l| l.avg = v as f64);
+                        q.idle_since = None;
+                        let mut d = Vec::new();
+                        q.enqueue(pkt(1000, dscp), 0, &mut d);
+                        assert!(q.averages().iter().all(|a| *a == v as f64));
+                        !d.is_empty()
+                    })
+                    .collect();
+                assert!(dropped[2] || !dropped[1], "MED dropped before LOW at avg {v}, seed {seed}");
+                assert!(dropped[1] || !dropped[0], "HIGH dropped before MED at avg {v}, seed {seed}");
+                (0..3).for_each(|i| drops[i] += u32::from(dropped[i]));
+            }
+        }
+        // And the order is strict over the range: each level sees fewer drops than the next.
+        assert!(drops[0] < drops[1] && drops[1] < drops[2], "{drops:?}");
     }
 }

@@ -1,0 +1,328 @@
+//! FRED, Flow Random Early Drop (Lin and Morris, "Dynamics of random early detection",
+//! SIGCOMM 1997), and FRIO, its extension to IN/OUT drop precedences (TCP-friendly marking
+//! paper, section 5), "in a manner similar to how RED was extended to RIO".
+//!
+//! FRED keeps state for each active flow (one with packets queued; flow id from the 5-tuple):
+//! qlen_i, its queued packets, and strike_i, how often it was caught over its allowance. With
+//! avgcq = avg / nactive the average per-flow queue (avg when no flow is active), an arrival of
+//! flow i is dropped and strike_i incremented when qlen_i >= max_q (max_q = min_th, or 2 once
+//! avg >= max_th), or
+//! avg >= max_th and qlen_i > 2 avgcq, or qlen_i >= avgcq and strike_i > 1 (a non-adaptive flow).
+//! Otherwise RED's rule applies (red.rs), except that between the thresholds only a flow with
+//! qlen_i >= max(min_q, avgcq) may be dropped at random; the arrivals of fragile flows still
+//! advance RED's count. A flow's state is deleted when its last packet leaves.
+//!
+//! The average is computed exclusively on arrival, with RED's idle-time correction (section 5's
+//! second modification, which this engine applies to FRED too). FRIO has a separate parameter
+//! set and separate queue measures for IN (AF11) and OUT packets: as in RIO (multired.rs) the IN
+//! measures (average, qlen_i, nactive, strikes) count IN packets and the OUT measures all
+//! packets, and each arrival is judged by its own level's. Section 5's first modification: avgcq
+//! is computed from the instantaneous queue (q / nactive) instead of the average.
+
+use super::fifo::Fifo;
+use super::multired::{update_levels, Level};
+use super::red::{early_drop, RedParams};
+use super::{Dropped, QueuePolicy, Queued};
+use crate::config::Buffer;
+use crate::packet::Class;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::HashMap;
+
+/// One active flow: per level, its queued packets at that level or higher, and its strikes.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Flow {
+    qlen: Vec<usize>,
+    strike: Vec<u32>,
+}
+
+pub struct Fred<H> {
+    levels: Vec<Level>,
+    classify: fn(Class) -> usize,
+    /// Packets a flow may always queue between the thresholds without a random drop.
+    min_q: f64,
+    /// FRIO: avgcq from the instantaneous queue; FRED: from the average.
+    instantaneous: bool,
+    limit: Option<Buffer>,
+    fifo: Fifo<H>,
+    flows: HashMap<u64, Flow>,
+    /// Per level, the flows with packets counted at that level.
+    nactive: Vec<usize>,
+    idle_since: Option<u64>,
+    rng: ChaCha8Rng,
+}
+
+impl<H> Fred<H> {
+    /// FRED: one parameter set for every packet.
+    pub fn classic(params: RedParams, min_q: f64, limit: Option<Buffer>, seed: u64) -> Fred<H> {
+        Fred::new(vec![params], |_| 0, min_q, false, limit, seed)
+    }
+
+    /// FRIO: IN (AF11) parameters first, then OUT.
+    pub fn frio(in_out: [RedParams; 2], min_q: f64, limit: Option<Buffer>, seed: u64) -> Fred<H> {
+        Fred::new(in_out.to_vec(), super::multired::rio_level, min_q, true, limit, seed)
+    }
+
+    fn new(
+        params: Vec<RedParams>,
+        classify: fn(Class) -> usize,
+        min_q: f64,
+        instantaneous: bool,
+        limit: Option<Buffer>,
+        seed: u64,
+    ) -> Fred<H> {
+        let n = params.len();
+        Fred {
+            levels: params.into_iter().map(Level::new).collect(),
+            classify,
+            min_q,
+            instantaneous,
+            limit,
+            fifo: Fifo::new(),
+            flows: HashMap::new(),
+            nactive: vec![0; n],
+            idle_since: Some(0),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+
+    pub fn averages(&self) -> Vec<f64> {
+        self.levels.iter().map(|l| l.avg).collect()
+    }
+
+    fn level_of(&self, class: Class) -> usize {
+        (self.classify)(class).min(self.levels.len() - 1)
+    }
+
+    /// Lin and Morris's per-arrival test, for an arrival of `flow` at `level`: true to drop.
+    fn judge(&mut self, flow: u64, level: usize) -> bool {
+        let (qlen, strike) = self.flows.get(&flow).map_or((0, 0), |f| (f.qlen[level], f.strike[level]));
+        let qlen = qlen as f64;
+        let classify = self.classify;
+        let lv = &mut self.levels[level];
+        let (p, avg) = (lv.params, lv.avg);
+        let share = if self.instantaneous { self.fifo.count_where(|c| classify(c) <= level) as f64 } else { avg };
+        let avgcq = share / self.nactive[level].max(1) as f64;
+        let max_q = if avg >= p.max_th { 2.0 } else { p.min_th };
+        if qlen >= max_q || (avg >= p.max_th && qlen > 2.0 * avgcq) || (qlen >= avgcq && strike > 1) {
+            // A state-less flow (nothing queued) keeps no strike: state lives while packets do.
+            if let Some(f) = self.flows.get_mut(&flow) {
+                f.strike[level] += 1;
+            }
+            return true;
+        }
+        let robust = qlen >= self.min_q.max(avgcq);
+        if robust || avg < p.min_th || avg >= p.max_th {
+            early_drop(&p, avg, &mut lv.count, &mut self.rng)
+        } else {
+            lv.count += 1; // a fragile flow's arrival: counted, never dropped at random
+            false
+        }
+    }
+
+    /// Queue the packet and count it for its flow.
+    fn admit(&mut self, pkt: Queued<H>) {
+        let n = self.levels.len();
+        let level = self.level_of(pkt.info.class);
+        let flow = self.flows.entry(pkt.info.flow).or_insert_with(|| Flow { qlen: vec![0; n], strike: vec![0; n] });
+        for l in level..n {
+            flow.qlen[l] += 1;
+            if flow.qlen[l] == 1 {
+                self.nactive[l] += 1;
+            }
+        }
+        self.fifo.push(pkt);
+        self.idle_since = None;
+    }
+}
+
+impl<H> QueuePolicy<H> for Fred<H> {
+    fn enqueue(&mut self, pkt: Queued<H>, now: u64, dropped: &mut Vec<Dropped<H>>) {
+        let level = self.level_of(pkt.info.class);
+        update_levels(&mut self.levels, level, &self.fifo, self.classify, self.idle_since, now);
+        if !self.judge(pkt.info.flow, level) && self.fifo.fits(self.limit, pkt.info.len as usize) {
+            self.admit(pkt);
+        } else {
+            dropped.push(Dropped { pkt, evicted: false });
+        }
+    }
+
+    /// No average update here (section 5): the idle correction on the next arrival stands in.
+    fn dequeue(&mut self, now: u64) -> Option<Queued<H>> {
+        let pkt = self.fifo.pop()?;
+        let level = self.level_of(pkt.info.class);
+        let flow = self.flows.get_mut(&pkt.info.flow).expect("every queued packet's flow has state");
+        for l in level..self.levels.len() {
+            flow.qlen[l] -= 1;
+            if flow.qlen[l] == 0 {
+                self.nactive[l] -= 1;
+                flow.strike[l] = 0;
+            }
+        }
+        if flow.qlen.iter().all(|&q| q == 0) {
+            self.flows.remove(&pkt.info.flow);
+        }
+        if self.fifo.is_empty() {
+            self.idle_since = Some(now);
+        }
+        Some(pkt)
+    }
+
+    fn len_packets(&self) -> usize {
+        self.fifo.len()
+    }
+
+    fn len_bytes(&self) -> usize {
+        self.fifo.bytes()
+    }
+
+    fn drain(&mut self) -> Vec<Queued<H>> {
+        self.flows.clear();
+        self.nactive.iter_mut().for_each(|n| *n = 0);
+        self.fifo.drain()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{PacketInfo, DSCP_AF11};
+
+    fn params(min_th: f64, max_th: f64, w_q: f64, max_p: f64) -> RedParams {
+        RedParams { min_th, max_th, w_q, max_p, typical_tx_ns: 1e6 }
+    }
+
+    fn pkt(seq: u64, flow: u64, dscp: u8) -> Queued<u64> {
+        Queued { handle: seq, info: PacketInfo::new(1000, dscp, flow), arrival: 0, seq }
+    }
+
+    /// Offer (seq, flow, dscp) arrivals at `now`; the seqs dropped.
+    fn offer(q: &mut Fred<u64>, now: u64, arrivals: &[(u64, u64, u8)]) -> Vec<u64> {
+        let mut d = Vec::new();
+        arrivals.iter().for_each(|&(s, f, dscp)| q.enqueue(pkt(s, f, dscp), now, &mut d));
+        d.iter().map(|x| x.pkt.seq).collect()
+    }
+
+    fn strikes(q: &Fred<u64>, flow: u64) -> Vec<u32> {
+        q.flows.get(&flow).map_or(vec![], |f| f.strike.clone())
+    }
+
+    #[test]
+    fn a_flow_over_max_q_is_struck_and_then_held_to_the_average_share() {
+        // avg stays far below min_th: no random drops, only the per-flow rules.
+        let mut q: Fred<u64> = Fred::classic(params(4.0, 8.0, 0.001, 0.1), 2.0, None, 1);
+        let a = |s| (s, 1, 0);
+        let b = |s| (s, 2, 0);
+        assert_eq!(offer(&mut q, 0, &[a(0), a(1), a(2), a(3), a(4), b(5), a(6)]), vec![4, 6]);
+        assert_eq!(strikes(&q, 1), vec![2]);
+        assert_eq!(q.dequeue(0).map(|p| p.seq), Some(0));
+        assert_eq!(q.dequeue(0).map(|p| p.seq), Some(1));
+        // A holds 2 < max_q = 4, but with two strikes it may not exceed avgcq (about 0): dropped.
+        // B, with no strikes, is not held to it.
+        assert_eq!(offer(&mut q, 0, &[a(7), b(8)]), vec![7]);
+        assert_eq!(strikes(&q, 1), vec![3]);
+        // Once A's last packet leaves its state (and strikes) go: it is accepted again.
+        assert_eq!((q.dequeue(0).unwrap().seq, q.dequeue(0).unwrap().seq), (2, 3));
+        assert!(!q.flows.contains_key(&1));
+        assert_eq!(offer(&mut q, 0, &[a(9)]), Vec::<u64>::new());
+        assert_eq!(strikes(&q, 1), vec![0]);
+        assert_eq!((q.nactive[0], q.len_packets()), (2, 3));
+    }
+
+    #[test]
+    fn between_the_thresholds_only_robust_flows_are_dropped_at_random() {
+        // max_p 1 and avg held near 17.5 (w_q tiny): p_b = 0.75, so with count >= 1 RED's
+        // p_a = p_b / (1 - count p_b) is 1 and the outcome is exact.
+        let mut q: Fred<u64> = Fred::classic(params(10.0, 20.0, 1e-12, 1.0), 2.0, None, 3);
+        (0..8).for_each(|s| q.admit(pkt(s, 1, 0))); // flow 1: 8 queued, robust (>= avgcq 8.75 soon)
+        q.admit(pkt(8, 2, 0)); // flow 2: 1 queued, fragile
+        q.levels[0].avg = 17.5;
+        // avgcq = 17.5 / 2 = 8.75: flow 2 (1, 2, 3 queued) is below max(min_q, avgcq) each
+        // time and never dropped, though its arrivals advance count from -1 to 2; flow 1 at 8
+        // is below avgcq too. Flow 1 reaches 9 >= 8.75 after one more accepted packet.
+        assert_eq!(offer(&mut q, 0, &[(20, 2, 0), (21, 2, 0), (22, 2, 0), (23, 1, 0)]), Vec::<u64>::new());
+        assert_eq!(q.levels[0].count, 3);
+        // Now flow 1 is robust: count 4 makes p_a = 1. Dropped, count back to 0; a random drop
+        // is not a strike.
+        assert_eq!(offer(&mut q, 0, &[(24, 1, 0)]), vec![24]);
+        assert_eq!((q.levels[0].count, strikes(&q, 1)), (0, vec![0]));
+        // Flow 2 is still fragile (4 queued < 8.75): passes even right after a drop.
+        assert_eq!(offer(&mut q, 0, &[(25, 2, 0)]), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn above_max_th_everything_is_dropped_but_only_big_flows_are_struck() {
+        let mut q: Fred<u64> = Fred::classic(params(2.0, 4.0, 1e-12, 0.1), 2.0, None, 1);
+        (0..3).for_each(|s| q.admit(pkt(s, 1, 0))); // flow 1: 3 queued >= max_q = 2
+        q.admit(pkt(3, 2, 0)); // flow 2: 1 queued, below max_q and 2 avgcq
+        q.levels[0].avg = 5.0;
+        assert_eq!(offer(&mut q, 0, &[(10, 1, 0), (11, 2, 0), (12, 3, 0)]), vec![10, 11, 12]);
+        assert_eq!((strikes(&q, 1), strikes(&q, 2), strikes(&q, 3)), (vec![1], vec![0], vec![]));
+    }
+
+    #[test]
+    fn average_is_computed_on_arrival_only_with_the_idle_decay() {
+        let mut q: Fred<u64> = Fred::classic(params(50.0, 80.0, 0.5, 0.1), 2.0, None, 1);
+        assert!(offer(&mut q, 0, &[(0, 1, 0), (1, 2, 0), (2, 3, 0)]).is_empty()); // q = 0, 1, 2
+        assert_eq!(q.averages(), vec![0.5 * 0.5 + 0.5 * 2.0]);
+        for _ in 0..3 {
+            q.dequeue(2_000_000);
+        }
+        assert_eq!(q.averages(), vec![1.25]); // departures leave it alone
+        // Idle from 2 ms to 6 ms: 4 typical transmission times, avg *= 0.5^4.
+        assert!(offer(&mut q, 6_000_000, &[(3, 1, 0)]).is_empty());
+        assert_eq!(q.averages(), vec![1.25 / 16.0]);
+        assert!(q.flows.len() == 1 && q.nactive == vec![1]);
+    }
+
+    #[test]
+    fn frio_in_measures_count_in_packets_out_measures_all() {
+        let p = params(40.0, 70.0, 1.0, 0.1);
+        let mut q: Fred<u64> = Fred::frio([p, params(3.0, 6.0, 1.0, 0.1)], 2.0, None, 1);
+        let drops = offer(&mut q, 0, &[(0, 1, DSCP_AF11), (1, 1, 0), (2, 1, 0), (3, 2, DSCP_AF11)]);
+        assert!(drops.is_empty());
+        assert_eq!(q.flows[&1].qlen, vec![1, 3]);
+        assert_eq!(q.flows[&2].qlen, vec![1, 1]);
+        assert_eq!(q.nactive, vec![2, 2]);
+        // w_q = 1: averages become the counts at the last arrival (IN: 1 IN packet; OUT: 3).
+        assert_eq!(q.averages(), vec![1.0, 3.0]);
+        // Flow 1 holds 3 packets in the OUT count, = OUT's max_q (min_th 3): an OUT arrival is
+        // dropped and struck; an IN arrival of the same flow (1 IN packet < 40) is kept.
+        assert_eq!(offer(&mut q, 0, &[(4, 1, 0), (5, 1, DSCP_AF11)]), vec![4]);
+        assert_eq!(strikes(&q, 1), vec![0, 1]);
+        // Departures: the IN packet 0 leaves both counts, packet 1 only the OUT one.
+        q.dequeue(0);
+        q.dequeue(0);
+        assert_eq!(q.flows[&1].qlen, vec![1, 2]);
+    }
+
+    #[test]
+    fn frio_shares_the_instantaneous_queue_where_fred_shares_the_average() {
+        // The same OUT-only trace through FRED and through FRIO with FRED's parameters for
+        // OUT. Flow 1 earns two strikes, then, holding 2 packets, arrives again when the queue
+        // is 8 packets over 3 active flows.
+        let p = params(4.0, 8.0, 0.001, 0.1);
+        let run = |mut q: Fred<u64>| {
+            let mut arrivals: Vec<(u64, u64, u8)> = (0..6).map(|s| (s, 1, 0)).collect();
+            arrivals.extend((6..9).map(|s| (s, 2, 0)));
+            arrivals.extend((9..12).map(|s| (s, 3, 0)));
+            assert_eq!(offer(&mut q, 0, &arrivals), vec![4, 5]);
+            q.dequeue(0);
+            q.dequeue(0);
+            offer(&mut q, 0, &[(12, 1, 0)])
+        };
+        // FRED: avgcq = avg / 3, about 0: flow 1 (2 >= avgcq, 2 strikes) is dropped.
+        assert_eq!(run(Fred::classic(p, 2.0, None, 1)), vec![12]);
+        // FRIO: avgcq = 8 / 3: 2 packets are within the share, the packet is kept.
+        assert_eq!(run(Fred::frio([params(40.0, 70.0, 0.001, 0.1), p], 2.0, None, 1)), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn the_buffer_limit_still_applies_without_a_strike() {
+        let mut q: Fred<u64> = Fred::classic(params(4.0, 8.0, 0.001, 0.1), 2.0, Some(Buffer::Packets(2)), 1);
+        assert_eq!(offer(&mut q, 0, &[(0, 1, 0), (1, 2, 0), (2, 3, 0)]), vec![2]);
+        assert_eq!(strikes(&q, 3), Vec::<u32>::new());
+        assert_eq!(q.drain().len(), 2);
+        assert!(q.flows.is_empty() && q.nactive == vec![0]);
+    }
+}
