@@ -242,6 +242,22 @@ def web(host: str, port: int, db: str | None) -> None:
 
 
 @main.command()
+@click.argument("baseline")
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--db", type=click.Path(dir_okay=False), default=None)
+@click.option("--json", "as_json", is_flag=True)
+def compare(baseline: str, runs: tuple[str, ...], db: str | None, as_json: bool) -> None:
+    """RUNS against BASELINE in the layout of Table XI (relative page download times)."""
+    from results import compare as compare_mod
+    with _store(db) as store:
+        try:
+            cmp = compare_mod.compare(store, [baseline, *runs])
+        except KeyError as exc:
+            raise click.ClickException(exc.args[0]) from None
+    click.echo(json.dumps(cmp, indent=2, default=str) if as_json else compare_mod.render_text(cmp))
+
+
+@main.command()
 @click.option("--dry-run", is_flag=True, help="only list what would be removed")
 def clean(dry_run: bool) -> None:
     """Remove every namespace, process, bridge, link and BPF object the project created."""

@@ -73,3 +73,31 @@ def compare(store: Store, run_ids: list[str]) -> dict[str, Any]:
         "pages": [pages[k] for k in sorted(pages)],
         "columns": columns,
     }
+
+
+def render_text(cmp: dict[str, Any]) -> str:
+    """The layout of Table XI: a row per page, a column per compared point, relative times."""
+    cols = cmp["columns"]
+    out = [f"Relative download times: each run's page mean over the baseline's ({cmp['baseline']['run_id']});"
+           " below 1.00 the compared run is faster (CATNIP Table XI)"]
+    out += ["", f"{'Web':>4} {'Total':>5} {'Total':>8} " + " ".join(f"{c['run_id'][-12:]:>12}" for c in cols),
+            f"{'Page':>4} {'Conns':>5} {'Bytes':>8} " + " ".join(f"{c['label'][-12:]:>12}" for c in cols)]
+    for pg in cmp["pages"]:
+        vals = " ".join(f"{_num(c['relative'].get(pg['page'])):>12}" for c in cols)
+        out.append(f"{pg['page']:>4} {pg['conns']:>5} {pg['bytes']:>8,} {vals}")
+    out.append(f"{'Mean':<19} " + " ".join(f"{_num(c['relative_mean']):>12}" for c in cols))
+    out.append(f"{'StdDev':<19} " + " ".join(f"{_num(c['relative_sdev']):>12}" for c in cols))
+    out.append(f"{'TCP Pkt Loss':<19} " + " ".join(f"{_pct(c['loss']):>12}" for c in cols))
+    out.append(f"{'Baseline Pkt Loss':<19} " + " ".join(f"{_pct(c['baseline_loss']):>12}" for c in cols))
+    flags = [c for c in cols if c["realtime_ok"] is False or c["baseline_realtime_ok"] is False]
+    if flags:
+        out.append(f"Real time NOT kept in {len(flags)} of {len(cols)} columns (run or baseline): see each run's fidelity")
+    return "\n".join(out)
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.2f}%"

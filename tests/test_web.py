@@ -209,3 +209,14 @@ def test_health_and_bundled_plotly(env):
     r = client.get("/static/vendor/plotly.min.js")
     assert r.status_code == 200 and len(r.data) > 1_000_000 and b"plotly" in r.data[:2000].lower()
     r.close()
+
+
+def test_compare_text_has_table_xi_layout(env):
+    from results import compare as compare_mod
+    app, _, _ = env
+    with Store(app.config["CATNIP_DB"]) as store:
+        text = compare_mod.render_text(compare_mod.compare(store, [BASE, OTHER]))
+    lines = text.splitlines()
+    assert lines[3].split()[:3] == ["Page", "Conns", "Bytes"]
+    assert lines[4].split() == ["1", "3", "4,945", "0.50"] and lines[5].split() == ["2", "2", "56,434", "1.25"]
+    assert lines[6].split() == ["Mean", "0.88"] and lines[8].split() == ["TCP", "Pkt", "Loss", "5.00%"]
