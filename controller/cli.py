@@ -192,6 +192,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 @click.option("--db", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "fmt", flag_value="json", help="JSON")
 @click.option("--csv", "fmt", flag_value="csv", help="CSV, one row per point and page")
+@click.option("--loss", "fmt", flag_value="loss", help="loss by priority per point (layout of Tables IV, VII, X)")
 def report(run_id: str, db: str | None, fmt: str | None) -> None:
     """The report of RUN_ID (an id or an unambiguous prefix) in the layout of Table II."""
     from results import report as report_mod
@@ -200,7 +201,8 @@ def report(run_id: str, db: str | None, fmt: str | None) -> None:
             rep = report_mod.run_report(store, run_id)
         except KeyError as exc:
             raise click.ClickException(exc.args[0]) from None
-    click.echo({"json": report_mod.render_json, "csv": report_mod.render_csv}.get(fmt, report_mod.render_text)(rep),
+    click.echo({"json": report_mod.render_json, "csv": report_mod.render_csv,
+                "loss": report_mod.render_loss_table}.get(fmt, report_mod.render_text)(rep),
                nl=fmt != "csv")
 
 

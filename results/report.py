@@ -185,3 +185,38 @@ def render_csv(report: dict[str, Any]) -> str:
                         r["page"], r["conns"], r["bytes"], r["n"], r.get("min"), r.get("median"), r.get("max"),
                         r.get("mean"), r.get("sdev"), r["failed"], data.get("loss"), p["realtime_ok"]])
     return buf.getvalue()
+
+
+def loss_table(report: dict[str, Any], role: str = "bottleneck-data") -> list[dict[str, Any]]:
+    """CATNIP Tables IV, VII and X: per point, packets offered to the bottleneck queue, drops and
+    loss, in all and split into high priority (AF11) and low priority (everything else)."""
+    rows = []
+    for p in report["points"]:
+        data = p["loss"].get(role)
+        if not data:
+            continue
+        high = data["by_class"].get("high", {"arrived": 0, "dropped": 0})
+        low_arr = data["arrived"] - high["arrived"]
+        low_drop = data["dropped"] - high["dropped"]
+        rows.append({
+            "point": p["point"], "label": ", ".join(f"{k}={v}" for k, v in p["assignment"].items()) or report["name"],
+            "sent": data["arrived"], "drops": data["dropped"], "loss": data["loss"],
+            "high_sent": high["arrived"], "high_drops": high["dropped"],
+            "high_loss": high["dropped"] / high["arrived"] if high["arrived"] else None,
+            "low_sent": low_arr, "low_drops": low_drop, "low_loss": low_drop / low_arr if low_arr else None,
+            "realtime_ok": p["realtime_ok"]})
+    return rows
+
+
+def render_loss_table(report: dict[str, Any]) -> str:
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.2f}%"
+    out = [f"Packet loss at the bottleneck (server->client), run {report['run_id']} (layout of CATNIP Tables IV/VII/X)",
+           f"{'':<32} {'All packets':^26} {'High priority (AF11)':^26} {'Low priority':^26}",
+           f"{'Point':<32} " + "  ".join(f"{'Sent':>8} {'Drops':>7} {'Loss':>8}" for _ in range(3))]
+    for r in loss_table(report):
+        flag = "" if r["realtime_ok"] is not False else "  (real time NOT kept)"
+        out.append(f"{r['label'][:32]:<32} {r['sent']:>8,} {r['drops']:>7,} {pct(r['loss']):>8}  "
+                   f"{r['high_sent']:>8,} {r['high_drops']:>7,} {pct(r['high_loss']):>8}  "
+                   f"{r['low_sent']:>8,} {r['low_drops']:>7,} {pct(r['low_loss']):>8}{flag}")
+    return "\n".join(out)

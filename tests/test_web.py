@@ -220,3 +220,15 @@ def test_compare_text_has_table_xi_layout(env):
     assert lines[3].split()[:3] == ["Page", "Conns", "Bytes"]
     assert lines[4].split() == ["1", "3", "4,945", "0.50"] and lines[5].split() == ["2", "2", "56,434", "1.25"]
     assert lines[6].split() == ["Mean", "0.88"] and lines[8].split() == ["TCP", "Pkt", "Loss", "5.00%"]
+
+
+def test_loss_table_splits_by_priority(env):
+    from results import report as report_mod
+    app, _, _ = env
+    with Store(app.config["CATNIP_DB"]) as store:
+        base, other = report_mod.run_report(store, BASE), report_mod.run_report(store, OTHER)
+    (b,), (o,) = report_mod.loss_table(base), report_mod.loss_table(other)
+    assert (b["sent"], b["drops"], b["high_sent"], b["low_sent"], b["low_drops"]) == (1000, 100, 0, 1000, 100)
+    assert b["high_loss"] is None and b["low_loss"] == 0.1
+    assert (o["high_sent"], o["high_drops"], o["high_loss"], o["low_sent"]) == (1000, 50, 0.05, 0)
+    assert "5.00%" in report_mod.render_loss_table(other)
