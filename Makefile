@@ -3,12 +3,13 @@ SHELL := /bin/bash
 VENV := .venv/bin
 SCENARIO ?= scenarios/quick.yaml
 
-.PHONY: setup run test test-fast clean help
+.PHONY: setup run test test-fast clean help table-xi
 
 help:
 	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
 	@echo "make run     set-up if needed, run $(SCENARIO), print its table, then serve the dashboard (DASHBOARD=no skips it)"
 	@echo "make test    set-up if needed, run every test (needs root)"
+	@echo "make table-xi  CATNIP Table XI: baseline, partial and full SPM over four buffers (about an hour)"
 	@echo "make clean   remove every namespace, process, bridge and BPF object the testbed created"
 
 setup:
@@ -20,6 +21,9 @@ run: setup
 test:
 	@scripts/setup.sh --test
 	@scripts/test.sh
+
+table-xi: setup
+	@scripts/table-xi.sh
 
 clean:
 	@$(VENV)/catnip clean
