@@ -141,6 +141,13 @@ def _probe_in_netns(caps: Capabilities) -> None:
         _run(["ip", "netns", "del", name])
 
 
+def probe_qdiscs() -> dict[str, bool]:
+    """Which qdiscs this kernel has (probed in a throwaway namespace)."""
+    caps = Capabilities(linux_bridge=False)
+    _probe_in_netns(caps)
+    return caps.qdiscs
+
+
 def _probe_ovs(caps: Capabilities) -> None:
     if not caps.tools.get("ovs-vsctl"):
         return
