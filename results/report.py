@@ -128,8 +128,9 @@ def render_text(report: dict[str, Any]) -> str:
             out.append(f"  error: {p['error']}")
         f = p["fidelity"]
         if f:
+            pq = (f" p50 {f['late_p50_us']} us, p99 {f['late_p99_us']} us," if "late_p99_us" in f else "")
             out.append(f"  Fidelity: {f['late_events']} of {f['engine_events']} verdicts late by more than"
-                       f" {f['late_threshold_us'] / 1000:g} ms (max {f['max_late_us'] / 1000:.1f} ms);"
+                       f" {f['late_threshold_us'] / 1000:g} ms (lateness{pq} max {f['max_late_us'] / 1000:.1f} ms);"
                        f" kernel queue drops {f['kernel_queue_drops']}; CPU busy"
                        f" {100 * f.get('cpu_busy_fraction', 0):.0f}%, stolen by the hypervisor"
                        f" {100 * f.get('cpu_steal_fraction', 0):.0f}%")

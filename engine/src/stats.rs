@@ -31,12 +31,44 @@ impl ClassCounts {
     }
 }
 
-/// Lateness of verdicts against their schedule.
-#[derive(Clone, Copy, Debug, Default)]
+/// Lateness of verdicts against their schedule, with a histogram for percentiles.
+#[derive(Clone, Copy, Debug)]
 pub struct Lateness {
     pub events: u64,
     pub late_events: u64,
     pub max_late_ns: u64,
+    hist: [u64; HIST_BUCKETS],
+}
+
+impl Default for Lateness {
+    fn default() -> Self {
+        Lateness { events: 0, late_events: 0, max_late_ns: 0, hist: [0; HIST_BUCKETS] }
+    }
+}
+
+/// Log-linear buckets of whole microseconds: exact below 8 us, then 8 buckets per power of two
+/// (a bucket spans at most 12.5% of its value), up to 2^27 us.
+const SUB: u32 = 8;
+const HIST_BUCKETS: usize = (SUB + SUB * 24) as usize;
+
+fn bucket(us: u64) -> usize {
+    if us < u64::from(SUB) {
+        return us as usize;
+    }
+    let e = 63 - us.leading_zeros(); // floor(log2 us) >= 3
+    let sub = (us >> (e - 3)) & u64::from(SUB - 1);
+    ((SUB + (e - 3) * SUB) as u64 + sub).min(HIST_BUCKETS as u64 - 1) as usize
+}
+
+/// The smallest value (us) a bucket holds.
+fn bucket_floor(i: usize) -> u64 {
+    let i = i as u64;
+    if i < u64::from(SUB) {
+        return i;
+    }
+    let e = (i - u64::from(SUB)) / u64::from(SUB) + 3;
+    let sub = (i - u64::from(SUB)) % u64::from(SUB);
+    (8 + sub) << (e - 3)
 }
 
 impl Lateness {
@@ -46,6 +78,23 @@ impl Lateness {
             self.late_events += 1;
         }
         self.max_late_ns = self.max_late_ns.max(late_ns);
+        self.hist[bucket(late_ns / 1000)] += 1;
+    }
+
+    /// The q-quantile of lateness in microseconds (the floor of its bucket), None without events.
+    pub fn quantile_us(&self, q: f64) -> Option<u64> {
+        if self.events == 0 {
+            return None;
+        }
+        let rank = ((q * self.events as f64).ceil() as u64).clamp(1, self.events);
+        let mut seen = 0;
+        for (i, n) in self.hist.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some(bucket_floor(i));
+            }
+        }
+        None
     }
 }
 
@@ -78,6 +127,26 @@ impl LinkStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lateness_quantiles_come_from_the_histogram() {
+        let mut l = Lateness::default();
+        assert_eq!(l.quantile_us(0.5), None);
+        for us in 1..=1000u64 {
+            l.record(us * 1000, 1_000_000);
+        }
+        // Exact below 8 us; above, within the bucket's 12.5%.
+        assert_eq!(l.quantile_us(0.001), Some(1));
+        assert_eq!(l.quantile_us(0.005), Some(5));
+        let p50 = l.quantile_us(0.5).unwrap();
+        assert!((448..=500).contains(&p50), "{p50}");
+        let p99 = l.quantile_us(0.99).unwrap();
+        assert!((896..=990).contains(&p99), "{p99}");
+        assert_eq!((l.events, l.late_events, l.max_late_ns), (1000, 0, 1_000_000));
+        for i in 0..HIST_BUCKETS {
+            assert_eq!(bucket(bucket_floor(i)), i, "bucket {i}");
+        }
+    }
 
     #[test]
     fn link_record_has_the_contract_shape() {
