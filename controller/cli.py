@@ -277,5 +277,9 @@ def clean(dry_run: bool) -> None:
     click.echo("clean" if not removed else f"clean ({len(removed)} removed)")
 
 
+from models.cli import model as _model  # noqa: E402  (the latency models' own command group)
+
+main.add_command(_model)
+
 if __name__ == "__main__":
     main()

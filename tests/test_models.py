@@ -1,0 +1,98 @@
+"""The latency models on hand-computed values (hysteresis paper, section 3 and 5)."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+from click.testing import CliRunner
+
+from models import hysteresis as h
+from models import partial_catnip
+from models.params import ModelInputError, Path
+
+
+def test_eq3_expected_packets_before_loss():
+    # (1 - 0.9^10) * 0.9 / 0.1 = 0.6513216 * 9
+    assert h.expected_sent_before_loss(10, 0.1) == pytest.approx(5.8618944)
+    assert h.expected_sent_before_loss(10, 0.0) == 10
+
+
+def test_eq5_and_eq6_without_and_with_the_window_cap():
+    # d = 10, w1 = 1: E[W_ss] = 10/3 + 2/3 = 4; E[T_ss] = 0.2 * log_1.5(10 * 0.5 + 1) = 0.2 * 4.41902
+    assert h.window_at_end(10, 1) == pytest.approx(4.0)
+    assert h.slow_start_time(10, 1, 24, 0.2) == pytest.approx(0.2 * math.log(6, 1.5))
+    # d = 100 > the 24-packet window: 0.2 * (log_1.5 24 + 1 + (100 - 70) / 24) = 0.2 * (7.83798 + 1 + 1.25)
+    assert h.slow_start_time(100, 1, 24, 0.2) == pytest.approx(0.2 * (math.log(24, 1.5) + 1 + 30 / 24))
+
+
+def test_eq8_timeout_probability_matches_the_papers_figures():
+    # Section 4: for a window of 10, Q rises from 0.39 (p = 3%) to 0.57 (p = 10%).
+    assert h.q_timeout(0.03, 10) == pytest.approx(0.39083, abs=1e-4)
+    assert h.q_timeout(0.10, 10) == pytest.approx(0.57434, abs=1e-4)
+    assert h.q_timeout(0.10, 3) == 1.0 and h.q_timeout(0.5, 4) == pytest.approx(0.99167, abs=1e-4)
+
+
+def test_eq9_eq10_timeout_cost():
+    assert h.f(0.1) == pytest.approx(1.124992)
+    assert h.timeout_cost(0.1, 1.0) == pytest.approx(1.124992 / 0.9)
+
+
+def test_no_loss_is_slow_start_plus_one_delayed_ack():
+    path = Path(size=10 * 1433, p=0.0)
+    assert h.latencies(path, 3) == pytest.approx([0.1 + 0.2 * math.log(6, 1.5)] * 3)
+    big = Path(size=100 * 1433, p=0.0)  # window capped at W_max = 24
+    assert h.latencies(big, 1)[0] == pytest.approx(0.1 + 0.2 * (math.log(24, 1.5) + 1 + 30 / 24))
+    assert h.latencies(Path(size=1, p=0.0), 1)[0] == pytest.approx(0.1 + 0.2)  # N = 1
+
+
+def test_one_packet_with_loss_pays_the_expected_timeout():
+    # N = 1, p = 0.1: E[d_ss] = 0.9 in 0.2 * log_1.5(1.45) s after the delayed ACK; the window is
+    # below 4, so the loss is a timeout: + p_ss * E[Z_TO] = 0.1 * 1.124992 / 0.9.
+    want = 0.1 + 0.2 * math.log(0.9 * 0.5 + 1, 1.5) + 0.1 * 1.124992 / 0.9
+    assert h.latencies(Path(size=1000, p=0.1), 5) == pytest.approx([want] * 5)
+
+
+def test_sampling_is_seeded_and_latency_grows_with_loss():
+    path = Path(size=32 * 1024, p=0.05)
+    assert h.latencies(path, 200, seed=7) == h.latencies(path, 200, seed=7)
+    assert h.latencies(path, 200, seed=7) != h.latencies(path, 200, seed=8)
+    means = [statistics.fmean(h.latencies(Path(size=32 * 1024, p=p), 500)) for p in (0.0, 0.01, 0.05, 0.1)]
+    assert means == sorted(means) and means[-1] > 3 * means[0]
+
+
+def test_partial_catnip_reduces_to_the_plain_model_and_helps_with_p_high_zero():
+    for kb in (4, 32, 128):
+        plain = statistics.fmean(h.latencies(Path(size=kb * 1024, p=0.05), 2000))
+        same = statistics.fmean(h.latencies(Path(size=kb * 1024, p=0.05, p_high=0.05), 2000,
+                                            draw=partial_catnip.sample))
+        protected = statistics.fmean(h.latencies(Path(size=kb * 1024, p=0.05, p_high=0.0), 2000,
+                                                 draw=partial_catnip.sample))
+        assert protected < plain
+        assert same == pytest.approx(plain, rel=0.25)  # three phases instead of one: not identical
+    # Six packets or fewer are all high priority: p' = 0 means no loss at all.
+    small = Path(size=6 * 1433, p=0.3, p_high=0.0)
+    assert h.latencies(small, 1, draw=partial_catnip.sample)[0] == pytest.approx(h.latencies(Path(size=6 * 1433, p=0.0), 1)[0])
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"size": 0, "p": 0.1}, "size"), ({"size": 100, "p": 1.0}, "p"), ({"size": 100, "p": -0.1}, "p"),
+    ({"size": 100, "p": 0.1, "rtt": -0.2}, "rtt"), ({"size": 100, "p": 0.1, "wmax": 0}, "wmax"),
+    ({"size": 100, "p": 0.1, "p_high": 1.5}, "p_high"),
+])
+def test_bad_inputs_name_the_parameter(kwargs, field):
+    with pytest.raises(ModelInputError, match=rf"^{field} = "):
+        Path(**kwargs)
+
+
+def test_cli_prints_predictions_and_refuses_bad_input():
+    from controller.cli import main
+    run = CliRunner().invoke
+    res = run(main, ["model", "hysteresis", "--size", "8KB", "--p", "0.03", "--samples", "50", "--json"])
+    assert res.exit_code == 0 and '"packets": 6' in res.output
+    res = run(main, ["model", "partial-catnip", "--size", "32KB", "--p", "0.05", "--p-high", "0"])
+    assert res.exit_code == 0 and "23 packets" in res.output
+    res = run(main, ["model", "hysteresis", "--size", "8KB", "--p", "1"])
+    assert res.exit_code == 2 and "p = 1.0: must be a probability in [0, 1)" in res.output
