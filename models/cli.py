@@ -8,7 +8,7 @@ import statistics
 import click
 
 from controller import units
-from models import hysteresis, partial_catnip
+from models import cardwell, hysteresis, partial_catnip
 from models.params import ModelInputError, Path
 
 TABLE1_KB = (1, 4, 8, 16, 32, 50, 64, 90, 110, 128, 160, 180, 200)  # hysteresis paper, Table 1
@@ -91,6 +91,20 @@ def partial_catnip_cmd(size, p, mss, rtt, wmax, t0, delack, samples, seed, as_js
     """Partial CATNIP TCP (section 5): first and last 3 packets at p', the rest at p."""
     path = _path(size, p, mss, rtt, wmax, t0, delack, p_high)
     _report("partial-catnip", path, hysteresis.latencies(path, samples, seed, draw=partial_catnip.sample), as_json)
+
+
+@model.command(name="cardwell")
+@click.option("--size", required=True, help="transfer size, e.g. 8KB or 8192")
+@click.option("--p", "p", type=float, required=True, help="packet loss probability, [0, 1)")
+@click.option("--mss", type=int, default=1433, show_default=True)
+@click.option("--rtt", default="200ms", show_default=True)
+@click.option("--wmax", type=int, default=24, show_default=True)
+@click.option("--t0", default="1s", show_default=True)
+@click.option("--delack", default="100ms", show_default=True)
+def cardwell_cmd(size, p, mss, rtt, wmax, t0, delack):
+    """Cardwell-00: slow start, first loss, then Padhye's steady-state rate (closed form)."""
+    path = _path(size, p, mss, rtt, wmax, t0, delack)
+    click.echo(f"cardwell-00: {path.size} B = {path.packets} packets, p {path.p:g}: {cardwell.latency(path):.3f} s")
 
 
 @model.command()

@@ -96,3 +96,17 @@ def test_cli_prints_predictions_and_refuses_bad_input():
     assert res.exit_code == 0 and "23 packets" in res.output
     res = run(main, ["model", "hysteresis", "--size", "8KB", "--p", "1"])
     assert res.exit_code == 2 and "p = 1.0: must be a probability in [0, 1)" in res.output
+
+
+def test_cardwell_and_padhye_on_hand_values():
+    from models import cardwell
+    # Padhye at p = 1%, RTT 0.2, T0 1, b = 2: 1 / (0.2 sqrt(0.04/3) + min(1, 3 sqrt(0.06/8)) 0.01 (1.0032))
+    want = 1 / (0.2 * math.sqrt(0.04 / 3) + 3 * math.sqrt(0.06 / 8) * 0.01 * (1 + 32e-4))
+    assert cardwell.padhye_throughput(0.01, 0.2, 1.0, 24) == pytest.approx(want)
+    assert cardwell.padhye_throughput(0.0, 0.2, 1.0, 24) == pytest.approx(120.0)  # W_max / RTT
+    # No loss: slow start and one delayed ACK, as the hysteresis model.
+    path = Path(size=10 * 1433, p=0.0)
+    assert cardwell.latency(path) == pytest.approx(0.1 + 0.2 * math.log(6, 1.5))
+    # With loss the rest goes at Padhye's rate: latency grows with p.
+    lat = [cardwell.latency(Path(size=64 * 1024, p=p)) for p in (0.01, 0.03, 0.1)]
+    assert lat == sorted(lat)
