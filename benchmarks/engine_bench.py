@@ -30,19 +30,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from testbed import paths  # noqa: E402
-from testbed.netline import NetLine  # noqa: E402
-from testbed.netline import sh as netline_sh  # noqa: E402
+from testbed.netline import NetLine, sh  # noqa: E402
 
 LINE = NetLine("ctpb")
 C_IP = LINE.receiver_ip
-
-
-def sh(*argv: str, check: bool = True) -> str:
-    return netline_sh(*argv, check=check)
-
-
-def ns(name: str) -> list[str]:
-    return LINE.ns({"ctpb-s": "s", "ctpb-r": "r", "ctpb-c": "c"}[name])
 
 
 class Engine:
@@ -52,19 +43,19 @@ class Engine:
                "links": [{"name": "r>c", "queue_num": 0, "rate_bps": rate_bps, "delay_us": delay_us,
                           "buffer": {"packets": buffer_pkts}, "policy": {"kind": policy}}]}
         (work / "engine.json").write_text(json.dumps(cfg))
-        self.proc = subprocess.Popen([*ns("ctpb-r"), str(paths.engine_binary()), "run", "--config",
+        self.proc = subprocess.Popen([*LINE.ns("r"), str(paths.engine_binary()), "run", "--config",
                                       str(work / "engine.json"), "--stats", str(self.stats)],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         if self.proc.stdout.readline().strip() != "READY":
             raise RuntimeError("engine did not start")
-        sh(*ns("ctpb-r"), "iptables", "-w", "-A", "FORWARD", "-o", LINE.router_out, "-j", "NFQUEUE", "--queue-num", "0")
+        sh(*LINE.ns("r"), "iptables", "-w", "-A", "FORWARD", "-o", LINE.router_out, "-j", "NFQUEUE", "--queue-num", "0")
 
     def latest(self) -> dict:
         lines = self.stats.read_text().splitlines()
         return json.loads(lines[-1]) if lines else {}
 
     def stop(self) -> dict:
-        sh(*ns("ctpb-r"), "iptables", "-w", "-F", "FORWARD")
+        sh(*LINE.ns("r"), "iptables", "-w", "-F", "FORWARD")
         self.proc.terminate()
         self.proc.wait(10)
         return self.latest()
@@ -76,7 +67,7 @@ def _verdicts(stats: dict) -> int:
 
 
 def iperf_udp(seconds: float, bitrate: str, length: int) -> subprocess.Popen:
-    return subprocess.Popen([*ns("ctpb-s"), "iperf3", "-c", C_IP, "-u", "-b", bitrate, "-l", str(length), "-t",
+    return subprocess.Popen([*LINE.ns("s"), "iperf3", "-c", C_IP, "-u", "-b", bitrate, "-l", str(length), "-t",
                              str(seconds), "-J"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
@@ -126,7 +117,7 @@ def main() -> None:
     results: dict = {"pps": [], "error": [], "machine": {"cpus": os.cpu_count(), "kernel": os.uname().release}}
     total0, steal0 = cpu_steal()
     LINE.build()
-    server = subprocess.Popen([*ns("ctpb-c"), "iperf3", "-s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([*LINE.ns("c"), "iperf3", "-s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
         with tempfile.TemporaryDirectory() as tmp:

@@ -51,23 +51,17 @@ static __always_inline long unsent_segments(struct sock *sk, struct tcp_sock *tp
 	return -1;
 }
 
-static __always_inline void eca(struct sock *sk, struct tcp_sock *tp)
+static __always_inline void eca(struct tcp_sock *tp, long unsent)
 {
-	long unsent;
-
-	if (tp->snd_cwnd >= tp->snd_ssthresh)
-		return;
-	unsent = unsent_segments(sk, tp);
-	if (unsent >= 0 && unsent <= 2 * (long)tp->snd_cwnd)
+	if (tp->snd_cwnd < tp->snd_ssthresh && unsent >= 0 && unsent <= 2 * (long)tp->snd_cwnd)
 		tp->snd_ssthresh = tp->snd_cwnd; /* congestion avoidance from here on */
 }
 
 /* Called on an ACK before the window grows: the round this ACK starts is the last one when the
  * rest of the document fits in the window it will reach (2 x cwnd in slow start, cwnd + 1 in
  * congestion avoidance). From then on TCP paces the socket. */
-static __always_inline void rbplw(struct sock *sk, struct tcp_sock *tp)
+static __always_inline void rbplw(struct sock *sk, struct tcp_sock *tp, long unsent)
 {
-	long unsent = unsent_segments(sk, tp);
 	long next = tp->snd_cwnd < tp->snd_ssthresh ? 2 * (long)tp->snd_cwnd : (long)tp->snd_cwnd + 1;
 
 	if (unsent >= 0 && unsent <= next)
@@ -95,14 +89,18 @@ void BPF_PROG(reno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 SEC("struct_ops")
 void BPF_PROG(eca_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
-	eca(sk, (struct tcp_sock *)sk);
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+
+	eca(tp, unsent_segments(sk, tp));
 	tcp_reno_cong_avoid(sk, ack, acked);
 }
 
 SEC("struct_ops")
 void BPF_PROG(rbplw_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
-	rbplw(sk, (struct tcp_sock *)sk);
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+
+	rbplw(sk, tp, unsent_segments(sk, tp));
 	tcp_reno_cong_avoid(sk, ack, acked);
 }
 
@@ -110,9 +108,10 @@ SEC("struct_ops")
 void BPF_PROG(eca_rbplw_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
+	long unsent = unsent_segments(sk, tp);
 
-	eca(sk, tp);
-	rbplw(sk, tp);
+	eca(tp, unsent);
+	rbplw(sk, tp, unsent);
 	tcp_reno_cong_avoid(sk, ack, acked);
 }
 

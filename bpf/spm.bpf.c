@@ -192,7 +192,7 @@ int catnip_mark(struct __sk_buff *skb)
 	}
 	if (cfg->small_cwnd && tp->snd_cwnd < cfg->small_cwnd_limit)
 		high = 1;
-	st = bpf_sk_storage_get(&catnip_docs, sk, 0, 0);
+	st = high ? NULL : bpf_sk_storage_get(&catnip_docs, sk, 0, 0); /* only when still undecided */
 	if (cfg->scope == SCOPE_CONNECTION) {
 		/* The connection's first segments; its last ones when the server said the document
 		 * ending it is the last (CATNIP_DOC_LAST). */

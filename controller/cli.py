@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -12,9 +11,6 @@ import click
 
 from controller import scenario as scenario_mod
 from testbed import paths
-
-
-RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 
 
 def _store(db: str | None):
@@ -37,7 +33,11 @@ def check(as_json: bool, brief: bool) -> None:
     from testbed.capabilities import probe
     caps = probe()
     problems = caps.blocking_problems()
-    programs = probe_programs() if caps.root and caps.bpf_btf and not brief else {}
+    from controller.runner import machine_busy
+    programs: dict[str, str] = {}
+    if caps.root and caps.bpf_btf and not brief:
+        busy = "not probed: a run is using the machine"
+        programs = {"spm": busy, "senders": busy} if machine_busy() else probe_programs()
     if as_json:
         click.echo(json.dumps({**caps.to_dict(), "bpf_programs": programs}, indent=2))
     elif brief:
@@ -86,6 +86,7 @@ def _verdict(text: str) -> str:
 def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db: str | None,
             as_json: bool, report: bool, run_id: str | None) -> None:
     """Run SCENARIO_FILE; prints the run id."""
+    from results.store import RUN_ID
     if run_id is not None and not RUN_ID.fullmatch(run_id):
         raise click.BadParameter("letters, digits, '.', '_' and '-' only, at most 100", param_hint="--run-id")
     try:

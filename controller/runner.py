@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from controller.scenario import Scenario, Sweep
+from controller.scenario import Scenario, Sweep, point_label
 from results.store import Store
 from testbed import apache, hostconfig, paths, sender, spm
 from testbed.capabilities import Capabilities
@@ -480,7 +480,7 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
                     point = PointRun(run_id, index, rep, scenario, caps, store, workdir, artifacts, progress,
                                      cancelled)
                     store.create_point(run_id, index, rep, assignment, scenario.model_dump(), point.seed)
-                    label = ", ".join(f"{k}={v}" for k, v in assignment.items()) or sweep.name
+                    label = point_label(assignment, sweep.name)
                     prog = Progress(run_id, index, total, label,
                                     pages_total=scenario.topology.clients * len(scenario.workload.pages)
                                     * scenario.workload.rounds)

@@ -373,6 +373,11 @@ class Sweep(BaseModel):
     points: list[tuple[dict[str, Any], Scenario]]
 
 
+def point_label(assignment: dict[str, Any], default: str = "") -> str:
+    """How a sweep point is named everywhere: `topology.bottleneck.buffer=64KB, ...`."""
+    return ", ".join(f"{k}={v}" for k, v in assignment.items()) or default
+
+
 def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
     keys = dotted.split(".")
     node = raw
@@ -458,6 +463,6 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
         assignment = dict(zip(keys, combo))
         for key, value in assignment.items():
             _set_path(point_raw, key, value)
-        label = ", ".join(f"{k}={v}" for k, v in assignment.items())
+        label = point_label(assignment)
         points.append((assignment, validate(point_raw, f"[sweep {label}] " if label else "")))
     return Sweep(name=raw["name"], source=str(path), raw=raw, sweep=sweep, points=points)

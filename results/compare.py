@@ -9,12 +9,9 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from controller.scenario import point_label
 from results.report import run_report
 from results.store import Store
-
-
-def _label(point: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in point["assignment"].items()) or "single point"
 
 
 def _match(point: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any] | None:
@@ -58,9 +55,10 @@ def compare(store: Store, run_ids: list[str]) -> dict[str, Any]:
             relative = {page: mine[page] / theirs[page] for page in mine if theirs.get(page)}
             values = list(relative.values())
             columns.append({
-                "run_id": rep["run_id"], "name": rep["name"], "point": p["point"], "label": _label(p),
+                "run_id": rep["run_id"], "name": rep["name"], "point": p["point"],
+                "label": point_label(p["assignment"], "single point"),
                 "baseline_point": None if base is None else base["point"],
-                "baseline_label": None if base is None else _label(base),
+                "baseline_label": None if base is None else point_label(base["assignment"], "single point"),
                 "mean_time": mine, "baseline_mean_time": theirs, "relative": relative,
                 "relative_mean": statistics.fmean(values) if values else None,
                 "relative_sdev": statistics.stdev(values) if len(values) > 1 else None,

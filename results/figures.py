@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from controller.scenario import point_label
 from results.store import Store
-
-
-def _label(point: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in point["assignment"].items()) or "run"
 
 
 def page_time_bars(report: dict[str, Any]) -> dict[str, Any]:
@@ -20,7 +17,7 @@ def page_time_bars(report: dict[str, Any]) -> dict[str, Any]:
     traces = []
     for p in report["points"]:
         rows = [r for r in p["table"] if r.get("mean") is not None]
-        traces.append({"type": "bar", "name": _label(p), "x": [r["page"] for r in rows],
+        traces.append({"type": "bar", "name": point_label(p["assignment"], "run"), "x": [r["page"] for r in rows],
                        "y": [round(r["mean"], 4) for r in rows],
                        "error_y": {"type": "data", "array": [round(r["sdev"], 4) for r in rows], "visible": True}})
     return {"data": traces, "layout": {
@@ -37,7 +34,8 @@ def page_time_distribution(store: Store, run_id: str, points: Iterable[dict[str,
         n = len(times)
         if not n:
             continue
-        traces.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": _label(p),
+        traces.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv"},
+                       "name": point_label(p["assignment"], "run"),
                        "x": [round(t, 4) for t in times], "y": [round((i + 1) / n, 5) for i in range(n)],
                        "ccdf": [round(1 - i / n, 5) for i in range(n)]})
     return {"data": traces, "layout": {

@@ -12,6 +12,7 @@ import json
 import statistics
 from typing import Any
 
+from controller.scenario import point_label
 from results.store import Store
 from workloads.pages import catnip_pages
 
@@ -120,7 +121,7 @@ def render_text(report: dict[str, Any]) -> str:
     if report["error"]:
         out.append(f"error: {report['error']}")
     for p in report["points"]:
-        label = ", ".join(f"{k}={v}" for k, v in p["assignment"].items()) or "single point"
+        label = point_label(p["assignment"], "single point")
         rt = {True: "yes", False: "NO (see fidelity)", None: "unknown"}[p["realtime_ok"]]
         out.append("")
         out.append(f"Point {p['point']} (rep {p['rep']}): {label}   status {p['status']}   real time kept: {rt}")
@@ -200,7 +201,7 @@ def loss_table(report: dict[str, Any], role: str = "bottleneck-data") -> list[di
         low_arr = data["arrived"] - high["arrived"]
         low_drop = data["dropped"] - high["dropped"]
         rows.append({
-            "point": p["point"], "label": ", ".join(f"{k}={v}" for k, v in p["assignment"].items()) or report["name"],
+            "point": p["point"], "label": point_label(p["assignment"], report["name"]),
             "sent": data["arrived"], "drops": data["dropped"], "loss": data["loss"],
             "high_sent": high["arrived"], "high_drops": high["dropped"],
             "high_loss": high["dropped"] / high["arrived"] if high["arrived"] else None,

@@ -7,6 +7,7 @@ A run (one `catnip run`) has points (sweep value combinations x repetitions). Ev
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -69,6 +70,7 @@ MIGRATIONS = [("queue_samples", "dropped_high", "INTEGER"), ("queue_samples", "d
               ("points", "marking", "TEXT")]
 
 CLASSES = ("high", "low", "lowest", "other")
+RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # the shape of a run id (CLI --run-id, dashboard URLs)
 
 
 def _dumps(value: Any) -> str:

@@ -8,6 +8,7 @@ error naming it (this machine has htb, tbf, pfifo and bfifo, but not netem, red,
 
 from __future__ import annotations
 
+import json
 import subprocess
 from dataclasses import dataclass
 
@@ -79,7 +80,6 @@ def configure(link: TcLink, ns_prefix: list[str]) -> None:
 
 def stats(intf: str, ns_prefix: list[str]) -> dict[str, int]:
     """Packets sent and dropped by the leaf queue (handle 10:)."""
-    import json
     out = subprocess.run([*ns_prefix, "tc", "-j", "-s", "qdisc", "show", "dev", intf], capture_output=True,
                          text=True, timeout=30).stdout
     for q in json.loads(out or "[]"):

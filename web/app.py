@@ -14,21 +14,20 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
-from flask import (Flask, Response, abort, g, jsonify, redirect, render_template, request, send_file,
-                   url_for)
+from flask import (Flask, Response, abort, current_app, g, jsonify, redirect, render_template, request,
+                   send_file, url_for)
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
 from controller import runner
+from controller.scenario import point_label
 from results import compare as compare_mod
 from results import figures
 from results import report as report_mod
-from results.store import Store
+from results.store import RUN_ID, Store
 from testbed import paths
 from web import forms
-from web.jobs import RunQueue
-
-LIVE_STATES = ("queued", "waiting", "running")
+from web.jobs import LIVE, RunQueue
 
 
 def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue: RunQueue | None = None,
@@ -50,19 +49,17 @@ def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue:
 
 
 def _queue() -> RunQueue:
-    from flask import current_app
     return current_app.extensions["catnip_queue"]
 
 
 def _store() -> Store:
     if "store" not in g:
-        from flask import current_app
         g.store = Store(current_app.config["CATNIP_DB"])
     return g.store
 
 
 def _check_run_id(run_id: str) -> str:
-    if not forms.RUN_ID.fullmatch(run_id):
+    if not RUN_ID.fullmatch(run_id):
         abort(400, description=f"{run_id[:100]!r} is not a run id (letters, digits, '.', '_', '-')")
     return run_id
 
@@ -88,8 +85,8 @@ def _point_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
         eta = elapsed / done * (total - done) if done and total and p["status"] == "running" else None
         phase = pr["phase"] if pr and p["status"] == "running" else ("starting" if p["status"] == "running"
                                                                       else p["status"])
-        out.append({"point": p["point"], "label": ", ".join(f"{k}={v}" for k, v in json.loads(p["assignment"]).items())
-                    or "single point", "status": p["status"], "phase": phase,
+        out.append({"point": p["point"], "label": point_label(json.loads(p["assignment"]), "single point"),
+                    "status": p["status"], "phase": phase,
                     "pages_done": done, "pages_total": total, "elapsed": round(elapsed, 1),
                     "eta": None if eta is None else round(eta)})
     return out
@@ -160,7 +157,7 @@ def _register(app: Flask) -> None:
             ctx["captures"] = [p["point"] for p in store.points(run_id) if p["capture"]]
             ctx["capabilities"] = json.loads(run["capabilities"] or "null")
             ctx["versions"] = json.loads(run["versions"] or "null")
-        ctx["live"] = (job is not None and job.state in LIVE_STATES) or (run is not None and run["status"] == "running")
+        ctx["live"] = (job is not None and job.state in LIVE) or (run is not None and run["status"] == "running")
         return render_template("run.html", **ctx)
 
     @app.get("/runs/<run_id>/events")
@@ -279,7 +276,7 @@ def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: fl
                        "reset": first}
             first = False
             yield f"event: update\ndata: {json.dumps(payload)}\n\n"
-            job_live = job is not None and job.state in LIVE_STATES
+            job_live = job is not None and job.state in LIVE
             if not job_live and (run is None or run["status"] != "running"):
                 yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
                 return

@@ -15,10 +15,10 @@ from typing import Any, Mapping
 import yaml
 
 from controller import scenario as scenario_mod
+from results.store import RUN_ID
 
 SCENARIO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 OVERRIDE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
-RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 MAX_OVERRIDES = 40
 MAX_OVERRIDE_LEN = 400
 
@@ -38,16 +38,16 @@ def scenario_files(directory: Path) -> list[ScenarioFile]:
     out = []
     for path in sorted(directory.glob("*.yaml")):
         try:
-            raw = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError):
-            raw = {}
-        try:
             sweep = scenario_mod.load(path)
             first = sweep.points[0][1]
             out.append(ScenarioFile(path.stem, path, first.description, first.paper, len(sweep.points), None))
         except scenario_mod.ScenarioError as exc:
-            out.append(ScenarioFile(path.stem, path, str(raw.get("description", "")) if isinstance(raw, dict) else "",
-                                    "", 0, str(exc)))
+            try:
+                raw = yaml.safe_load(path.read_text())
+            except (OSError, yaml.YAMLError):
+                raw = None
+            description = str(raw.get("description", "")) if isinstance(raw, dict) else ""
+            out.append(ScenarioFile(path.stem, path, description, "", 0, str(exc)))
     return out
 
 

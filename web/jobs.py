@@ -20,7 +20,7 @@ from typing import Callable
 from controller import runner
 from testbed import paths
 
-STATES = ("queued", "waiting", "running", "finished", "failed", "cancelled")
+LIVE = ("queued", "waiting", "running")  # states of a job not yet over (also: finished, failed, cancelled)
 
 
 @dataclass
@@ -84,7 +84,7 @@ class RunQueue:
             return [self._jobs[r] for r in self._order]
 
     def active(self) -> list[Job]:
-        return [j for j in self.jobs() if j.state in ("queued", "waiting", "running")]
+        return [j for j in self.jobs() if j.state in LIVE]
 
     def cancel(self, run_id: str) -> str:
         """Cancel a queued run (it never starts) or a running one (SIGTERM: the runner tears the
