@@ -12,7 +12,12 @@
  *                 the last window leaves spread over about one RTT (Fig. 2(b); the per-netns
  *                 tcp_pacing_ss_ratio / tcp_pacing_ca_ratio set to 100 make the paced rate
  *                 cwnd x MSS / RTT: testbed/sender.py sets them);
- *   catnip_ecarbplw  both (Fig. 2(d); TCP names have at most 15 characters).
+ *   catnip_ecarbplw  both (Fig. 2(d); TCP names have at most 15 characters);
+ *   catnip_ns2reno  Reno as ns-2 and the hysteresis paper's model count it: one segment of
+ *                 growth per ACK in slow start (1/cwnd in congestion avoidance), however many
+ *                 segments the ACK covers. Linux's Reno grows by the segments acknowledged
+ *                 (RFC 3465 byte counting), so with delayed ACKs it still doubles per round
+ *                 where ns-2 grows by gamma = 1.5 (hysteresis paper, eq. 2).
  *
  * The document's extent comes from the SPM program's socket storage (bpf/spm.bpf.c), which
  * mod_catnip fills; without it the variants behave as plain Reno.
@@ -115,6 +120,12 @@ void BPF_PROG(eca_rbplw_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	tcp_reno_cong_avoid(sk, ack, acked);
 }
 
+SEC("struct_ops")
+void BPF_PROG(ns2reno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+{
+	tcp_reno_cong_avoid(sk, ack, acked ? 1 : 0);
+}
+
 SEC(".struct_ops")
 struct tcp_congestion_ops catnip_reno = {
 	.ssthresh = (void *)catnip_ssthresh,
@@ -145,6 +156,14 @@ struct tcp_congestion_ops catnip_ecarbplw = {
 	.cong_avoid = (void *)eca_rbplw_cong_avoid,
 	.undo_cwnd = (void *)catnip_undo_cwnd,
 	.name = "catnip_ecarbplw",
+};
+
+SEC(".struct_ops")
+struct tcp_congestion_ops catnip_ns2reno = {
+	.ssthresh = (void *)catnip_ssthresh,
+	.cong_avoid = (void *)ns2reno_cong_avoid,
+	.undo_cwnd = (void *)catnip_undo_cwnd,
+	.name = "catnip_ns2reno",
 };
 
 char LICENSE[] SEC("license") = "GPL";

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import statistics
+from pathlib import Path as Path_
 
 import click
 
@@ -116,3 +118,186 @@ def table(samples: int, seed: int) -> None:
     for kb in TABLE1_KB:
         row = [statistics.fmean(hysteresis.latencies(Path(size=kb * 1024, p=p), samples, seed)) for p in TABLE1_P]
         click.echo(f"{kb:>5} " + " ".join(f"{v:>8.3f}" for v in row))
+
+
+@model.command()
+@click.argument("scenario_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override a field, e.g. trials=50")
+@click.option("--seed", type=int, default=None)
+@click.option("--db", type=click.Path(dir_okay=False), default=None)
+@click.option("--run-id", default=None, help="name the run (letters, digits, . _ -)")
+@click.option("--keep-captures", is_flag=True, help="keep each point's pcap with the run's files")
+def measure(scenario_file, overrides, seed, db, run_id, keep_captures):
+    """Measure single transfers on the testbed (a `kind: transfers` scenario, e.g.
+    scenarios/transfers/hysteresis-validation.yaml); then `catnip model validate RUN`."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from controller import transfer_scenario, transfers
+    from controller.runner import RunBusy, RunCancelled
+    from controller.scenario import ScenarioError
+    from results.store import RUN_ID, Store
+    from testbed import paths
+
+    if run_id is not None and not RUN_ID.fullmatch(run_id):
+        raise click.BadParameter("letters, digits, '.', '_' and '-' only, at most 100", param_hint="--run-id")
+    try:
+        sc = transfer_scenario.load(scenario_file, list(overrides), seed)
+    except ScenarioError as exc:
+        raise click.ClickException(f"{scenario_file}:\n{exc}") from None
+    points = sc.points()
+    click.echo(f"{sc.name}: {len(points)} points x {len(sc.sizes_kb)} sizes x {sc.trials} trials, "
+               f"{sc.concurrency} at once")
+    tasks: dict[str, int] = {}
+    with Store(db or paths.database()) as store, \
+            Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as bar:
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done)
+        try:
+            rid = transfers.measure(sc, store, source=str(scenario_file), progress=progress, run_id=run_id,
+                                    keep_captures=keep_captures, log=bar.console.print)
+        except RunBusy as exc:
+            raise click.ClickException(str(exc)) from None
+        except RunCancelled as exc:
+            click.echo(f"cancelled: {exc}", err=True)
+            raise SystemExit(130) from None
+        except RuntimeError as exc:
+            raise click.ClickException(str(exc)) from None
+        failed = [p for p in store.points(rid) if p["status"] != "done"]
+    click.echo(f"run {rid}: {len(points) - len(failed)} of {len(points)} points done; "
+               f"`catnip model validate {rid}`")
+    if failed:
+        for p in failed:
+            click.echo(f"  point {p['point']}: {p['status']}: {p['error']}", err=True)
+        raise SystemExit(1)
+
+
+@model.command()
+@click.argument("run")
+@click.option("--db", type=click.Path(dir_okay=False), default=None)
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="write Figs. 3, 4, 6 as SVG here")
+@click.option("--delack", default="100ms", show_default=True, help="the models' expected delayed-ACK cost")
+@click.option("--samples", type=click.IntRange(100, 1_000_000), default=2000, show_default=True)
+@click.option("--include-late", is_flag=True, help="also use points that did not keep real time")
+@click.option("--json", "as_json", is_flag=True)
+def validate(run, db, out, delack, samples, include_late, as_json):
+    """The models against a measured run: eq. 13 errors (Tables 2, 3), Partial CATNIP vs Reno, figures."""
+    from models import validation as v
+    from results.store import Store
+    from testbed import paths
+
+    with Store(db or paths.database()) as store:
+        row = store.find_run(run)
+        if row is None:
+            raise click.ClickException(f"no run {run!r} in {store.path}")
+        scenario = json.loads(row["scenario"])
+        if scenario.get("kind") != "transfers":
+            raise click.ClickException(f"run {row['id']} is not a transfer measurement (`catnip report` reads it)")
+        points = store.points(row["id"])
+        late = {p["point"] for p in points if not p["realtime_ok"]} if not include_late else set()
+        trials = store.transfer_trials(row["id"])
+    cells = v.cells(trials, late)
+    if not cells:
+        raise click.ClickException(f"run {row['id']}: no completed transfers"
+                                   + (f" ({len(late)} points excluded as not real time)" if late else ""))
+    pth = scenario["path"]
+    params = dict(mss=pth["mss"], rtt=pth["rtt"], wmax=pth["wmax"], t0=pth["min_rto"], delack=units.parse_duration(delack))
+    preds: dict[tuple, float] = {}
+    for c in cells:
+        path = v.path_for(c, **params)
+        names = ("Partial CATNIP",) if c.p_high is not None else v.MODELS
+        for name in names:
+            preds[(name, c.profile, c.p, c.p_high, c.size)] = v.predict(name, path, samples)
+    report = {"run": row["id"], "excluded_points_not_real_time": sorted(late), "profiles": {}}
+    for profile in dict.fromkeys(c.profile for c in cells):
+        mine = [c for c in cells if c.profile == profile]
+        report["profiles"][profile] = {
+            "cells": [{"p": c.p, "p_high": c.p_high, "kb": c.kb, "n": len(c.values), "failed": c.failed,
+                       "mean_s": c.mean, "ci95_s": c.ci95,
+                       "models": {m: preds[k] for m in (*v.MODELS, "Partial CATNIP")
+                                  if (k := (m, c.profile, c.p, c.p_high, c.size)) in preds}} for c in mine],
+            "table2": v.error_table(mine, profile, (0, v.SHORT_MAX_KB), preds),
+            "table3": v.error_table(mine, profile, (v.LONG_MIN_KB, math.inf), preds),
+            "catnip_gain": v.catnip_gain(mine, profile)}
+    if out:
+        report["figures"] = _figures(cells, preds, Path_(out))
+    if as_json:
+        click.echo(json.dumps(report, indent=2, default=str))
+        return
+    _print_validation(report)
+
+
+def _print_validation(report: dict) -> None:
+    from models import validation as v
+    click.echo(f"run {report['run']}")
+    if report["excluded_points_not_real_time"]:
+        click.echo(f"excluded (not real time): points {report['excluded_points_not_real_time']}")
+    for profile, rep in report["profiles"].items():
+        click.echo(f"\n== profile {profile}: measured mean latency (s) +- 95% CI, n, and the models ==")
+        click.echo(f"{'p':>6} {'p_high':>6} {'KB':>5} {'measured':>16} {'n':>5} {'fail':>4} "
+                   f"{'Sikdar':>7} {'Cardw.':>7} {'Hyst.':>7} {'P.CATNIP':>8}")
+        for c in rep["cells"]:
+            m = c["models"]
+            cols = [f"{m[k]:>{w}.3f}" if k in m else " " * w
+                    for k, w in (("Sikdar", 7), ("Cardwell-00", 7), ("Hysteresis", 7), ("Partial CATNIP", 8))]
+            ph = "-" if c["p_high"] is None else f"{c['p_high']:g}"
+            click.echo(f"{c['p']:>6g} {ph:>6} {c['kb']:>5g} {c['mean_s']:>9.3f} +-{c['ci95_s']:<5.3f}"
+                       f"{c['n']:>5} {c['failed']:>4} " + " ".join(cols))
+        for name, key, paper in (("Table 2 (short flows, <= 50 KB)", "table2", v.PAPER_TABLE2),
+                                 ("Table 3 (long flows, >= 50 KB)", "table3", v.PAPER_TABLE3)):
+            table = rep[key]
+            ps = sorted({p for row in table.values() for p in row})
+            if not ps:
+                continue
+            click.echo(f"\n{name}: eq. 13 error V(p), s^2 (paper's ns-2 values in brackets)")
+            click.echo(f"{'model':<12}" + "".join(f"{'p=' + format(p * 100, 'g') + '%':>16}" for p in ps))
+            for model_name, row in table.items():
+                cells_txt = []
+                for p in ps:
+                    ref = dict(zip(v.PAPER_P, paper[model_name])).get(round(p, 4))
+                    cells_txt.append(f"{row.get(p, float('nan')):>9.3f}" + (f" [{ref:>4.2f}]" if ref is not None
+                                                                           else " " * 7))
+                click.echo(f"{model_name:<12}" + "".join(cells_txt))
+        if rep["catnip_gain"]:
+            click.echo("\nPartial CATNIP (p' = measured p_high) against Reno at the same p: % faster (paper: 5-42%)")
+            for p, kb, base, cat, gain in rep["catnip_gain"]:
+                click.echo(f"  p={p:g} {kb:>5g} KB: Reno {base:.3f} s, CATNIP {cat:.3f} s: {gain:+.1f}%")
+    for f in report.get("figures", []):
+        click.echo(f"wrote {f}")
+
+
+def _figures(cells, preds, out_dir) -> list[str]:
+    from models import validation as v
+    from results.lineplot import Series, svg_chart
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    groups = {}
+    for c in cells:
+        groups.setdefault((c.profile, c.p, c.p_high), []).append(c)
+    for (profile, p, p_high), group in groups.items():
+        for fig, lo, hi in (("fig3", 0, v.SHORT_MAX_KB), ("fig4", v.LONG_MIN_KB, math.inf)):
+            sel = [c for c in group if lo <= c.kb <= hi]
+            if len(sel) < 2:
+                continue
+            if p_high is None:
+                series = [Series(f"measured ({profile})", [(c.kb, c.mean) for c in sel], [c.ci95 for c in sel], True)]
+                series += [Series(m, [(c.kb, preds[(m, profile, p, None, c.size)]) for c in sel], dashed=m != "Hysteresis")
+                           for m in v.MODELS]
+                name, title = f"{fig}-{profile}-p{p:g}.svg", f"Reno, p = {p:g} ({profile})"
+            else:
+                reno = {c.size: c for c in groups.get((profile, p, None), [])}
+                series = [Series(f"CATNIP measured (p'={p_high:g})", [(c.kb, c.mean) for c in sel],
+                                 [c.ci95 for c in sel], True),
+                          Series("Partial CATNIP model", [(c.kb, preds[("Partial CATNIP", profile, p, p_high, c.size)])
+                                                          for c in sel])]
+                if reno:
+                    have = [c for c in sel if c.size in reno]
+                    series.append(Series("Reno measured", [(c.kb, reno[c.size].mean) for c in have],
+                                         [reno[c.size].ci95 for c in have], True))
+                fig = "fig6" if fig == "fig3" else "fig6-long"
+                name, title = f"{fig}-{profile}-p{p:g}.svg", f"Partial CATNIP, p = {p:g}, p' = {p_high:g} ({profile})"
+            path = out_dir / name
+            path.write_text(svg_chart(title, "transfer size (KB)", "latency (s)", series))
+            written.append(str(path))
+    return written

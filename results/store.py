@@ -57,6 +57,12 @@ CREATE TABLE IF NOT EXISTS progress (
 CREATE TABLE IF NOT EXISTS tcp_counters (
   run_id TEXT NOT NULL, point INTEGER NOT NULL, host TEXT, counter TEXT, value INTEGER
 );
+CREATE TABLE IF NOT EXISTS transfer_trials (
+  run_id TEXT NOT NULL, point INTEGER NOT NULL, profile TEXT, p REAL, p_high REAL, trial INTEGER,
+  size INTEGER, packets INTEGER, latency REAL, data_segments INTEGER, retransmissions INTEGER,
+  high_segments INTEGER, error TEXT
+);
+CREATE INDEX IF NOT EXISTS transfer_trials_run ON transfer_trials(run_id, point);
 CREATE INDEX IF NOT EXISTS pages_run ON pages(run_id, point);
 CREATE INDEX IF NOT EXISTS objects_run ON objects(run_id, point);
 CREATE INDEX IF NOT EXISTS link_stats_run ON link_stats(run_id, point);
@@ -190,6 +196,14 @@ class Store:
             self.db.executemany("INSERT INTO tcp_counters VALUES (?,?,?,?,?)",
                                 [(run_id, point, host, k, v) for k, v in counters.items()])
 
+    def add_transfer_trials(self, run_id: str, point: int, rows: Iterable[dict]) -> None:
+        cols = ("profile", "p", "p_high", "trial", "size", "packets", "latency", "data_segments", "retransmissions",
+                "high_segments", "error")
+        with self.db:
+            self.db.executemany(
+                f"INSERT INTO transfer_trials (run_id, point, {', '.join(cols)}) VALUES (?,?{',?' * len(cols)})",
+                [(run_id, point, *(r.get(c) for c in cols)) for r in rows])
+
     # --- reading -------------------------------------------------------------------------
     def runs(self) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM runs ORDER BY started DESC").fetchall()
@@ -232,6 +246,10 @@ class Store:
             f" AND counter IN ({','.join('?' * len(names))}) GROUP BY counter", (run_id, point, *names)).fetchall()
         found = {r["counter"]: r["total"] for r in rows}
         return {n: found.get(n, 0) for n in names}
+
+    def transfer_trials(self, run_id: str) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM transfer_trials WHERE run_id=? ORDER BY point, size, trial",
+                               (run_id,)).fetchall()
 
     def queue_samples(self, run_id: str, point: int, after: float | None = None) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM queue_samples WHERE run_id=? AND point=? AND t>? ORDER BY t",

@@ -15,6 +15,26 @@ def sh(*argv: str, check: bool = True) -> str:
     return res.stdout
 
 
+@dataclass(frozen=True)
+class NsNode:
+    """A namespace of the line, used the way testbed helpers use Mininet nodes (name, cmd, popen).
+    nsenter --net, not `ip netns exec`: the latter remounts /sys, hiding bpffs and cgroup2."""
+
+    name: str
+
+    @property
+    def prefix(self) -> list[str]:
+        return ["nsenter", f"--net=/run/netns/{self.name}"]
+
+    def cmd(self, text: str) -> str:
+        res = subprocess.run([*self.prefix, "sh", "-c", text], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, timeout=60)
+        return res.stdout
+
+    def popen(self, argv: list[str], **kwargs) -> subprocess.Popen:
+        return subprocess.Popen([*self.prefix, *argv], **kwargs)
+
+
 @dataclass
 class NetLine:
     prefix: str  # e.g. "ctpb": namespaces ctpb-s, ctpb-r, ctpb-c
@@ -36,6 +56,10 @@ class NetLine:
     def router_out(self) -> str:
         """The router's interface toward the receiver: where the emulated link's queue sits."""
         return f"{self.prefix}-r1"
+
+    def node(self, which: str) -> NsNode:
+        """`s`ender, `r`outer or `c` receiver."""
+        return NsNode(dict(zip("src", self.names))[which])
 
     def ns(self, which: str) -> list[str]:
         return ["ip", "netns", "exec", dict(zip("src", self.names))[which]]

@@ -14,7 +14,7 @@ from testbed import paths
 
 OBJECT = paths.REPO / "bpf" / "build" / "catnip_cc.bpf.o"
 SHARED_MAP_PIN = Path("/sys/fs/bpf/catnip_docs")  # the document map, shared with the SPM object
-NAMES = ("catnip_reno", "catnip_eca", "catnip_rbplw", "catnip_ecarbplw")
+NAMES = ("catnip_reno", "catnip_eca", "catnip_rbplw", "catnip_ecarbplw", "catnip_ns2reno")
 # Which of them pace the last window: they need TCP's pacing ratios at 100% in the sender's namespace.
 PACING = ("catnip_rbplw", "catnip_ecarbplw")
 # ECA and RBPLW read the document's extent, which mod_catnip announces through the SPM object.

@@ -75,13 +75,25 @@ impl<H: 'static> Link<H> {
         self.next_seq += 1;
         self.stats.arrived.add(&info);
         let pkt = Queued { handle, info, arrival: now, seq };
+        self.policy.enqueue(pkt, now, &mut self.dropped);
+        self.record_drops(now, seq, out);
         if self.rate_bps == 0 {
-            // No transmitter: straight into the delay line (the sender's qdisc serialized it).
-            self.stats.sent.add(&info);
-            self.delay_line.push_back((now + self.delay_ns, pkt));
+            // No transmitter (the sender's qdisc serialized it): the policy still decides, which
+            // matters for the loss models; survivors go straight into the delay line.
+            while let Some(p) = self.policy.dequeue(now) {
+                self.stats.sent.add(&p.info);
+                self.delay_line.push_back((now + self.delay_ns, p));
+            }
             return seq;
         }
-        self.policy.enqueue(pkt, now, &mut self.dropped);
+        self.note_occupancy();
+        if self.on_wire.is_none() {
+            self.start_next(now);
+        }
+        seq
+    }
+
+    fn record_drops(&mut self, now: u64, seq: u64, out: &mut Vec<Fate<H>>) {
         for d in self.dropped.drain(..) {
             self.stats.dropped.add(&d.pkt.info);
             out.push(Fate::Drop {
@@ -92,11 +104,6 @@ impl<H: 'static> Link<H> {
                 by: d.evicted.then_some(seq),
             });
         }
-        self.note_occupancy();
-        if self.on_wire.is_none() {
-            self.start_next(now);
-        }
-        seq
     }
 
     fn note_occupancy(&mut self) {
@@ -190,6 +197,26 @@ mod tests {
             .collect();
         fates.sort();
         fates
+    }
+
+    #[test]
+    fn a_link_without_a_rate_still_applies_its_loss_model() {
+        let config = LinkConfig {
+            name: "l".into(),
+            queue_num: 0,
+            rate_bps: 0,
+            delay_us: 1000,
+            buffer: None,
+            policy: PolicyConfig { kind: "bernoulli".into(), loss_p: Some(0.25), ..Default::default() },
+        };
+        let mut link: Link<usize> = Link::new(&config, 7).unwrap();
+        let arrivals: Vec<(u64, u32)> = (0..4000).map(|i| (i * US, 100)).collect();
+        let fates = simulate(&mut link, &arrivals);
+        let lost = fates.iter().filter(|f| f.1 == "dropped").count();
+        assert!((900..1100).contains(&lost), "lost {lost} of 4000 at p = 0.25");
+        // Survivors leave exactly one delay after they arrived.
+        assert!(fates.iter().filter(|f| f.1 == "sent").all(|f| f.2 == f.0 as u64 * US + MS));
+        assert_eq!(link.stats.sent.total_packets() + link.stats.dropped.total_packets(), 4000);
     }
 
     #[test]
