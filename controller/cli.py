@@ -198,6 +198,10 @@ def report(run_id: str, db: str | None, fmt: str | None) -> None:
     """The report of RUN_ID (an id or an unambiguous prefix) in the layout of Table II."""
     from results import report as report_mod
     with _store(db) as store:
+        found = store.find_run(run_id)
+        if found is not None and json.loads(found["scenario"]).get("kind") == "transfers":
+            raise click.ClickException(f"run {found['id']} is a transfer measurement: "
+                                       f"`catnip model validate {found['id']}` reports it")
         try:
             rep = report_mod.run_report(store, run_id)
         except KeyError as exc:

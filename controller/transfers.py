@@ -1,6 +1,6 @@
 """Transfer measurements for the latency models (hysteresis paper, section 4).
 
-A line of three namespaces, server -> router -> client (prefix ctmv-, removed afterwards). The
+A line of three namespaces, server -> router -> client (prefix ctpm-, removed afterwards). The
 router's queue engine delays each direction by RTT/2 and applies the loss point's model to the
 data direction only (Bernoulli p, or the CATNIP error model with p' for AF11 packets, which the
 SPM marker at the server sets). Many transfers run at once: random loss needs no shared
@@ -45,7 +45,8 @@ from testbed.engine import EngineLink, RouterEngine
 from testbed.netline import NetLine, NsNode
 
 SERVER_PORT = 5001
-LINE = NetLine("ctmv", net=67)
+LINE = NetLine("ctpm", net=67)  # the project's `ctp` prefix: `catnip clean` knows these namespaces
+SERVER_IF, CLIENT_IF, ROUTER_TO_SERVER = f"{LINE.prefix}-s0", f"{LINE.prefix}-c0", f"{LINE.prefix}-r0"
 TIMESTAMP_BYTES = 12  # the timestamp option's share of every segment
 
 COMMON_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": 1, "net.ipv4.tcp_ecn": 0}
@@ -69,20 +70,20 @@ def configure_tcp(server: NsNode, client: NsNode, sc: TransferScenario, profile:
     """Sysctls and per-route options of one profile on both hosts."""
     for node in (server, client):
         hostconfig.set_sysctls(node, {**COMMON_SYSCTLS, **PROFILE_SYSCTLS[profile]})
-    route = ["ip", "route", "replace", "default", "via", "10.67.1.1", "dev", "ctmv-s0",
+    route = ["ip", "route", "replace", "default", "via", f"10.{LINE.net}.1.1", "dev", SERVER_IF,
              "rto_min", f"{int(round(sc.path.min_rto * 1000))}ms"]
     if PROFILE_INITCWND[profile]:
         route += ["initcwnd", str(PROFILE_INITCWND[profile])]
     hostconfig.run(server, *route)
     # The client advertises the MSS (plus room for timestamps, so data segments carry `mss` bytes).
     advmss = sc.path.mss + (TIMESTAMP_BYTES if _timestamps(profile) else 0)
-    hostconfig.run(client, "ip", "route", "replace", "default", "via", "10.67.2.1", "dev", "ctmv-c0",
+    hostconfig.run(client, "ip", "route", "replace", "default", "via", f"10.{LINE.net}.2.1", "dev", CLIENT_IF,
                    "advmss", str(advmss))
 
 
 def _engine(router: NsNode, sc: TransferScenario, loss: LossPoint, workdir: Path, seed: int) -> RouterEngine:
     links = [EngineLink("r>c", "egress", LINE.router_out, sc.path.rate, sc.path.rtt / 2, None, loss.policy()),
-             EngineLink("r>s", "egress", "ctmv-r0", sc.path.rate, sc.path.rtt / 2, None, {"kind": "droptail"})]
+             EngineLink("r>s", "egress", ROUTER_TO_SERVER, sc.path.rate, sc.path.rtt / 2, None, {"kind": "droptail"})]
     # Lateness that matters is relative to the round trip: 1% of it (at least 1 ms).
     return RouterEngine(router, links, workdir, seed, late_threshold_s=late_threshold(sc), stats_interval_ms=1000)
 
@@ -92,7 +93,7 @@ def late_threshold(sc: TransferScenario) -> float:
 
 
 def _start_capture(server: NsNode, pcap: Path) -> subprocess.Popen:
-    proc = server.popen(["tcpdump", "-i", "ctmv-s0", "-n", "-s", "128", "-B", "65536", "--immediate-mode", "-U", "-w", str(pcap),
+    proc = server.popen(["tcpdump", "-i", SERVER_IF, "-n", "-s", "128", "-B", "65536", "--immediate-mode", "-U", "-w", str(pcap),
                          f"tcp port {SERVER_PORT}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ready, _, _ = select.select([proc.stderr], [], [], 10)
     if not ready or "listening on" not in proc.stderr.readline():
@@ -249,8 +250,8 @@ def measure(sc: TransferScenario, store: Store, source: str = "", progress: Prog
                 marker.load()
                 cgroup = marker.make_cgroup()
                 if marking:
-                    hostconfig.one_packet_per_skb(nodes["s"], "ctmv-s0")
-                    marker.attach_tc("ctmv-s0", nodes["s"].prefix)
+                    hostconfig.one_packet_per_skb(nodes["s"], SERVER_IF)
+                    marker.attach_tc(SERVER_IF, nodes["s"].prefix)
                 clamp = CwndClamp(sc.path.wmax, name=f"mv-{run_id[-4:]}")
                 stack.callback(clamp.unload)
                 clamp.load()

@@ -6,6 +6,7 @@ Table XI: CATNIP-Good relative to default Linux TCP with FIFO routers, per route
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
@@ -28,6 +29,17 @@ def _match(point: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any] | 
 
 def _means(point: dict[str, Any] | None) -> dict[int, float]:
     return {r["page"]: r["mean"] for r in (point or {}).get("table", []) if r.get("mean") is not None}
+
+
+def _rel_var(point: dict[str, Any] | None) -> dict[int, float]:
+    """Squared coefficient of variation of each page mean: sdev^2 / (n mean^2)."""
+    return {r["page"]: r["sdev"] ** 2 / (r["n"] * r["mean"] ** 2) for r in (point or {}).get("table", [])
+            if r.get("mean") and r.get("n", 0) > 1}
+
+
+def ratio_ci95(ratio: float, rel_var_a: float, rel_var_b: float) -> float:
+    """Half-width of the 95% confidence interval of a ratio of two independent means (delta method)."""
+    return 1.96 * ratio * math.sqrt(rel_var_a + rel_var_b)
 
 
 def _loss(point: dict[str, Any] | None) -> float | None:
@@ -53,13 +65,20 @@ def compare(store: Store, run_ids: list[str]) -> dict[str, Any]:
             base = _match(p, baseline)
             mine, theirs = _means(p), _means(base)
             relative = {page: mine[page] / theirs[page] for page in mine if theirs.get(page)}
+            va, vb = _rel_var(p), _rel_var(base)
+            relative_ci = {page: ratio_ci95(r, va[page], vb[page]) for page, r in relative.items()
+                           if page in va and page in vb}
             values = list(relative.values())
+            # The mean over pages: its sampling error from the pages' own intervals (pages independent).
+            mean_ci = (math.sqrt(sum((c / 1.96) ** 2 for c in relative_ci.values())) * 1.96 / len(values)
+                       if values and len(relative_ci) == len(values) else None)
             columns.append({
                 "run_id": rep["run_id"], "name": rep["name"], "point": p["point"],
                 "label": point_label(p["assignment"], "single point"),
                 "baseline_point": None if base is None else base["point"],
                 "baseline_label": None if base is None else point_label(base["assignment"], "single point"),
                 "mean_time": mine, "baseline_mean_time": theirs, "relative": relative,
+                "relative_ci95": relative_ci, "relative_mean_ci95": mean_ci,
                 "relative_mean": statistics.fmean(values) if values else None,
                 "relative_sdev": statistics.stdev(values) if len(values) > 1 else None,
                 "loss": _loss(p), "baseline_loss": _loss(base),
@@ -81,16 +100,23 @@ def render_text(cmp: dict[str, Any]) -> str:
     out += ["", f"{'Web':>4} {'Total':>5} {'Total':>8} " + " ".join(f"{c['run_id'][-12:]:>12}" for c in cols),
             f"{'Page':>4} {'Conns':>5} {'Bytes':>8} " + " ".join(f"{c['label'][-12:]:>12}" for c in cols)]
     for pg in cmp["pages"]:
-        vals = " ".join(f"{_num(c['relative'].get(pg['page'])):>12}" for c in cols)
+        vals = " ".join(f"{_with_ci(c['relative'].get(pg['page']), c['relative_ci95'].get(pg['page'])):>12}"
+                        for c in cols)
         out.append(f"{pg['page']:>4} {pg['conns']:>5} {pg['bytes']:>8,} {vals}")
-    out.append(f"{'Mean':<19} " + " ".join(f"{_num(c['relative_mean']):>12}" for c in cols))
+    out.append(f"{'Mean':<19} " + " ".join(f"{_with_ci(c['relative_mean'], c['relative_mean_ci95']):>12}"
+                                           for c in cols))
     out.append(f"{'StdDev':<19} " + " ".join(f"{_num(c['relative_sdev']):>12}" for c in cols))
     out.append(f"{'TCP Pkt Loss':<19} " + " ".join(f"{_pct(c['loss']):>12}" for c in cols))
     out.append(f"{'Baseline Pkt Loss':<19} " + " ".join(f"{_pct(c['baseline_loss']):>12}" for c in cols))
+    out.append("(+- : 95% confidence interval of the ratio of page means, delta method over the clients' pages)")
     flags = [c for c in cols if c["realtime_ok"] is False or c["baseline_realtime_ok"] is False]
     if flags:
         out.append(f"Real time NOT kept in {len(flags)} of {len(cols)} columns (run or baseline): see each run's fidelity")
     return "\n".join(out)
+
+
+def _with_ci(v: float | None, ci: float | None) -> str:
+    return _num(v) if ci is None or v is None else f"{v:.2f}+-{ci:.2f}"
 
 
 def _num(v: float | None) -> str:

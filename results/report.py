@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import statistics
 from typing import Any
 
@@ -21,10 +22,17 @@ def _page_row(page, durations: list[float], failed: int) -> dict[str, Any]:
     row: dict[str, Any] = {"page": page.number, "conns": len(page.objects), "bytes": page.total_bytes,
                            "n": len(durations), "failed": failed}
     if durations:
+        sdev = statistics.stdev(durations) if len(durations) > 1 else 0.0
         row.update(min=min(durations), median=statistics.median(durations), max=max(durations),
-                   mean=statistics.fmean(durations),
-                   sdev=statistics.stdev(durations) if len(durations) > 1 else 0.0)
+                   mean=statistics.fmean(durations), sdev=sdev,
+                   ci95=ci95(sdev, len(durations)))
     return row
+
+
+def ci95(sdev: float, n: int) -> float | None:
+    """Half-width of the 95% confidence interval of a mean of n samples (normal approximation;
+    the clients' pages are taken as independent samples)."""
+    return 1.96 * sdev / math.sqrt(n) if n > 1 else None
 
 
 def loss_summary(stats) -> dict[str, Any]:
@@ -136,11 +144,11 @@ def render_text(report: dict[str, Any]) -> str:
                        f" {100 * f.get('cpu_busy_fraction', 0):.0f}%, stolen by the hypervisor"
                        f" {100 * f.get('cpu_steal_fraction', 0):.0f}%")
         out.append(f"  {'Page':>4} {'Conns':>5} {'Bytes':>8} {'N':>4} {'Min':>7} {'Median':>7} {'Max':>7}"
-                   f" {'Mean':>7} {'SDev':>7} {'Fail':>4}")
+                   f" {'Mean':>7} {'+-95%':>6} {'SDev':>7} {'Fail':>4}")
         for r in p["table"]:
             out.append(f"  {r['page']:>4} {r['conns']:>5} {r['bytes']:>8,} {r['n']:>4} {_fmt(r.get('min')):>7}"
                        f" {_fmt(r.get('median')):>7} {_fmt(r.get('max')):>7} {_fmt(r.get('mean')):>7}"
-                       f" {_fmt(r.get('sdev')):>7} {r['failed']:>4}")
+                       f" {_fmt(r.get('ci95')):>6} {_fmt(r.get('sdev')):>7} {r['failed']:>4}")
         data = p["loss"].get("bottleneck-data")
         if data:
             out.append(f"  Bottleneck (server->client) packet loss: {100 * data['loss']:.2f}%"
@@ -179,13 +187,13 @@ def render_csv(report: dict[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["run_id", "point", "rep", "assignment", "page", "conns", "bytes", "n", "min", "median", "max",
-                "mean", "sdev", "failed", "bottleneck_loss", "realtime_ok"])
+                "mean", "sdev", "failed", "bottleneck_loss", "realtime_ok", "ci95"])
     for p in report["points"]:
         data = p["loss"].get("bottleneck-data", {})
         for r in p["table"]:
             w.writerow([report["run_id"], p["point"], p["rep"], json.dumps(p["assignment"], sort_keys=True),
                         r["page"], r["conns"], r["bytes"], r["n"], r.get("min"), r.get("median"), r.get("max"),
-                        r.get("mean"), r.get("sdev"), r["failed"], data.get("loss"), p["realtime_ok"]])
+                        r.get("mean"), r.get("sdev"), r["failed"], data.get("loss"), p["realtime_ok"], r.get("ci95")])
     return buf.getvalue()
 
 

@@ -110,3 +110,55 @@ def test_cardwell_and_padhye_on_hand_values():
     # With loss the rest goes at Padhye's rate: latency grows with p.
     lat = [cardwell.latency(Path(size=64 * 1024, p=p)) for p in (0.01, 0.03, 0.1)]
     assert lat == sorted(lat)
+
+
+# --- Sikdar (eq. 1), Partial CATNIP's window rules, eq. 13 ------------------------------------
+
+from models import sikdar, validation  # noqa: E402
+
+
+def test_eq1_sikdar_window_pattern():
+    # floor(2^((n-1)/2) + 2^((n-2)/2)) for n = 1..8
+    assert [sikdar.packets_in_round(n) for n in range(1, 9)] == [1, 2, 3, 4, 6, 9, 13, 19]
+
+
+def test_sikdar_without_loss_counts_rounds_and_the_window_cap():
+    # 6 packets: rounds of 1, 2, 3 -> 3 RTTs, plus the delayed ACK once.
+    assert sikdar.latency(Path(size=6 * 1433, p=0.0)) == pytest.approx(3 * 0.2 + 0.1)
+    # W_max 2: 1, 2, 2, 2, 2 packets -> 9 after 5 rounds, the 10th in a 6th.
+    assert sikdar.latency(Path(size=10 * 1433, p=0.0, wmax=2)) == pytest.approx(6 * 0.2 + 0.1)
+    # one packet: one round
+    assert sikdar.latency(Path(size=1, p=0.0)) == pytest.approx(0.3)
+
+
+def test_sikdar_grows_with_loss():
+    values = [sikdar.latency(Path(size=32 * 1024, p=p)) for p in (0.0, 0.01, 0.05, 0.1)]
+    assert values == sorted(values) and values[-1] > 2 * values[0]
+
+
+def test_partial_catnip_w1_rules():
+    # Section 5: w1 = E[W_ss] * gamma, at most W_max, at least 2.
+    assert partial_catnip._next_w1(1.0, 24) == 2.0
+    assert partial_catnip._next_w1(4.0, 24) == pytest.approx(6.0)
+    assert partial_catnip._next_w1(20.0, 24) == 24
+
+
+def test_eq13_and_measured_cells():
+    assert validation.eq13([(1.0, 2.0), (3.0, 3.0)]) == pytest.approx(0.5)
+    rows = [{"point": 0, "profile": "x", "p": 0.01, "p_high": None, "size": 1024, "latency": v, "error": None}
+            for v in (1.0, 2.0, 3.0)]
+    rows.append({"point": 0, "profile": "x", "p": 0.01, "p_high": None, "size": 1024, "latency": None, "error": "t"})
+    rows.append({"point": 1, "profile": "x", "p": 0.03, "p_high": None, "size": 1024, "latency": 9.0, "error": None})
+    (cell,) = validation.cells(rows, excluded_points={1})
+    assert (cell.mean, cell.failed, len(cell.values)) == (2.0, 1, 3)
+    assert cell.ci95 == pytest.approx(1.96 * 1.0 / math.sqrt(3))
+
+
+def test_error_table_and_catnip_gain_from_cells():
+    cells = [validation.Cell("reno2004", 0.01, None, 1024, [1.0, 1.0], 0),
+             validation.Cell("reno2004", 0.01, None, 8192, [2.0, 2.0], 0),
+             validation.Cell("reno2004", 0.01, 0.0, 8192, [1.5, 1.5], 0)]
+    preds = {(m, "reno2004", 0.01, None, s): v for m in validation.MODELS for s, v in ((1024, 1.5), (8192, 2.0))}
+    table = validation.error_table(cells, "reno2004", (0, 50), preds)
+    assert table["Hysteresis"] == {0.01: pytest.approx(0.125)}  # ((0.5)^2 + 0) / 2
+    assert validation.catnip_gain(cells, "reno2004") == [(0.01, 8.0, 2.0, 1.5, 25.0)]

@@ -218,8 +218,18 @@ def test_compare_text_has_table_xi_layout(env):
         text = compare_mod.render_text(compare_mod.compare(store, [BASE, OTHER]))
     lines = text.splitlines()
     assert lines[3].split()[:3] == ["Page", "Conns", "Bytes"]
-    assert lines[4].split() == ["1", "3", "4,945", "0.50"] and lines[5].split() == ["2", "2", "56,434", "1.25"]
-    assert lines[6].split() == ["Mean", "0.88"] and lines[8].split() == ["TCP", "Pkt", "Loss", "5.00%"]
+    # The fixture's clients all took the same time: the intervals are 0.
+    assert lines[4].split() == ["1", "3", "4,945", "0.50+-0.00"] and lines[5].split() == ["2", "2", "56,434", "1.25+-0.00"]
+    assert lines[6].split() == ["Mean", "0.88+-0.00"] and lines[8].split() == ["TCP", "Pkt", "Loss", "5.00%"]
+
+
+def test_confidence_intervals_by_hand():
+    from results import compare as compare_mod
+    from results import report as report_mod
+    assert report_mod.ci95(2.0, 16) == pytest.approx(0.98)  # 1.96 * 2 / sqrt(16)
+    assert report_mod.ci95(2.0, 1) is None
+    # ratio 2 of means with squared coefficients of variation 0.01 and 0.03: 1.96 * 2 * sqrt(0.04)
+    assert compare_mod.ratio_ci95(2.0, 0.01, 0.03) == pytest.approx(0.784)
 
 
 def test_loss_table_splits_by_priority(env):
