@@ -242,3 +242,22 @@ def test_loss_table_splits_by_priority(env):
     assert b["high_loss"] is None and b["low_loss"] == 0.1
     assert (o["high_sent"], o["high_drops"], o["high_loss"], o["low_sent"]) == (1000, 50, 0.05, 0)
     assert "5.00%" in report_mod.render_loss_table(other)
+
+
+def test_a_transfer_measurement_shows_its_latencies(env):
+    app, client, _ = env
+    run_id = "20260101-020000-hv-cccc"
+    with Store(app.config["CATNIP_DB"]) as store:
+        store.create_run(run_id, "hv", "scenarios/transfers/x.yaml", {"kind": "transfers", "name": "hv"}, {}, 1,
+                         "abc", {}, {})
+        store.create_point(run_id, 0, 0, {"profile": "reno2004", "p": 0.01, "p_high": None}, {}, 1)
+        store.add_transfer_trials(run_id, 0, [
+            {"profile": "reno2004", "p": 0.01, "p_high": None, "trial": t, "size": 8192, "packets": 6,
+             "latency": lat, "error": None} for t, lat in enumerate((0.6, 0.8, 1.0))])
+    page = client.get(f"/runs/{run_id}").get_data(as_text=True)
+    table = re.search(r'id="transfer-table">(.*?)</table>', page, re.S).group(1)
+    cells = re.findall(r"<td>([^<]*)</td>", table)
+    assert cells == ["reno2004", "0.01", "-", "8", "3", "0.800", "0.226", "0"]  # 1.96 * 0.2 / sqrt(3)
+    assert f"catnip model validate {run_id}" in page
+    assert client.get("/runs").status_code == 200
+    assert client.get(f"/runs/{run_id}/events?once=1").status_code == 200

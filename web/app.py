@@ -21,6 +21,7 @@ from werkzeug.exceptions import HTTPException
 
 from controller import runner
 from controller.scenario import point_label
+from models import validation
 from results import compare as compare_mod
 from results import figures
 from results import report as report_mod
@@ -77,10 +78,14 @@ def _point_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
         pr = latest.get(p["point"])
         if pr:
             done, total, elapsed = pr["pages_done"], pr["pages_total"], pr["elapsed"]
-        else:  # recorded before progress was stored: count the pages instead
+        else:  # recorded before progress was stored, or a transfer measurement: count what is stored
             wl = json.loads(p["resolved"])
-            total = wl["topology"]["clients"] * len(wl["workload"]["pages"]) * wl["workload"]["rounds"]
-            done = sum(1 for r in store.pages(run_id, p["point"]) if not r["error"])
+            if "workload" in wl:
+                total = wl["topology"]["clients"] * len(wl["workload"]["pages"]) * wl["workload"]["rounds"]
+                done = sum(1 for r in store.pages(run_id, p["point"]) if not r["error"])
+            else:
+                total = len(wl.get("sizes_kb", [])) * wl.get("trials", 0)
+                done = sum(1 for r in store.transfer_trials(run_id) if r["point"] == p["point"] and not r["error"])
             elapsed = (p["finished"] or p["started"] or 0) - (p["started"] or 0)
         eta = elapsed / done * (total - done) if done and total and p["status"] == "running" else None
         phase = pr["phase"] if pr and p["status"] == "running" else ("starting" if p["status"] == "running"
@@ -141,7 +146,10 @@ def _register(app: Flask) -> None:
         ctx: dict[str, Any] = {"run_id": run_id, "run": run, "job": job, "report": None, "series": {},
                                "figures": {}, "points": [], "resolved": {}, "capabilities": None,
                                "versions": None, "captures": []}
-        if run is not None:
+        ctx["transfers"] = None
+        if run is not None and json.loads(run["scenario"]).get("kind") == "transfers":
+            ctx["transfers"] = validation.cells(store.transfer_trials(run_id))  # no pages, no bottleneck
+        elif run is not None:
             rep = report_mod.run_report(store, run_id)
             ctx["report"] = rep
             ctx["points"] = _point_summaries(store, run_id)
@@ -152,6 +160,7 @@ def _register(app: Flask) -> None:
             if finished:
                 ctx["figures"] = {"bars": figures.page_time_bars({"points": finished}),
                                   "cdf": figures.page_time_distribution(store, run_id, finished)}
+        if run is not None:
             ctx["resolved"] = {p["point"]: yaml.safe_dump(json.loads(p["resolved"]), sort_keys=False)
                                for p in store.points(run_id)}
             ctx["captures"] = [p["point"] for p in store.points(run_id) if p["capture"]]
