@@ -194,6 +194,8 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 @click.option("--json", "fmt", flag_value="json", help="JSON")
 @click.option("--csv", "fmt", flag_value="csv", help="CSV, one row per point and page")
 @click.option("--loss", "fmt", flag_value="loss", help="loss by priority per point (layout of Tables IV, VII, X)")
+@click.option("--by-sender", "fmt", flag_value="by-sender",
+              help="page times and retransmissions per server congestion control (fairness, section V-E)")
 def report(run_id: str, db: str | None, fmt: str | None) -> None:
     """The report of RUN_ID (an id or an unambiguous prefix) in the layout of Table II."""
     from results import report as report_mod
@@ -202,6 +204,13 @@ def report(run_id: str, db: str | None, fmt: str | None) -> None:
         if found is not None and json.loads(found["scenario"]).get("kind") == "transfers":
             raise click.ClickException(f"run {found['id']} is a transfer measurement: "
                                        f"`catnip model validate {found['id']}` reports it")
+        if fmt == "by-sender":
+            from results import by_sender
+            try:
+                click.echo(by_sender.render_text(by_sender.by_sender(store, run_id)))
+            except KeyError as exc:
+                raise click.ClickException(exc.args[0]) from None
+            return
         try:
             rep = report_mod.run_report(store, run_id)
         except KeyError as exc:
