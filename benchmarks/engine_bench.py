@@ -37,9 +37,12 @@ C_IP = LINE.receiver_ip
 
 
 class Engine:
+    verdict_batch = 32  # --verdict-batch
+
     def __init__(self, work: Path, rate_bps: int, delay_us: int, policy: str, buffer_pkts: int):
         self.stats = work / "stats.jsonl"
         cfg = {"seed": 1, "stats_interval_ms": 200, "late_threshold_us": 1000, "queue_maxlen": 16384,
+               "verdict_batch": self.verdict_batch,
                "links": [{"name": "r>c", "queue_num": 0, "rate_bps": rate_bps, "delay_us": delay_us,
                           "buffer": {"packets": buffer_pkts}, "policy": {"kind": policy}}]}
         (work / "engine.json").write_text(json.dumps(cfg))
@@ -109,12 +112,15 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--verdict-batch", type=int, default=32, help="verdicts per netlink call at most (1: one each)")
     args = ap.parse_args()
+    Engine.verdict_batch = args.verdict_batch
     if os.geteuid() != 0:
         sys.exit("engine_bench: needs root (network namespaces, iptables)")
     if not paths.engine_binary().exists():
         sys.exit(f"engine_bench: {paths.engine_binary()} missing; run `make setup`")
-    results: dict = {"pps": [], "error": [], "machine": {"cpus": os.cpu_count(), "kernel": os.uname().release}}
+    results: dict = {"pps": [], "error": [], "verdict_batch": args.verdict_batch,
+                     "machine": {"cpus": os.cpu_count(), "kernel": os.uname().release}}
     total0, steal0 = cpu_steal()
     LINE.build()
     server = subprocess.Popen([*LINE.ns("c"), "iperf3", "-s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

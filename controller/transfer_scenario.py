@@ -94,14 +94,6 @@ class TransferScenario(_Strict):
     def _timeout(cls, v: Any) -> float:
         return units.parse_duration(v)
 
-    @model_validator(mode="after")
-    def _trials_fit_ports(self) -> "TransferScenario":
-        # One capture per loss point keys transfers by client port: they must not repeat within it.
-        if self.trials * len(self.sizes_kb) > 28_000:
-            raise ValueError(f"trials x sizes = {self.trials * len(self.sizes_kb)}: at most 28,000 per loss point "
-                             "(client ports must not repeat within one capture)")
-        return self
-
     def points(self) -> list[tuple[str, LossPoint]]:
         """(profile, loss) in the order they run: one engine and one capture each."""
         return [(profile, loss) for profile in self.profiles for loss in self.loss]

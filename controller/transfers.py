@@ -157,16 +157,14 @@ def _fidelity(engine: RouterEngine) -> tuple[dict, bool]:
     return fidelity, ok
 
 
-def _rows(results: list[dict], flows: dict[int, transfer_capture.Flow], profile: str, loss: LossPoint,
-          mss: int) -> list[dict]:
+def _rows(results: list[dict], matched: dict, profile: str, loss: LossPoint, mss: int) -> list[dict]:
     rows = []
     for r in results:
-        flow = flows.get(r["port"]) if r.get("port") else None
-        error = r.get("error")
+        found = matched.get((r["size"], r["trial"]))
+        flow = found if isinstance(found, transfer_capture.Flow) else None
+        error = r.get("error") or (found if isinstance(found, str) else None)
         if error is None and (flow is None or flow.latency() is None):
             error = "transfer not found complete in the capture"
-        if error is None and flow.reused:
-            error = "client port reused within the capture"
         rows.append({"profile": profile, "p": loss.p, "p_high": loss.p_high, "trial": r["trial"], "size": r["size"],
                      "packets": math.ceil(r["size"] / mss), "latency": None if error else flow.latency(),
                      "data_segments": flow.data_segments if flow else None,
@@ -197,9 +195,8 @@ def _point(index: int, profile: str, loss: LossPoint, sc: TransferScenario, node
         _stop(capture, signal.SIGINT)
         engine.stop()
         fidelity, ok = _fidelity(engine)
-    sizes = {r["port"]: r["size"] for r in results if r.get("port")}
-    flows = transfer_capture.read(pcap, LINE.sender_ip, SERVER_PORT, sizes)
-    rows = _rows(results, flows, profile, loss, sc.path.mss)
+    matched = transfer_capture.match(transfer_capture.read(pcap, LINE.sender_ip, SERVER_PORT), results)
+    rows = _rows(results, matched, profile, loss, sc.path.mss)
     store.add_transfer_trials(run_id, index, rows)
     failed = sum(1 for r in rows if r["error"])
     fidelity["failed_transfers"] = failed

@@ -77,7 +77,8 @@ def _no_quickack(s: socket.socket) -> None:
 
 
 def _one(address: str, port: int, trial: dict, timeout: float, delayed_acks: bool) -> dict:
-    out = {"trial": trial["trial"], "size": trial["size"], "port": None, "received": 0, "error": None}
+    out = {"trial": trial["trial"], "size": trial["size"], "port": None, "received": 0, "error": None,
+           "t_start": time.time()}  # orders the trials that used one port (results/transfer_capture.py)
     t0 = time.monotonic()
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -72,6 +72,9 @@ pub struct LinkConfig {
     pub policy: PolicyConfig,
 }
 
+fn default_verdict_batch() -> usize {
+    32
+}
 fn default_stats_interval() -> u64 {
     500
 }
@@ -99,6 +102,9 @@ pub struct Config {
     /// Poll without sleeping for this long before each scheduled event (0: always sleep).
     #[serde(default = "default_spin")]
     pub spin_us: u64,
+    /// Verdicts sent together in one netlink call at most (1: one call per verdict).
+    #[serde(default = "default_verdict_batch")]
+    pub verdict_batch: usize,
     pub links: Vec<LinkConfig>,
 }
 

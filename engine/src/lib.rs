@@ -12,3 +12,4 @@ pub mod packet;
 pub mod policy;
 pub mod replay;
 pub mod stats;
+pub mod verdicts;

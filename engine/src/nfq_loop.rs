@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::link::{Fate, Link};
 use crate::packet::PacketInfo;
 use crate::stats::Lateness;
+use crate::verdicts::VerdictBatch;
 use anyhow::{anyhow, Context, Result};
 use nfq::{Message, Queue, Verdict};
 use serde_json::{json, Map, Value};
@@ -78,30 +79,47 @@ struct Engine {
     late_threshold_ns: u64,
     nfq_errors: u64,
     fates: Vec<Fate<Message>>,
+    /// Verdicts not sent yet, and the link and scheduled time of each delivery among them:
+    /// lateness is taken when the verdict has left, after the send.
+    batch: VerdictBatch,
+    due: Vec<(usize, u64)>,
 }
 
 impl Engine {
-    /// Give the verdicts for everything the links decided; deliveries are checked against
-    /// their scheduled time.
+    /// Queue the verdicts for everything the links decided (sent when the batch is full, or by
+    /// `flush` once the socket is drained or the links have been advanced).
     fn settle(&mut self, link: usize) -> Result<()> {
         // Borrow the list out and put it back, so its allocation is reused packet after packet.
         let mut fates = std::mem::take(&mut self.fates);
         for fate in fates.drain(..) {
-            let (mut msg, verdict) = match fate {
+            match fate {
                 Fate::Deliver { handle, at, .. } => {
-                    let late = now_ns().saturating_sub(at);
-                    self.lateness.record(late, self.late_threshold_ns);
-                    self.links[link].stats.lateness.record(late, self.late_threshold_ns);
-                    let mut msg = handle;
-                    msg.set_nfmark(release_mark(at));
-                    (msg, Verdict::Accept)
+                    self.batch.push(handle.get_queue_num(), handle.get_packet_id(), true, Some(release_mark(at)));
+                    self.due.push((link, at));
                 }
-                Fate::Drop { handle, .. } => (handle, Verdict::Drop),
-            };
-            msg.set_verdict(verdict);
-            self.queue.verdict(msg).context("verdict refused by the kernel")?;
+                Fate::Drop { handle, .. } => {
+                    self.batch.push(handle.get_queue_num(), handle.get_packet_id(), false, None);
+                }
+            }
+            if self.batch.is_full() {
+                self.flush()?;
+            }
         }
         self.fates = fates;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        self.batch.flush().context("verdicts refused by the kernel")?;
+        let now = now_ns();
+        for (link, at) in self.due.drain(..) {
+            let late = now.saturating_sub(at);
+            self.lateness.record(late, self.late_threshold_ns);
+            self.links[link].stats.lateness.record(late, self.late_threshold_ns);
+        }
         Ok(())
     }
 
@@ -112,7 +130,7 @@ impl Engine {
                 self.settle(i)?;
             }
         }
-        Ok(())
+        self.flush()
     }
 
     fn stats_line(&self, t: f64, is_final: bool, realtime: bool) -> Value {
@@ -270,6 +288,8 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         late_threshold_ns: config.late_threshold_us * 1000,
         nfq_errors: 0,
         fates: Vec::new(),
+        batch: VerdictBatch::new(fd, config.verdict_batch),
+        due: Vec::new(),
     };
     let mut last_arrival = vec![0u64; engine.links.len()];
     let spin_ns = config.spin_us * 1000;
@@ -304,6 +324,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
                 Err(e) => return Err(e).context("NFQUEUE receive failed"),
             }
         }
+        engine.flush()?; // the socket is drained: nothing waits behind these verdicts any more
         let now = now_ns();
         if now >= next_stats {
             write_line(&mut stats, &engine.stats_line((now - start) as f64 / 1e9, false, realtime))?;
@@ -319,6 +340,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         unsafe { libc::ppoll(&mut pfd, 1, &timeout, std::ptr::null()) };
     }
     // Shutdown: release everything held so no connection is left hanging, then the final record.
+    let _ = engine.flush();
     for l in 0..engine.links.len() {
         for mut msg in engine.links[l].drain() {
             msg.set_verdict(Verdict::Accept);
