@@ -281,13 +281,13 @@ def _figures(cells, preds, out_dir) -> list[str]:
             if len(sel) < 2:
                 continue
             if p_high is None:
-                series = [Series(f"measured ({profile})", [(c.kb, c.mean) for c in sel], [c.ci95 for c in sel], True)]
+                series = [Series("measured, 95% CI", [(c.kb, c.mean) for c in sel], [c.ci95 for c in sel], True)]
                 series += [Series(m, [(c.kb, preds[(m, profile, p, None, c.size)]) for c in sel], dashed=m != "Hysteresis")
                            for m in v.MODELS]
                 name, title = f"{fig}-{profile}-p{p:g}.svg", f"Reno, p = {p:g} ({profile})"
             else:
                 reno = {c.size: c for c in groups.get((profile, p, None), [])}
-                series = [Series(f"CATNIP measured (p'={p_high:g})", [(c.kb, c.mean) for c in sel],
+                series = [Series("CATNIP measured", [(c.kb, c.mean) for c in sel],
                                  [c.ci95 for c in sel], True),
                           Series("Partial CATNIP model", [(c.kb, preds[("Partial CATNIP", profile, p, p_high, c.size)])
                                                           for c in sel])]

@@ -31,7 +31,7 @@ def _ticks(hi: float, n: int = 5) -> list[float]:
 
 def svg_chart(title: str, xlabel: str, ylabel: str, series: list[Series], width: int = 560,
               height: int = 360) -> str:
-    ml, mr, mt, mb = 60, 150, 30, 44
+    ml, mr, mt, mb = 60, 170, 30, 44
     w, h = width - ml - mr, height - mt - mb
     xs = [x for s in series for x, _ in s.points] or [1.0]
     ys = [y + (s.errors[i] if i < len(s.errors) else 0) for s in series for i, (_, y) in enumerate(s.points)] or [1.0]

@@ -162,3 +162,32 @@ def test_error_table_and_catnip_gain_from_cells():
     table = validation.error_table(cells, "reno2004", (0, 50), preds)
     assert table["Hysteresis"] == {0.01: pytest.approx(0.125)}  # ((0.5)^2 + 0) / 2
     assert validation.catnip_gain(cells, "reno2004") == [(0.01, 8.0, 2.0, 1.5, 25.0)]
+
+
+def test_validate_prints_the_tables_and_writes_the_figures(tmp_path):
+    from models.cli import model
+    from results.store import Store
+    db = tmp_path / "t.db"
+    scenario = {"kind": "transfers", "name": "hv", "path": {"mss": 1433, "rtt": 0.2, "wmax": 24, "min_rto": 1.0}}
+    rng = random.Random(3)
+    with Store(db) as store:
+        store.create_run("hv1", "hv", "x", scenario, {}, 1, "abc", {}, {})
+        for point, p_high in ((0, None), (1, 0.0)):
+            store.create_point("hv1", point, 0, {}, {}, 1)
+            store.update_point("hv1", point, realtime_ok=1, status="done")
+            store.add_transfer_trials("hv1", point, [
+                {"profile": "reno2004", "p": 0.01, "p_high": p_high, "trial": t, "size": kb * 1024,
+                 "packets": 1, "latency": 0.2 * kb ** 0.5 + rng.random() * 0.1, "error": None}
+                for kb in (1, 8, 50, 100) for t in range(5)])
+        store.create_run("web1", "quick", "x", {"name": "quick"}, {}, 1, "abc", {}, {})
+    res = CliRunner().invoke(model, ["validate", "hv1", "--db", str(db), "--out", str(tmp_path / "figs"),
+                                     "--samples", "100"])
+    assert res.exit_code == 0, res.output
+    assert "Table 2 (short flows" in res.output and "Table 3 (long flows" in res.output
+    assert "[0.03]" in res.output  # the paper's hysteresis error at p = 1% beside ours
+    assert "Partial CATNIP (p' = measured p_high) against Reno" in res.output
+    assert sorted(f.name for f in (tmp_path / "figs").iterdir()) == [
+        "fig3-reno2004-p0.01.svg", "fig4-reno2004-p0.01.svg", "fig6-long-reno2004-p0.01.svg",
+        "fig6-reno2004-p0.01.svg"]
+    res = CliRunner().invoke(model, ["validate", "web1", "--db", str(db)])
+    assert res.exit_code != 0 and "not a transfer measurement" in res.output
