@@ -454,6 +454,21 @@ def _recorded(sink: ProgressSink, store: Store, every: float = 1.0) -> ProgressS
     return record
 
 
+def record_point(store: Store, run_id: str, index: int, execute: Callable[[], None]) -> str | None:
+    """Run one point and record how it ended: done; cancelled (raised again as RunCancelled); or
+    failed, returned as the run's error while the next point still runs."""
+    try:
+        execute()
+        store.update_point(run_id, index, status="done", finished=time.time())
+        return None
+    except (RunCancelled, KeyboardInterrupt) as exc:
+        store.update_point(run_id, index, status="cancelled", error=str(exc) or "interrupted", finished=time.time())
+        raise RunCancelled(str(exc) or "interrupted") from None
+    except Exception as exc:  # noqa: BLE001 - recorded; the next point still runs
+        store.update_point(run_id, index, status="failed", error=f"{type(exc).__name__}: {exc}", finished=time.time())
+        return f"point {index}: {exc}"
+
+
 def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink = lambda p: None,
         cancelled: Callable[[], bool] = lambda: False, run_id: str | None = None) -> str:
     """Run every point of a sweep; returns the run id. Records survive failures of single points."""
@@ -484,17 +499,9 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
                     prog = Progress(run_id, index, total, label,
                                     pages_total=scenario.topology.clients * len(scenario.workload.pages)
                                     * scenario.workload.rounds)
-                    try:
-                        point.execute(prog)
-                        store.update_point(run_id, index, status="done", finished=time.time())
-                    except (RunCancelled, KeyboardInterrupt) as exc:
-                        store.update_point(run_id, index, status="cancelled", error=str(exc) or "interrupted",
-                                           finished=time.time())
-                        raise RunCancelled(str(exc) or "interrupted") from None
-                    except Exception as exc:  # noqa: BLE001 - recorded; the next point still runs
-                        store.update_point(run_id, index, status="failed", error=f"{type(exc).__name__}: {exc}",
-                                           finished=time.time())
-                        status, error = "failed", f"point {index}: {exc}"
+                    failure = record_point(store, run_id, index, lambda: point.execute(prog))
+                    if failure:
+                        status, error = "failed", failure
                     index += 1
         except RunCancelled as exc:
             status, error = "cancelled", str(exc)

@@ -34,7 +34,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
-from controller.runner import RunCancelled, git_revision, machine_lock, new_run_id, signals_cancel, versions
+from controller.runner import (RunCancelled, git_revision, machine_lock, new_run_id, record_point, signals_cancel,
+                               versions)
 from controller.transfer_scenario import LossPoint, TransferScenario
 from results import transfer_capture
 from results.store import Store
@@ -265,17 +266,10 @@ def measure(sc: TransferScenario, store: Store, source: str = "", progress: Prog
                     workdir.mkdir(parents=True, exist_ok=True)
                     store.create_point(run_id, index, 0, {"profile": profile, **loss.model_dump()}, sc.model_dump(),
                                        sc.seed * 1000 + index)
-                    try:
-                        _point(index, profile, loss, sc, nodes, workdir, store, run_id, progress, keep_captures)
-                        store.update_point(run_id, index, status="done", finished=time.time())
-                    except (RunCancelled, KeyboardInterrupt) as exc:
-                        store.update_point(run_id, index, status="cancelled", error=str(exc) or "interrupted",
-                                           finished=time.time())
-                        raise RunCancelled(str(exc) or "interrupted") from None
-                    except Exception as exc:  # noqa: BLE001 - recorded; the next point still runs
-                        store.update_point(run_id, index, status="failed", error=f"{type(exc).__name__}: {exc}",
-                                           finished=time.time())
-                        status, error = "failed", f"point {index}: {exc}"
+                    failure = record_point(store, run_id, index, lambda: _point(
+                        index, profile, loss, sc, nodes, workdir, store, run_id, progress, keep_captures))
+                    if failure:
+                        status, error = "failed", failure
         except RunCancelled as exc:
             status, error = "cancelled", str(exc)
             raise

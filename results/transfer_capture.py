@@ -51,12 +51,13 @@ def read(pcap: Path, server_ip: str, server_port: int) -> dict[int, list[Flow]]:
                 continue
             tcp = ip.data
             if ip.src == server and tcp.sport == server_port:
-                conns = flows.setdefault(tcp.dport, [])
                 if tcp.flags & dpkt.tcp.TH_SYN:
+                    conns = flows.setdefault(tcp.dport, [])
                     if not conns or conns[-1].isn != tcp.seq:  # a SYN-ACK sent again keeps its ISN
                         conns.append(Flow(tcp.dport, isn=tcp.seq))
                         acks.setdefault(tcp.dport, []).append([])
                     continue
+                conns = flows.get(tcp.dport)  # None: a connection that opened before the capture
                 # From the IP header: the capture keeps only the headers of each packet.
                 payload = ip.len - 4 * ip.hl - 4 * tcp.off
                 if not conns or payload <= 0:

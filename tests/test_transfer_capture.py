@@ -56,6 +56,8 @@ def test_a_port_used_twice_pairs_with_the_trials_in_start_order(tmp_path):
     A, SA = dpkt.tcp.TH_ACK, dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK
     pcap = tmp_path / "t.pcap"
     _write(pcap, [
+        (0.0, _packet(SERVER, CLIENT, 5001, 39999, 7, 1, A, 100)),  # a connection older than the capture
+        (0.0, _packet(CLIENT, SERVER, 39999, 5001, 1, 108, A)),
         (0.0, _packet(SERVER, CLIENT, 5001, 40001, 100, 1, SA)),
         (0.1, _packet(SERVER, CLIENT, 5001, 40001, 101, 1, A, 1000)),
         (0.3, _packet(CLIENT, SERVER, 40001, 5001, 1, 601, A)),    # half of it acknowledged: incomplete
@@ -66,7 +68,7 @@ def test_a_port_used_twice_pairs_with_the_trials_in_start_order(tmp_path):
         (2.0, _packet(SERVER, CLIENT, 5001, 40002, 5, 1, SA)),
     ])
     flows = transfer_capture.read(pcap, SERVER, 5001)
-    assert [f.isn for f in flows[40001]] == [100, 900]
+    assert [f.isn for f in flows[40001]] == [100, 900] and 39999 not in flows
     trials = [{"trial": 3, "port": 40001, "size": 500, "t_start": 0.9},      # trial numbers repeat per size
               {"trial": 3, "port": 40001, "size": 1000, "t_start": -0.1},
               {"trial": 9, "port": 40002, "size": 10, "t_start": 1.9},

@@ -10,6 +10,8 @@ Addressing: clients 10.1.0.0/16, servers 10.2.0.0/16, bottleneck 10.0.0.0/30.
 
 from __future__ import annotations
 
+import subprocess
+
 import ipaddress
 from dataclasses import dataclass, field
 from functools import partial
@@ -203,3 +205,7 @@ def stop(d: Dumbbell) -> None:
         d.net.stop()
     except Exception:  # noqa: BLE001 - cleanup continues; `catnip clean` catches the rest
         pass
+    # A run cancelled while Mininet was starting the switches can leave a Linux bridge that
+    # net.stop() did not take down (seen: Ctrl-C in "building network"); ours carry our prefix.
+    for sw in d.net.switches:
+        subprocess.run(["ip", "link", "del", sw.name], capture_output=True, timeout=10)
