@@ -144,14 +144,14 @@ def _fidelity(engine: RouterEngine) -> tuple[dict, bool]:
     final = engine.latest_stats() or {}
     eng = final.get("engine", {})
     data = final.get("links", {}).get("r>c", {})
-    sent = {k: v[0] for k, v in data.get("sent", {}).items()}
+    arrived = {k: v[0] for k, v in data.get("arrived", {}).items()}
     dropped = {k: v[0] for k, v in data.get("dropped", {}).items()}
     kdrops = sum(r["queue_dropped"] + r["user_dropped"] for r in engine.kernel_queue_counters())
     events = eng.get("events", 0)
     late = eng.get("late_events", 0)
     fidelity = {"engine_events": events, "late_events": late, "late_fraction": late / events if events else 0.0,
                 "max_late_us": eng.get("max_late_us"), "late_p99_us": eng.get("late_p99_us"),
-                "kernel_queue_drops": kdrops, "data_sent": sent, "data_dropped": dropped,
+                "kernel_queue_drops": kdrops, "data_arrived": arrived, "data_dropped": dropped,
                 "final_stats": bool(final.get("final"))}
     # At most 0.1% of verdicts later than the threshold (1% of the RTT), as web runs allow.
     ok = fidelity["late_fraction"] <= 0.001 and kdrops == 0 and fidelity["final_stats"]

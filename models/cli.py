@@ -209,7 +209,13 @@ def validate(run, db, out, delack, samples, include_late, as_json):
         names = ("Partial CATNIP",) if c.p_high is not None else v.MODELS
         for name in names:
             preds[(name, c.profile, c.p, c.p_high, c.size)] = v.predict(name, path, samples)
-    report = {"run": row["id"], "excluded_points_not_real_time": sorted(late), "profiles": {}}
+    report = {"run": row["id"], "excluded_points_not_real_time": sorted(late), "points": [], "profiles": {}}
+    for p in points:
+        assignment, fidelity = json.loads(p["assignment"]), json.loads(p["fidelity"] or "{}")
+        report["points"].append({"point": p["point"], **assignment, "status": p["status"],
+                                 "loss": v.measured_loss(fidelity), "realtime_ok": bool(p["realtime_ok"]),
+                                 "late_fraction": fidelity.get("late_fraction"),
+                                 "late_p99_us": fidelity.get("late_p99_us")})
     for profile in dict.fromkeys(c.profile for c in cells):
         mine = [c for c in cells if c.profile == profile]
         report["profiles"][profile] = {
@@ -231,6 +237,14 @@ def validate(run, db, out, delack, samples, include_late, as_json):
 def _print_validation(report: dict) -> None:
     from models import validation as v
     click.echo(f"run {report['run']}")
+    click.echo("\npoints: data segments lost on the loss link (drops / arrivals), real time kept")
+    for pt in report["points"]:
+        loss = " ".join(f"{cls} {'-' if x is None else format(x * 100, '.2f') + '%'}" for cls, x in pt["loss"].items())
+        ph = "-" if pt.get("p_high") is None else f"{pt['p_high']:g}"
+        late = "" if pt["late_fraction"] is None else \
+            f" ({pt['late_fraction'] * 100:.2f}% of verdicts late, p99 {pt['late_p99_us']} us)"
+        click.echo(f"  {pt['point']:>3} {pt.get('profile', ''):<9} p={pt.get('p', 0):<5g} p'={ph:<4} {pt['status']:<9} "
+                   f"{loss}  real time: {'yes' if pt['realtime_ok'] else 'NO'}{late}")
     if report["excluded_points_not_real_time"]:
         click.echo(f"excluded (not real time): points {report['excluded_points_not_real_time']}")
     for profile, rep in report["profiles"].items():

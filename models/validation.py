@@ -68,6 +68,18 @@ def cells(rows, excluded_points: set[int] = frozenset()) -> list[Cell]:
                   key=lambda c: (c.profile, c.p, -1 if c.p_high is None else c.p_high, c.size))
 
 
+def measured_loss(fidelity: dict) -> dict[str, float | None]:
+    """Loss of data segments on the loss link per class ("high", "low"): drops / arrivals, None if
+    none arrived. Records written before data_arrived existed hold departures as data_sent; on that
+    link (no rate, nothing left queued at the end) arrivals are departures plus drops."""
+    dropped = fidelity.get("data_dropped", {})
+    if "data_arrived" in fidelity:
+        arrived = fidelity["data_arrived"]
+    else:
+        arrived = {k: v + dropped.get(k, 0) for k, v in fidelity.get("data_sent", {}).items()}
+    return {cls: (dropped.get(cls, 0) / arrived[cls] if arrived.get(cls) else None) for cls in ("high", "low")}
+
+
 def predict(model: str, path: Path, samples: int = 2000, seed: int = 1) -> float:
     if model == "Hysteresis":
         return statistics.fmean(hysteresis.latencies(path, samples, seed))

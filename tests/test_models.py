@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import statistics
@@ -164,6 +165,14 @@ def test_error_table_and_catnip_gain_from_cells():
     assert validation.catnip_gain(cells, "reno2004") == [(0.01, 8.0, 2.0, 1.5, 25.0)]
 
 
+def test_measured_loss_from_arrivals_and_from_older_departure_records():
+    assert validation.measured_loss({"data_arrived": {"high": 200, "low": 1000},
+                                     "data_dropped": {"high": 2, "low": 100}}) == {"high": 0.01, "low": 0.1}
+    # Older records held departures: 900 departed + 100 dropped = 1000 arrived.
+    assert validation.measured_loss({"data_sent": {"high": 0, "low": 900},
+                                     "data_dropped": {"high": 0, "low": 100}}) == {"high": None, "low": 0.1}
+
+
 def test_validate_prints_the_tables_and_writes_the_figures(tmp_path):
     from models.cli import model
     from results.store import Store
@@ -173,8 +182,10 @@ def test_validate_prints_the_tables_and_writes_the_figures(tmp_path):
     with Store(db) as store:
         store.create_run("hv1", "hv", "x", scenario, {}, 1, "abc", {}, {})
         for point, p_high in ((0, None), (1, 0.0)):
-            store.create_point("hv1", point, 0, {}, {}, 1)
-            store.update_point("hv1", point, realtime_ok=1, status="done")
+            store.create_point("hv1", point, 0, {"profile": "reno2004", "p": 0.01, "p_high": p_high}, {}, 1)
+            fidelity = {"data_arrived": {"high": 50, "low": 400}, "data_dropped": {"high": 0, "low": 4},
+                        "late_fraction": 0.0, "late_p99_us": 200}
+            store.update_point("hv1", point, realtime_ok=1, status="done", fidelity=json.dumps(fidelity))
             store.add_transfer_trials("hv1", point, [
                 {"profile": "reno2004", "p": 0.01, "p_high": p_high, "trial": t, "size": kb * 1024,
                  "packets": 1, "latency": 0.2 * kb ** 0.5 + rng.random() * 0.1, "error": None}
@@ -184,6 +195,7 @@ def test_validate_prints_the_tables_and_writes_the_figures(tmp_path):
                                      "--samples", "100"])
     assert res.exit_code == 0, res.output
     assert "Table 2 (short flows" in res.output and "Table 3 (long flows" in res.output
+    assert "high 0.00% low 1.00%  real time: yes" in res.output
     assert "[0.03]" in res.output  # the paper's hysteresis error at p = 1% beside ours
     assert "Partial CATNIP (p' = measured p_high) against Reno" in res.output
     assert sorted(f.name for f in (tmp_path / "figs").iterdir()) == [
