@@ -196,8 +196,13 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 @click.option("--loss", "fmt", flag_value="loss", help="loss by priority per point (layout of Tables IV, VII, X)")
 @click.option("--by-sender", "fmt", flag_value="by-sender",
               help="page times and retransmissions per server congestion control (fairness, section V-E)")
-def report(run_id: str, db: str | None, fmt: str | None) -> None:
+@click.option("--pool", "fmt", flag_value="pool", help="one table per sweep point over all its repetitions")
+@click.option("--realtime-only", is_flag=True, help="with --pool: leave out (and count) repetitions that "
+              "did not keep real time")
+def report(run_id: str, db: str | None, fmt: str | None, realtime_only: bool) -> None:
     """The report of RUN_ID (an id or an unambiguous prefix) in the layout of Table II."""
+    if realtime_only and fmt != "pool":
+        raise click.UsageError("--realtime-only goes with --pool")
     from results import report as report_mod
     with _store(db) as store:
         found = store.find_run(run_id)
@@ -208,6 +213,13 @@ def report(run_id: str, db: str | None, fmt: str | None) -> None:
             from results import by_sender
             try:
                 click.echo(by_sender.render_text(by_sender.by_sender(store, run_id)))
+            except KeyError as exc:
+                raise click.ClickException(exc.args[0]) from None
+            return
+        if fmt == "pool":
+            from results import pooled
+            try:
+                click.echo(pooled.render_text(pooled.pooled_report(store, run_id, realtime_only)))
             except KeyError as exc:
                 raise click.ClickException(exc.args[0]) from None
             return

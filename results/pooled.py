@@ -1,0 +1,77 @@
+"""Repetitions pooled: one Table II-layout table per sweep assignment over all its repetitions
+(`run.repetitions`, seeds seed + 1000 * rep), with bottleneck loss summed over them.
+
+A repetition counts only if its point finished (`done`); with `realtime_only`, repetitions whose
+point did not keep real time are left out as well, and both kinds of exclusion are counted, so a
+pooled mean never silently mixes in runs the emulation could not keep exact.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from controller.scenario import point_label
+from results.report import _fmt, _page_row, loss_summary
+from results.store import Store
+from workloads.pages import catnip_pages
+
+
+def pooled_report(store: Store, run_id: str, realtime_only: bool = False) -> dict[str, Any]:
+    run = store.find_run(run_id)
+    if run is None:
+        raise KeyError(f"no run {run_id!r} in {store.path} (see `catnip list`)")
+    groups: dict[str, dict[str, Any]] = {}
+    for pt in store.points(run["id"]):
+        key = json.dumps(json.loads(pt["assignment"]), sort_keys=True)
+        g = groups.setdefault(key, {"assignment": json.loads(pt["assignment"]), "points": [],
+                                    "excluded_not_done": [], "excluded_not_real_time": []})
+        if pt["status"] != "done":
+            g["excluded_not_done"].append(pt["point"])
+        elif realtime_only and not pt["realtime_ok"]:
+            g["excluded_not_real_time"].append(pt["point"])
+        else:
+            g["points"].append(pt["point"])
+    out = []
+    for g in groups.values():
+        durations: dict[int, list[float]] = {}
+        failed: dict[int, int] = {}
+        stats = []
+        for point in g["points"]:
+            for p in store.pages(run["id"], point):
+                if p["error"]:
+                    failed[p["page"]] = failed.get(p["page"], 0) + 1
+                else:
+                    durations.setdefault(p["page"], []).append(p["duration"])
+            stats.extend(store.link_stats(run["id"], point))
+        g["table"] = [_page_row(page, durations.get(page.number, []), failed.get(page.number, 0))
+                      for page in catnip_pages() if page.number in durations or page.number in failed]
+        g["bottleneck"] = loss_summary(stats).get("bottleneck-data")
+        g["label"] = point_label(g["assignment"], "single point")
+        out.append(g)
+    return {"run_id": run["id"], "name": run["name"], "realtime_only": realtime_only, "groups": out}
+
+
+def render_text(report: dict[str, Any]) -> str:
+    out = [f"Run {report['run_id']} ({report['name']}): repetitions pooled per sweep point"
+           + (", only repetitions that kept real time" if report["realtime_only"] else "")]
+    for g in report["groups"]:
+        out.append("")
+        out.append(f"{g['label']}: {len(g['points'])} repetition(s) pooled (points {g['points']})")
+        if g["excluded_not_done"]:
+            out.append(f"  left out, did not finish: points {g['excluded_not_done']}")
+        if g["excluded_not_real_time"]:
+            out.append(f"  left out, real time not kept: points {g['excluded_not_real_time']}")
+        if not g["table"]:
+            continue
+        out.append(f"  {'Page':>4} {'N':>5} {'Min':>7} {'Median':>7} {'Max':>7} {'Mean':>7} {'+-95%':>6}"
+                   f" {'SDev':>7} {'Fail':>4}")
+        for r in g["table"]:
+            out.append(f"  {r['page']:>4} {r['n']:>5} {_fmt(r.get('min')):>7} {_fmt(r.get('median')):>7}"
+                       f" {_fmt(r.get('max')):>7} {_fmt(r.get('mean')):>7} {_fmt(r.get('ci95')):>6}"
+                       f" {_fmt(r.get('sdev')):>7} {r['failed']:>4}")
+        b = g["bottleneck"]
+        if b:
+            out.append(f"  Bottleneck loss: {100 * b['loss']:.2f}% ({b['dropped']} of {b['arrived']} packets)"
+                       + "".join(f", {name} {100 * c['loss']:.2f}%" for name, c in sorted(b["by_class"].items())))
+    return "\n".join(out)
