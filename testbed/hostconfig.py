@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import shlex
 
+from testbed.tc_backend import ETH_HEADER
+
 
 class HostConfigError(RuntimeError):
     pass
@@ -90,10 +92,13 @@ def shape_egress(node, intf: str, rate_bps: int, mtu: int) -> None:
 
     A burst of one MTU keeps the pacing packet by packet: a larger htb burst would let a
     window leave at veth speed and reach the router faster than the emulated link allows.
+    The size table removes the MAC header from htb's count, so the rate counts IP bytes as the
+    engine's links do.
     """
-    burst = mtu + 14
+    burst = mtu + ETH_HEADER
     node.cmd(f"tc qdisc del dev {shlex.quote(intf)} root 2>/dev/null")
-    run(node, "tc", "qdisc", "add", "dev", intf, "root", "handle", "1:", "htb", "default", "1")
+    run(node, "tc", "qdisc", "add", "dev", intf, "root", "handle", "1:", "stab", "overhead", str(-ETH_HEADER),
+        "htb", "default", "1")
     run(node, "tc", "class", "add", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
         "rate", f"{rate_bps}bit", "ceil", f"{rate_bps}bit", "burst", f"{burst}b", "cburst", f"{burst}b",
         "quantum", str(burst))

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from testbed.capabilities import probe_qdiscs
 
 
+ETH_HEADER = 14
+
+
 class TcBackendError(RuntimeError):
     pass
 
@@ -46,7 +49,11 @@ class TcLink:
         """The tc commands, in order (root htb at the rate; leaf queue; netem delay below it)."""
         dev = ["dev", self.intf]
         burst = str(self.mtu)
-        cmds = [["tc", "qdisc", "replace", *dev, "root", "handle", "1:", "htb", "default", "1"],
+        # htb counts skb->len, which on an Ethernet device includes the 14-byte MAC header; the
+        # engine (and ns-2) count the IP packet. A size table with overhead -14 makes the rate
+        # mean the same thing in both backends.
+        cmds = [["tc", "qdisc", "replace", *dev, "root", "handle", "1:", "stab", "overhead", str(-ETH_HEADER),
+                 "htb", "default", "1"],
                 ["tc", "class", "add", *dev, "parent", "1:", "classid", "1:1", "htb", "rate", f"{self.rate_bps}bit",
                  "ceil", f"{self.rate_bps}bit", "burst", burst, "cburst", burst]]
         if self.policy == "droptail" and self.buffer_bytes:
