@@ -141,6 +141,8 @@ def clean() -> list[str]:
         except OSError:
             pass
     done += [f"congestion control {name}" for name in sender.unregister()]
+    done += [f"congestion control {name}: unregistered; the kernel frees it when its last sockets close"
+             for name in sender.being_freed()]
     if BPF_PIN_DIR.is_dir() and not any(BPF_PIN_DIR.iterdir()):
         BPF_PIN_DIR.rmdir()
         done.append(f"BPF pin directory {BPF_PIN_DIR}")

@@ -25,7 +25,7 @@ class SenderError(RuntimeError):
     pass
 
 
-def registered() -> list[str]:
+def _struct_ops_names() -> list[str]:
     try:
         out = subprocess.run(["bpftool", "struct_ops", "show"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
@@ -36,6 +36,26 @@ def registered() -> list[str]:
         if len(parts) >= 2 and parts[1] in NAMES:
             names.append(parts[1])
     return names
+
+
+def _available() -> set[str] | None:
+    try:
+        return set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+    except OSError:
+        return None
+
+
+def registered() -> list[str]:
+    """Ours that sockets can still select."""
+    available = _available()
+    return [n for n in _struct_ops_names() if available is None or n in available]
+
+
+def being_freed() -> list[str]:
+    """Ours already unregistered whose struct_ops map the kernel keeps until the last socket using
+    it closes (orphaned sockets of a cancelled run can take minutes); unregister answers EINPROGRESS."""
+    available = _available()
+    return [] if available is None else [n for n in _struct_ops_names() if n not in available]
 
 
 def register() -> None:
