@@ -132,20 +132,7 @@ class RouterEngine:
 
     def latest_stats(self) -> dict | None:
         """The newest stats record (the final one after stop)."""
-        try:
-            with open(self.stats_path, "rb") as fh:
-                fh.seek(0, 2)
-                size = fh.tell()
-                fh.seek(max(0, size - 65536))
-                lines = fh.read().splitlines()
-        except FileNotFoundError:
-            return None
-        for line in reversed(lines):
-            try:
-                return json.loads(line)
-            except json.JSONDecodeError:
-                continue
-        return None
+        return last_json_line(self.stats_path)
 
     def kernel_queue_counters(self) -> list[dict]:
         """/proc/net/netfilter/nfnetlink_queue of the router's namespace: kernel-side drops."""
@@ -159,3 +146,28 @@ class RouterEngine:
                              "link": self.links[num].name if num < len(self.links) else None,
                              "queue_total": int(f[2]), "queue_dropped": int(f[5]), "user_dropped": int(f[6])})
         return rows
+
+
+def last_json_line(path: Path, chunk: int = 65536) -> dict | None:
+    """The last complete JSON line of `path`, read from the end. A router with many links writes
+    lines longer than any fixed window (201 links: 69 KB), so the window grows until it holds
+    one whole line."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            while True:
+                start = max(0, size - chunk)
+                fh.seek(start)
+                lines = fh.read(size - start).splitlines()
+                if start > 0:
+                    lines = lines[1:]  # may begin mid-line
+                for line in reversed(lines):
+                    try:
+                        return json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line being written
+                if start == 0:
+                    return None
+                chunk *= 4
+    except FileNotFoundError:
+        return None

@@ -12,4 +12,5 @@ pub mod packet;
 pub mod policy;
 pub mod replay;
 pub mod stats;
+pub mod stats_writer;
 pub mod verdicts;

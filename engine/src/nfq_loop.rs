@@ -8,12 +8,11 @@ use crate::config::Config;
 use crate::link::{Fate, Link};
 use crate::packet::PacketInfo;
 use crate::stats::Lateness;
+use crate::stats_writer::{Record, StatsWriter};
 use crate::verdicts::VerdictBatch;
 use anyhow::{anyhow, Context, Result};
 use nfq::{Message, Queue, Verdict};
-use serde_json::{json, Map, Value};
 use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -133,26 +132,16 @@ impl Engine {
         self.flush()
     }
 
-    fn stats_line(&self, t: f64, is_final: bool, realtime: bool) -> Value {
-        let mut links = Map::new();
-        for l in &self.links {
-            links.insert(l.name.clone(), l.stats.to_json(l.queue_packets(), l.queue_bytes()));
+    /// The counters for one stats line, copied so the writer thread can format them.
+    fn record(&self, t: f64, is_final: bool, realtime: bool) -> Record {
+        Record {
+            t,
+            is_final,
+            lateness: self.lateness,
+            nfq_errors: self.nfq_errors,
+            realtime,
+            links: self.links.iter().map(|l| l.stats.snapshot(l.queue_packets(), l.queue_bytes())).collect(),
         }
-        json!({
-            "t": t,
-            "final": is_final,
-            "engine": {
-                "events": self.lateness.events,
-                "late_events": self.lateness.late_events,
-                "max_late_us": self.lateness.max_late_ns as f64 / 1000.0,
-                "late_p50_us": self.lateness.quantile_us(0.5),
-                "late_p99_us": self.lateness.quantile_us(0.99),
-                "late_p999_us": self.lateness.quantile_us(0.999),
-                "nfq_errors": self.nfq_errors,
-                "realtime_scheduling": realtime,
-            },
-            "links": links,
-        })
     }
 }
 
@@ -234,12 +223,6 @@ fn arrival_time(msg: &Message, now: u64) -> u64 {
 const MAX_STAMP_AGE_NS: u64 = 50_000_000;
 
 
-fn write_line(file: &mut File, value: &Value) -> Result<()> {
-    writeln!(file, "{value}")?;
-    file.flush()?;
-    Ok(())
-}
-
 pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
     let (mut queue, fd) = open_queue()?;
     queue.set_recv_enobufs(true)?;
@@ -269,14 +252,11 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         links.push(Link::new(l, config.seed).map_err(|e| anyhow!("link {:?}: {e}", l.name))?);
     }
     queue.set_nonblocking(true);
+    // Started before the engine turns real-time, and set back to normal priority in any case.
+    let mut stats = StatsWriter::open(stats_path, config.links.iter().map(|l| l.name.clone()).collect())?;
     // Only once every queue is ours: a failed start then says one thing, the reason.
     let realtime = set_realtime_priority();
     let _stamp_socket = enable_rx_timestamps();
-    let mut stats = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(stats_path)
-        .with_context(|| format!("cannot open {}", stats_path.display()))?;
     install_signal_handlers();
     println!("READY");
     std::io::stdout().flush()?;
@@ -327,7 +307,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         engine.flush()?; // the socket is drained: nothing waits behind these verdicts any more
         let now = now_ns();
         if now >= next_stats {
-            write_line(&mut stats, &engine.stats_line((now - start) as f64 / 1e9, false, realtime))?;
+            stats.send(engine.record((now - start) as f64 / 1e9, false, realtime))?;
             next_stats += interval * ((now - next_stats) / interval + 1);
         }
         let next = engine.links.iter().filter_map(|l| l.next_event()).min().unwrap_or(u64::MAX).min(next_stats);
@@ -347,8 +327,8 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
             let _ = engine.queue.verdict(msg);
         }
     }
-    write_line(&mut stats, &engine.stats_line((now_ns() - start) as f64 / 1e9, true, realtime))?;
-    Ok(())
+    stats.send(engine.record((now_ns() - start) as f64 / 1e9, true, realtime))?;
+    stats.finish()
 }
 
 #[cfg(test)]

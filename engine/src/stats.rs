@@ -109,17 +109,53 @@ pub struct LinkStats {
 }
 
 impl LinkStats {
+    /// The counters a stats line reports, without the lateness histogram: cheap to copy out of
+    /// the real-time loop and hand to the stats writer.
+    pub fn snapshot(&self, queue_pkts: usize, queue_bytes: usize) -> LinkSnapshot {
+        LinkSnapshot {
+            arrived: self.arrived,
+            sent: self.sent,
+            dropped: self.dropped,
+            queue_pkts,
+            queue_bytes,
+            max_queue_pkts: self.max_queue_pkts,
+            max_queue_bytes: self.max_queue_bytes,
+            late_events: self.lateness.late_events,
+            max_late_ns: self.lateness.max_late_ns,
+        }
+    }
+
     pub fn to_json(&self, queue_pkts: usize, queue_bytes: usize) -> Value {
+        self.snapshot(queue_pkts, queue_bytes).to_json()
+    }
+}
+
+/// One link's counters at one moment (see [`LinkStats::snapshot`]).
+#[derive(Clone, Copy, Debug)]
+pub struct LinkSnapshot {
+    pub arrived: ClassCounts,
+    pub sent: ClassCounts,
+    pub dropped: ClassCounts,
+    pub queue_pkts: usize,
+    pub queue_bytes: usize,
+    pub max_queue_pkts: usize,
+    pub max_queue_bytes: usize,
+    pub late_events: u64,
+    pub max_late_ns: u64,
+}
+
+impl LinkSnapshot {
+    pub fn to_json(&self) -> Value {
         json!({
             "arrived": self.arrived.to_json(),
             "sent": self.sent.to_json(),
             "dropped": self.dropped.to_json(),
-            "queue_pkts": queue_pkts,
-            "queue_bytes": queue_bytes,
+            "queue_pkts": self.queue_pkts,
+            "queue_bytes": self.queue_bytes,
             "max_queue_pkts": self.max_queue_pkts,
             "max_queue_bytes": self.max_queue_bytes,
-            "late_events": self.lateness.late_events,
-            "max_late_us": self.lateness.max_late_ns as f64 / 1000.0,
+            "late_events": self.late_events,
+            "max_late_us": self.max_late_ns as f64 / 1000.0,
         })
     }
 }
