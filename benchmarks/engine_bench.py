@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from testbed import paths  # noqa: E402
+from testbed.engine import last_json_line  # noqa: E402
 from testbed.netline import NetLine, sh  # noqa: E402
 
 LINE = NetLine("ctpb")
@@ -54,8 +55,7 @@ class Engine:
         sh(*LINE.ns("r"), "iptables", "-w", "-A", "FORWARD", "-o", LINE.router_out, "-j", "NFQUEUE", "--queue-num", "0")
 
     def latest(self) -> dict:
-        lines = self.stats.read_text().splitlines()
-        return json.loads(lines[-1]) if lines else {}
+        return last_json_line(self.stats) or {}  # the last line may be half written mid-run
 
     def stop(self) -> dict:
         sh(*LINE.ns("r"), "iptables", "-w", "-F", "FORWARD")

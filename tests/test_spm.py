@@ -262,22 +262,23 @@ def test_connection_scope_marks_the_connection_edges_only(link, docroot, tmp_pat
 
 
 def test_small_window_segments_are_high(link, docroot, tmp_path):
-    sh("ip", "-n", SRV, "route", "change", "10.77.0.0/24", "dev", "ctpt-spm-sv", "initcwnd", "2")
     # Reno's window only grows on this loss-free link, unless the server pauses for an RTO: then
     # slow_start_after_idle restarts it (or cwnd validation halves it) toward the initial 2, and the
     # marker rightly marks again. Keep the window's path fixed so the test checks the marker.
     sysctls = {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_slow_start_after_idle": "0"}
     saved = {k: subprocess.run([*in_ns(SRV), "sysctl", "-n", k], capture_output=True, text=True).stdout.strip()
              for k in sysctls}
-    for k, v in sysctls.items():
-        sh(*in_ns(SRV), "sysctl", "-qw", f"{k}={v}")
     try:
+        sh("ip", "-n", SRV, "route", "change", "10.77.0.0/24", "dev", "ctpt-spm-sv", "initcwnd", "2")
+        for k, v in sysctls.items():
+            sh(*in_ns(SRV), "sysctl", "-qw", f"{k}={v}")
         with Server(spm.SpmRules(first=False, last=False, small_cwnd=True), docroot, "1.0", tmp_path / "cwnd") as s:
             fetch(["doc100.bin"])
     finally:
         sh("ip", "-n", SRV, "route", "change", "10.77.0.0/24", "dev", "ctpt-spm-sv", "initcwnd", "10")
         for k, v in saved.items():
-            sh(*in_ns(SRV), "sysctl", "-qw", f"{k}={v}")
+            if v:
+                sh(*in_ns(SRV), "sysctl", "-qw", f"{k}={v}")
     (_, segs), = server_streams(s.pcap)
     # Until the first retransmission (cwnd may fall below 4 after a loss, and then marks again).
     clean, top = [], -1
@@ -291,6 +292,7 @@ def test_small_window_segments_are_high(link, docroot, tmp_path):
     # Slow start from 2 segments: the first flights go out while cwnd < 4, later ones do not.
     highs = [i for i, d in enumerate(clean) if d == AF11]
     assert 2 <= high <= 6 and highs == list(range(high)), f"high segments at {highs} of {len(clean)}"
+    assert all(d == AF12 for d in clean[high:]), f"unmarked segments after the high ones: {clean[high:]}"
 
 
 def test_marker_loads_and_unloads_cleanly(link):

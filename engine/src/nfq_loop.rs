@@ -307,7 +307,9 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         engine.flush()?; // the socket is drained: nothing waits behind these verdicts any more
         let now = now_ns();
         if now >= next_stats {
-            stats.send(engine.record((now - start) as f64 / 1e9, false, realtime))?;
+            if let Err(e) = stats.send(engine.record((now - start) as f64 / 1e9, false, realtime)) {
+                eprintln!("catnip-engine: warning: no more stats lines: {e:#}; emulation goes on");
+            }
             next_stats += interval * ((now - next_stats) / interval + 1);
         }
         let next = engine.links.iter().filter_map(|l| l.next_event()).min().unwrap_or(u64::MAX).min(next_stats);
@@ -327,8 +329,10 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
             let _ = engine.queue.verdict(msg);
         }
     }
-    stats.send(engine.record((now_ns() - start) as f64 / 1e9, true, realtime))?;
-    stats.finish()
+    if stats.skipped > 0 {
+        eprintln!("catnip-engine: note: {} stats lines skipped (the writer was behind)", stats.skipped);
+    }
+    stats.finish(engine.record((now_ns() - start) as f64 / 1e9, true, realtime))
 }
 
 #[cfg(test)]

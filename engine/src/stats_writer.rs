@@ -3,8 +3,12 @@
 //! The real-time loop only copies its counters and hands them over: a write to the stats file
 //! was measured blocking for 46-50 ms about once a second under a 100-client run (the page
 //! cache waiting on writeback), and every verdict due meanwhile was that late
-//! (docs/fidelity.md). Each line is formatted whole and written with one call, so a reader
-//! never sees half a record from a writer that formatted it piece by piece.
+//! (docs/fidelity.md). Each line is formatted whole and written with one `write_all`; a reader
+//! may still catch the last line half written and must skip it (testbed/engine.py).
+//!
+//! Stats are never worth the emulation: when the writer cannot keep up, periodic lines are
+//! skipped (and counted), and when the file cannot be written the engine says so once and goes
+//! on emulating; the runner then finds no final line and flags the point.
 
 use crate::stats::{LinkSnapshot, Lateness};
 use anyhow::{anyhow, Context, Result};
@@ -12,7 +16,7 @@ use serde_json::{json, Map, Value};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
 /// One stats line: the engine's counters and every link's, in the config's link order.
@@ -50,9 +54,14 @@ impl Record {
     }
 }
 
+/// Lines waiting for the writer; beyond this, periodic lines are skipped (0.5 s each by default).
+const BACKLOG: usize = 16;
+
 pub struct StatsWriter {
-    tx: Option<Sender<Record>>,
+    tx: Option<SyncSender<Record>>,
     thread: Option<JoinHandle<Result<()>>>,
+    /// Periodic lines not written because the writer was behind.
+    pub skipped: u64,
 }
 
 impl StatsWriter {
@@ -65,34 +74,48 @@ impl StatsWriter {
             .open(path)
             .with_context(|| format!("cannot open {}", path.display()))?;
         let shown = path.display().to_string();
-        let (tx, rx) = channel::<Record>();
+        let (tx, rx) = sync_channel::<Record>(BACKLOG);
         let thread = std::thread::Builder::new()
             .name("stats-writer".into())
             .spawn(move || -> Result<()> {
                 normal_priority();
+                block_stop_signals();
                 for record in rx {
                     write_record(&mut file, &names, &record).with_context(|| format!("cannot write {shown}"))?;
                 }
                 Ok(())
             })
             .context("cannot start the stats writer thread")?;
-        Ok(StatsWriter { tx: Some(tx), thread: Some(thread) })
+        Ok(StatsWriter { tx: Some(tx), thread: Some(thread), skipped: 0 })
     }
 
-    /// Queue a line. Fails only when the writer has stopped, with the reason it stopped.
+    /// Hand a periodic line over without waiting: if the writer is behind, the line is skipped.
+    /// Fails only when the writer has stopped, with the reason it stopped (once; later lines
+    /// are dropped silently).
     pub fn send(&mut self, record: Record) -> Result<()> {
-        let sent = self.tx.as_ref().map(|tx| tx.send(record).is_ok()).unwrap_or(false);
-        if sent {
-            return Ok(());
+        let Some(tx) = &self.tx else { return Ok(()) };
+        match tx.try_send(record) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => {
+                self.skipped += 1;
+                Ok(())
+            }
+            Err(TrySendError::Disconnected(_)) => self.stopped(),
         }
+    }
+
+    /// Hand the final line over, waiting for room, then write everything queued and stop.
+    pub fn finish(mut self, record: Record) -> Result<()> {
+        let Some(tx) = self.tx.take() else { return Ok(()) };
+        let sent = tx.send(record).is_ok();
+        drop(tx);
+        let joined = self.join();
+        if sent { joined } else { joined.and(Err(anyhow!("the stats writer stopped before the final line"))) }
+    }
+
+    fn stopped(&mut self) -> Result<()> {
         self.tx = None;
         Err(self.join().err().unwrap_or_else(|| anyhow!("the stats writer stopped")))
-    }
-
-    /// Write everything queued and stop the thread.
-    pub fn finish(mut self) -> Result<()> {
-        self.tx = None;
-        self.join()
     }
 
     fn join(&mut self) -> Result<()> {
@@ -100,6 +123,14 @@ impl StatsWriter {
             Some(t) => t.join().map_err(|_| anyhow!("the stats writer panicked"))?,
             None => Ok(()),
         }
+    }
+}
+
+impl Drop for StatsWriter {
+    /// An engine leaving on an error still writes the lines it had queued.
+    fn drop(&mut self) {
+        self.tx = None;
+        let _ = self.join();
     }
 }
 
@@ -114,7 +145,22 @@ fn write_record(file: &mut File, names: &[String], record: &Record) -> Result<()
 /// at normal priority.
 fn normal_priority() {
     let param = libc::sched_param { sched_priority: 0 };
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+        eprintln!("catnip-engine: warning: stats writer cannot take normal priority ({})",
+                  std::io::Error::last_os_error());
+    }
+}
+
+/// SIGTERM and SIGINT are for the real-time loop (its ppoll returns at once); taken by this
+/// thread, the loop would notice only at its next wake-up.
+fn block_stop_signals() {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 #[cfg(test)]
@@ -136,12 +182,17 @@ mod tests {
         s.arrived.add(&PacketInfo::new(1500, 10, 0));
         let mut late = Lateness::default();
         late.record(2_000_000, 1_000_000);
-        for (i, fin) in [(0, false), (1, false), (2, true)] {
-            let links = vec![s.snapshot(i, 1500 * i); names.len()];
-            w.send(Record { t: i as f64, is_final: fin, lateness: late, nfq_errors: 0, realtime: false, links })
-                .unwrap();
-        }
-        w.finish().unwrap();
+        let record = |i: usize, fin| Record {
+            t: i as f64,
+            is_final: fin,
+            lateness: late,
+            nfq_errors: 0,
+            realtime: false,
+            links: vec![s.snapshot(i, 1500 * i); names.len()],
+        };
+        w.send(record(0, false)).unwrap();
+        w.send(record(1, false)).unwrap();
+        w.finish(record(2, true)).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 3);
@@ -158,5 +209,41 @@ mod tests {
     fn an_unwritable_path_fails_at_open() {
         let err = StatsWriter::open(Path::new("/nonexistent-dir/stats.jsonl"), vec![]).err().unwrap();
         assert!(format!("{err:#}").contains("cannot open /nonexistent-dir/stats.jsonl"), "{err:#}");
+    }
+
+    #[test]
+    fn the_writer_thread_runs_at_normal_priority_with_stop_signals_blocked() {
+        // As in the engine: the caller is real-time when it can be (root), the writer is not.
+        let param = libc::sched_param { sched_priority: 10 };
+        let was_rt = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            normal_priority();
+            block_stop_signals();
+            let policy = unsafe { libc::sched_getscheduler(0) };
+            let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set) };
+            let blocked = unsafe { libc::sigismember(&set, libc::SIGTERM) == 1 && libc::sigismember(&set, libc::SIGINT) == 1 };
+            tx.send((policy, blocked)).unwrap();
+        })
+        .join()
+        .unwrap();
+        if was_rt {
+            let normal = libc::sched_param { sched_priority: 0 };
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal) };
+        }
+        assert_eq!(rx.recv().unwrap(), (libc::SCHED_OTHER, true));
+    }
+
+    #[test]
+    fn periodic_lines_are_skipped_not_waited_for_when_the_writer_is_behind() {
+        let (tx, _rx) = sync_channel::<Record>(1); // a writer that never reads
+        let mut w = StatsWriter { tx: Some(tx), thread: None, skipped: 0 };
+        let rec = || Record { t: 0.0, is_final: false, lateness: Lateness::default(), nfq_errors: 0, realtime: false, links: vec![] };
+        for _ in 0..3 {
+            w.send(rec()).unwrap();
+        }
+        assert_eq!(w.skipped, 2);
+        w.tx = None;
     }
 }
