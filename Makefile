@@ -9,7 +9,8 @@ help:
 	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
 	@echo "make run     set-up if needed, run $(SCENARIO), print its table, then serve the dashboard (DASHBOARD=no skips it)"
 	@echo "make test    set-up if needed, run every test (needs root)"
-	@echo "make table-xi  CATNIP Table XI: baseline, partial and full SPM over four buffers (about an hour)"
+	@echo "make table-xi  CATNIP Table XI: baseline, partial and full SPM over four buffers (about 40 minutes)"
+	@echo "              ARGS='--seed 2' passes options to every run"
 	@echo "make clean   remove every namespace, process, bridge and BPF object the testbed created"
 
 setup:
@@ -23,7 +24,7 @@ test:
 	@scripts/test.sh
 
 table-xi: setup
-	@scripts/table-xi.sh
+	@scripts/table-xi.sh $(ARGS)
 
 clean:
 	@$(VENV)/catnip clean

@@ -389,6 +389,7 @@ class PointRun:
         late = events = kdrops = 0
         max_late = 0.0
         quantiles: dict[str, int] = {}
+        causes: dict[str, float] = {}  # what made verdicts late (engine/src/stats.rs, LatenessCauses)
         no_final: list[str] = []  # engines that did not write their closing counters
         for engine in self.engines:
             final = engine.latest_stats() or {}
@@ -402,6 +403,12 @@ class PointRun:
             for q in ("late_p50_us", "late_p99_us", "late_p999_us"):  # the worse router's
                 if eng.get(q) is not None:
                     quantiles[q] = max(quantiles.get(q, 0), eng[q])
+            for k in ("late_at_issue_events", "verdict_calls", "slow_verdict_calls"):
+                if eng.get(k) is not None:
+                    causes[k] = causes.get(k, 0) + eng[k]
+            for k in ("verdict_call_p99_us", "max_verdict_call_us", "max_late_at_issue_us"):
+                if eng.get(k) is not None:
+                    causes[k] = max(causes.get(k, 0), eng[k])
             kdrops += sum((r["queue_dropped"] + r["user_dropped"]) for r in kernel[engine.router.name].values())
             if not final.get("final"):
                 no_final.append(engine.router.name)
@@ -414,7 +421,7 @@ class PointRun:
         fidelity_cpu = {"cpu_busy_fraction": round(1 - (delta[3] + delta[4]) / total, 4),
                         "cpu_steal_fraction": round(delta[7] / total, 4)}
         fidelity = {**fidelity_cpu, "engine_events": events, "late_events": late, "late_fraction": late_fraction,
-                    "max_late_us": max_late, **quantiles, "kernel_queue_drops": kdrops, "failed_clients": failed_clients,
+                    "max_late_us": max_late, **quantiles, **causes, "kernel_queue_drops": kdrops, "failed_clients": failed_clients,
                     "engines_without_final_stats": no_final,
                     "late_threshold_us": int(self.sc.run.late_threshold * 1e6)}
         ok = late_fraction <= self.sc.run.max_late_fraction and kdrops == 0 and not no_final

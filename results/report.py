@@ -143,6 +143,12 @@ def render_text(report: dict[str, Any]) -> str:
                        f" kernel queue drops {f['kernel_queue_drops']}; CPU busy"
                        f" {100 * f.get('cpu_busy_fraction', 0):.0f}%, stolen by the hypervisor"
                        f" {100 * f.get('cpu_steal_fraction', 0):.0f}%")
+            if "slow_verdict_calls" in f:
+                out.append(f"  Late verdicts' cause: {f['late_at_issue_events']} were already late when the engine"
+                           f" issued them; {f['slow_verdict_calls']} of {f['verdict_calls']} verdict calls took"
+                           f" longer than {f['late_threshold_us'] / 1000:g} ms (p99 {f['verdict_call_p99_us']} us,"
+                           f" max {f['max_verdict_call_us'] / 1000:.1f} ms: the kernel forwards released packets"
+                           f" inside the call)")
         out.append(f"  {'Page':>4} {'Conns':>5} {'Bytes':>8} {'N':>4} {'Min':>7} {'Median':>7} {'Max':>7}"
                    f" {'Mean':>7} {'+-95%':>6} {'SDev':>7} {'Fail':>4}")
         for r in p["table"]:

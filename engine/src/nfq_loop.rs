@@ -7,7 +7,7 @@
 use crate::config::Config;
 use crate::link::{Fate, Link};
 use crate::packet::PacketInfo;
-use crate::stats::Lateness;
+use crate::stats::{Lateness, LatenessCauses};
 use crate::stats_writer::{Record, StatsWriter};
 use crate::verdicts::VerdictBatch;
 use anyhow::{anyhow, Context, Result};
@@ -75,6 +75,7 @@ struct Engine {
     queue: Queue,
     links: Vec<Link<Message>>,
     lateness: Lateness,
+    causes: LatenessCauses,
     late_threshold_ns: u64,
     nfq_errors: u64,
     fates: Vec<Fate<Message>>,
@@ -112,10 +113,13 @@ impl Engine {
         if self.batch.is_empty() {
             return Ok(());
         }
+        let issued = now_ns();
         self.batch.flush().context("verdicts refused by the kernel")?;
         let now = now_ns();
+        self.causes.calls.record(now - issued, self.late_threshold_ns);
         for (link, at) in self.due.drain(..) {
             let late = now.saturating_sub(at);
+            self.causes.at_issue.record(issued.saturating_sub(at), self.late_threshold_ns);
             self.lateness.record(late, self.late_threshold_ns);
             self.links[link].stats.lateness.record(late, self.late_threshold_ns);
         }
@@ -138,6 +142,7 @@ impl Engine {
             t,
             is_final,
             lateness: self.lateness,
+            causes: self.causes,
             nfq_errors: self.nfq_errors,
             realtime,
             links: self.links.iter().map(|l| l.stats.snapshot(l.queue_packets(), l.queue_bytes())).collect(),
@@ -265,6 +270,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         queue,
         links,
         lateness: Lateness::default(),
+        causes: LatenessCauses::default(),
         late_threshold_ns: config.late_threshold_us * 1000,
         nfq_errors: 0,
         fates: Vec::new(),

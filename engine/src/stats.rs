@@ -98,6 +98,33 @@ impl Lateness {
     }
 }
 
+/// What makes verdicts late, to tell the engine's own delay from the kernel's work: a verdict
+/// is released somewhere inside the call that sends it, because the kernel forwards each
+/// accepted packet onward (through the next namespaces, often up to a TCP socket) before it
+/// takes the next verdict of the batch. Lateness at issue (when the call starts) is therefore a
+/// lower bound of a packet's true lateness and the engine's `Lateness` (when the call returns)
+/// the upper bound the real-time criterion uses; `calls` holds how long the calls took.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LatenessCauses {
+    pub at_issue: Lateness,
+    pub calls: Lateness,
+}
+
+impl LatenessCauses {
+    pub fn to_json(&self) -> Value {
+        let (i, c) = (&self.at_issue, &self.calls);
+        json!({
+            "late_at_issue_events": i.late_events,
+            "late_at_issue_p99_us": i.quantile_us(0.99),
+            "max_late_at_issue_us": i.max_late_ns as f64 / 1000.0,
+            "verdict_calls": c.events,
+            "slow_verdict_calls": c.late_events,
+            "verdict_call_p99_us": c.quantile_us(0.99),
+            "max_verdict_call_us": c.max_late_ns as f64 / 1000.0,
+        })
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct LinkStats {
     pub arrived: ClassCounts,
@@ -203,5 +230,18 @@ mod tests {
         for k in ["max_queue_pkts", "max_queue_bytes", "late_events", "max_late_us"] {
             assert!(keys.contains(&k), "{k} missing");
         }
+    }
+
+    #[test]
+    fn lateness_causes_report_issue_lateness_and_call_durations() {
+        let mut c = LatenessCauses::default();
+        c.at_issue.record(300_000, 1_000_000); // issued on time, the call then took 1.7 ms
+        c.calls.record(1_700_000, 1_000_000);
+        c.calls.record(50_000, 1_000_000);
+        let v = c.to_json();
+        assert_eq!((v["late_at_issue_events"].as_u64(), v["max_late_at_issue_us"].as_f64()), (Some(0), Some(300.0)));
+        assert_eq!((v["verdict_calls"].as_u64(), v["slow_verdict_calls"].as_u64()), (Some(2), Some(1)));
+        assert_eq!(v["max_verdict_call_us"].as_f64(), Some(1700.0));
+        assert!(v["verdict_call_p99_us"].as_u64().unwrap() >= 1536, "{v}");
     }
 }

@@ -10,7 +10,7 @@
 //! skipped (and counted), and when the file cannot be written the engine says so once and goes
 //! on emulating; the runner then finds no final line and flags the point.
 
-use crate::stats::{LinkSnapshot, Lateness};
+use crate::stats::{Lateness, LatenessCauses, LinkSnapshot};
 use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Map, Value};
 use std::fs::{File, OpenOptions};
@@ -24,6 +24,7 @@ pub struct Record {
     pub t: f64,
     pub is_final: bool,
     pub lateness: Lateness,
+    pub causes: LatenessCauses,
     pub nfq_errors: u64,
     pub realtime: bool,
     pub links: Vec<LinkSnapshot>,
@@ -36,21 +37,20 @@ impl Record {
             links.insert(name.clone(), l.to_json());
         }
         let e = &self.lateness;
-        json!({
-            "t": self.t,
-            "final": self.is_final,
-            "engine": {
-                "events": e.events,
-                "late_events": e.late_events,
-                "max_late_us": e.max_late_ns as f64 / 1000.0,
-                "late_p50_us": e.quantile_us(0.5),
-                "late_p99_us": e.quantile_us(0.99),
-                "late_p999_us": e.quantile_us(0.999),
-                "nfq_errors": self.nfq_errors,
-                "realtime_scheduling": self.realtime,
-            },
-            "links": links,
-        })
+        let mut engine = json!({
+            "events": e.events,
+            "late_events": e.late_events,
+            "max_late_us": e.max_late_ns as f64 / 1000.0,
+            "late_p50_us": e.quantile_us(0.5),
+            "late_p99_us": e.quantile_us(0.99),
+            "late_p999_us": e.quantile_us(0.999),
+            "nfq_errors": self.nfq_errors,
+            "realtime_scheduling": self.realtime,
+        });
+        if let (Value::Object(m), Value::Object(c)) = (&mut engine, self.causes.to_json()) {
+            m.extend(c);
+        }
+        json!({"t": self.t, "final": self.is_final, "engine": engine, "links": links})
     }
 }
 
@@ -186,6 +186,7 @@ mod tests {
             t: i as f64,
             is_final: fin,
             lateness: late,
+            causes: LatenessCauses::default(),
             nfq_errors: 0,
             realtime: false,
             links: vec![s.snapshot(i, 1500 * i); names.len()],
@@ -202,6 +203,9 @@ mod tests {
         assert_eq!(lines[2]["links"]["r>c299"]["queue_pkts"], 2);
         assert_eq!(lines[2]["links"]["r>c0"]["arrived"]["high"], json!([1, 1500]));
         assert_eq!(lines[0]["engine"]["late_events"], 1);
+        for k in ["late_at_issue_events", "slow_verdict_calls", "verdict_call_p99_us", "max_verdict_call_us"] {
+            assert!(lines[0]["engine"].get(k).is_some(), "{k} missing from the engine's counters");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -239,7 +243,8 @@ mod tests {
     fn periodic_lines_are_skipped_not_waited_for_when_the_writer_is_behind() {
         let (tx, _rx) = sync_channel::<Record>(1); // a writer that never reads
         let mut w = StatsWriter { tx: Some(tx), thread: None, skipped: 0 };
-        let rec = || Record { t: 0.0, is_final: false, lateness: Lateness::default(), nfq_errors: 0, realtime: false, links: vec![] };
+        let rec = || Record { t: 0.0, is_final: false, lateness: Lateness::default(), causes: LatenessCauses::default(), nfq_errors: 0,
+                          realtime: false, links: vec![] };
         for _ in 0..3 {
             w.send(rec()).unwrap();
         }
