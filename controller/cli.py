@@ -274,12 +274,16 @@ def web(host: str, port: int, db: str | None) -> None:
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--db", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True)
-def compare(baseline: str, runs: tuple[str, ...], db: str | None, as_json: bool) -> None:
-    """RUNS against BASELINE in the layout of Table XI (relative page download times)."""
+@click.option("--realtime-only", is_flag=True, help="leave out (and count) points that did not keep real time")
+def compare(baseline: str, runs: tuple[str, ...], db: str | None, as_json: bool, realtime_only: bool) -> None:
+    """RUNS against BASELINE in the layout of Table XI (relative page download times).
+
+    Join run ids with '+' to pool them per sweep point, e.g. the same scenario run with two
+    seeds: catnip compare BASE1+BASE2 RUN1+RUN2."""
     from results import compare as compare_mod
     with _store(db) as store:
         try:
-            cmp = compare_mod.compare(store, [baseline, *runs])
+            cmp = compare_mod.compare(store, [baseline, *runs], realtime_only)
         except KeyError as exc:
             raise click.ClickException(exc.args[0]) from None
     click.echo(json.dumps(cmp, indent=2, default=str) if as_json else compare_mod.render_text(cmp))

@@ -11,6 +11,7 @@ import statistics
 from typing import Any
 
 from controller.scenario import point_label
+from results.pooled import pooled_runs_report
 from results.report import run_report
 from results.store import Store
 
@@ -47,12 +48,22 @@ def _loss(point: dict[str, Any] | None) -> float | None:
     return data["loss"] if data else None
 
 
-def compare(store: Store, run_ids: list[str]) -> dict[str, Any]:
-    """The first run is the baseline; every point of every other run gets a column.
+def _report(store: Store, spec: str, realtime_only: bool) -> dict[str, Any]:
+    """One run, or several joined by '+' (the same scenario with other seeds) pooled per sweep
+    point; with `realtime_only` points that did not keep real time are left out, and counted."""
+    ids = [r for r in spec.split("+") if r]
+    if len(ids) == 1 and not realtime_only:
+        return run_report(store, ids[0])
+    return pooled_runs_report(store, ids, realtime_only)
+
+
+def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> dict[str, Any]:
+    """The first run is the baseline; every point of every other run gets a column. A run may be
+    several run ids joined by '+', pooled per sweep point (results/pooled.py).
     Raises KeyError naming an unknown run, ValueError for fewer than two runs."""
     if len(run_ids) < 2:
         raise ValueError("choose at least two runs: the first is the baseline")
-    reports = [run_report(store, r) for r in run_ids]
+    reports = [_report(store, r, realtime_only) for r in run_ids]
     baseline = reports[0]
     pages: dict[int, dict[str, Any]] = {}
     for rep in reports:
@@ -84,7 +95,11 @@ def compare(store: Store, run_ids: list[str]) -> dict[str, Any]:
                 "loss": _loss(p), "baseline_loss": _loss(base),
                 "realtime_ok": p["realtime_ok"], "baseline_realtime_ok": None if base is None else base["realtime_ok"],
             })
+    excluded = [{"run_id": r["run_id"], "label": point_label(p["assignment"], "single point"), "member": m}
+                for r in reports for p in r["points"] for m in p.get("excluded_not_real_time", [])]
     return {
+        "realtime_only": realtime_only,
+        "excluded_not_real_time": excluded,
         "baseline": {"run_id": baseline["run_id"], "name": baseline["name"], "status": baseline["status"]},
         "runs": [{"run_id": r["run_id"], "name": r["name"], "status": r["status"]} for r in reports],
         "pages": [pages[k] for k in sorted(pages)],
@@ -109,6 +124,10 @@ def render_text(cmp: dict[str, Any]) -> str:
     out.append(f"{'TCP Pkt Loss':<19} " + " ".join(f"{_pct(c['loss']):>12}" for c in cols))
     out.append(f"{'Baseline Pkt Loss':<19} " + " ".join(f"{_pct(c['baseline_loss']):>12}" for c in cols))
     out.append("(+- : 95% confidence interval of the ratio of page means, delta method over the clients' pages)")
+    if cmp.get("realtime_only"):
+        left = cmp["excluded_not_real_time"]
+        out.append(f"Only points that kept real time: {len(left)} left out"
+                   + (" (" + ", ".join(f"{r} point {p}" for r, p in (e["member"] for e in left)) + ")" if left else ""))
     flags = [c for c in cols if c["realtime_ok"] is False or c["baseline_realtime_ok"] is False]
     if flags:
         out.append(f"Real time NOT kept in {len(flags)} of {len(cols)} columns (run or baseline): see each run's fidelity")

@@ -17,39 +17,74 @@ from results.store import Store
 from workloads.pages import catnip_pages
 
 
-def pooled_report(store: Store, run_id: str, realtime_only: bool = False) -> dict[str, Any]:
+def _find(store: Store, run_id: str):
     run = store.find_run(run_id)
     if run is None:
         raise KeyError(f"no run {run_id!r} in {store.path} (see `catnip list`)")
+    return run
+
+
+def _groups(store: Store, runs: list, realtime_only: bool) -> list[dict[str, Any]]:
+    """The points of `runs` grouped by sweep assignment, in order of first appearance; each group
+    lists its members as (run id, point) and what it left out, and pools their pages and loss."""
     groups: dict[str, dict[str, Any]] = {}
-    for pt in store.points(run["id"]):
-        key = json.dumps(json.loads(pt["assignment"]), sort_keys=True)
-        g = groups.setdefault(key, {"assignment": json.loads(pt["assignment"]), "points": [],
-                                    "excluded_not_done": [], "excluded_not_real_time": []})
-        if pt["status"] != "done":
-            g["excluded_not_done"].append(pt["point"])
-        elif realtime_only and not pt["realtime_ok"]:
-            g["excluded_not_real_time"].append(pt["point"])
-        else:
-            g["points"].append(pt["point"])
-    out = []
+    for run in runs:
+        for pt in store.points(run["id"]):
+            key = json.dumps(json.loads(pt["assignment"]), sort_keys=True)
+            g = groups.setdefault(key, {"assignment": json.loads(pt["assignment"]), "members": [],
+                                        "excluded_not_done": [], "excluded_not_real_time": []})
+            member = (run["id"], pt["point"])
+            if pt["status"] != "done":
+                g["excluded_not_done"].append(member)
+            elif realtime_only and not pt["realtime_ok"]:
+                g["excluded_not_real_time"].append(member)
+            else:
+                g["members"].append(member)
+                g.setdefault("all_real_time", True)
+                g["all_real_time"] = g["all_real_time"] and bool(pt["realtime_ok"])
     for g in groups.values():
         durations: dict[int, list[float]] = {}
         failed: dict[int, int] = {}
         stats = []
-        for point in g["points"]:
-            for p in store.pages(run["id"], point):
+        for run_id, point in g["members"]:
+            for p in store.pages(run_id, point):
                 if p["error"]:
                     failed[p["page"]] = failed.get(p["page"], 0) + 1
                 else:
                     durations.setdefault(p["page"], []).append(p["duration"])
-            stats.extend(store.link_stats(run["id"], point))
+            stats.extend(store.link_stats(run_id, point))
         g["table"] = [_page_row(page, durations.get(page.number, []), failed.get(page.number, 0))
                       for page in catnip_pages() if page.number in durations or page.number in failed]
-        g["bottleneck"] = loss_summary(stats).get("bottleneck-data")
+        g["loss"] = loss_summary(stats)
         g["label"] = point_label(g["assignment"], "single point")
-        out.append(g)
+    return list(groups.values())
+
+
+def pooled_report(store: Store, run_id: str, realtime_only: bool = False) -> dict[str, Any]:
+    run = _find(store, run_id)
+    out = []
+    for g in _groups(store, [run], realtime_only):
+        out.append({"assignment": g["assignment"], "label": g["label"], "table": g["table"],
+                    "points": [p for _, p in g["members"]],
+                    "excluded_not_done": [p for _, p in g["excluded_not_done"]],
+                    "excluded_not_real_time": [p for _, p in g["excluded_not_real_time"]],
+                    "bottleneck": g["loss"].get("bottleneck-data")})
     return {"run_id": run["id"], "name": run["name"], "realtime_only": realtime_only, "groups": out}
+
+
+def pooled_runs_report(store: Store, run_ids: list[str], realtime_only: bool = False) -> dict[str, Any]:
+    """Several runs (e.g. one scenario with different seeds) as one: a point per sweep assignment
+    over every run's points with it, in the shape of `results.report.run_report` so Table XI
+    (`results.compare`) can divide by it. A point keeps real time only if all it pools did."""
+    runs = [_find(store, r) for r in run_ids]
+    points = []
+    for i, g in enumerate(_groups(store, runs, realtime_only)):
+        points.append({"point": i, "rep": 0, "assignment": g["assignment"], "table": g["table"], "loss": g["loss"],
+                       "realtime_ok": g.get("all_real_time") if g["members"] else None,
+                       "members": g["members"], "excluded_not_done": g["excluded_not_done"],
+                       "excluded_not_real_time": g["excluded_not_real_time"]})
+    status = "done" if all(r["status"] == "done" for r in runs) else "incomplete"
+    return {"run_id": "+".join(r["id"] for r in runs), "name": runs[0]["name"], "status": status, "points": points}
 
 
 def render_text(report: dict[str, Any]) -> str:

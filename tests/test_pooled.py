@@ -51,3 +51,46 @@ def test_cli_pool(db):
     assert "left out, did not finish: points [4]" in res.output
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--realtime-only"])
     assert res.exit_code != 0 and "--realtime-only goes with --pool" in res.output
+
+
+@pytest.fixture
+def seeds_db(tmp_path):
+    """Table XI twice (seeds 1 and 2): baseline and CATNIP runs over two buffers; the 64KB point
+    of the seed-2 baseline did not keep real time."""
+    path = tmp_path / "db"
+    with Store(path) as store:
+        for run, seed, durations in [("b1", 1, {0: 2.0, 1: 4.0}), ("b2", 2, {0: 6.0, 1: 4.0}),
+                                     ("c1", 1, {0: 1.0, 1: 3.0}), ("c2", 2, {0: 3.0, 1: 3.0})]:
+            store.create_run(run, "wan", "x", {"name": "wan"}, {}, seed, "abc", {}, {})
+            for point, buffer in enumerate(["64KB", "128KB"]):
+                store.create_point(run, point, 0, {"topology.bottleneck.buffer": buffer}, {}, seed)
+                store.update_point(run, point, realtime_ok=int(not (run == "b2" and point == 0)), status="done")
+                store.add_transfers(run, point, [], [_page(f"c{i}", 1, durations[point] + d) for i, d in
+                                                     enumerate((-0.5, 0.5))])
+    return path
+
+
+def test_compare_pools_runs_joined_by_plus(seeds_db):
+    from results import compare
+    with Store(seeds_db) as store:
+        cmp = compare.compare(store, ["b1+b2", "c1+c2"])
+        c64, c128 = cmp["columns"]
+        # 64KB: CATNIP pages 0.5, 1.5, 2.5, 3.5 (mean 2.0) over baseline 1.5, 2.5, 5.5, 6.5 (mean 4.0).
+        assert c64["relative"][1] == pytest.approx(0.5) and c64["baseline_realtime_ok"] is False
+        assert c128["relative"][1] == pytest.approx(0.75) and c128["realtime_ok"] is True
+        # Only points that kept real time: the seed-2 baseline's 64KB point is left out, and said so.
+        cmp = compare.compare(store, ["b1+b2", "c1+c2"], realtime_only=True)
+        c64, c128 = cmp["columns"]
+        assert c64["relative"][1] == pytest.approx(2.0 / 2.0) and c64["baseline_realtime_ok"] is True
+        assert cmp["excluded_not_real_time"] == [{"run_id": "b1+b2", "label": "topology.bottleneck.buffer=64KB",
+                                                 "member": ("b2", 0)}]
+        assert "1 left out (b2 point 0)" in compare.render_text(cmp)
+        with pytest.raises(KeyError, match="no run 'c3'"):
+            compare.compare(store, ["b1", "c1+c3"])
+
+
+def test_cli_compare_realtime_only(seeds_db):
+    res = CliRunner().invoke(main, ["compare", "b1+b2", "c1+c2", "--db", str(seeds_db), "--realtime-only"])
+    assert res.exit_code == 0, res.output
+    assert "Only points that kept real time: 1 left out" in res.output
+    assert "Real time NOT kept" not in res.output
