@@ -274,7 +274,8 @@ def web(host: str, port: int, db: str | None) -> None:
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--db", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--realtime-only", is_flag=True, help="leave out (and count) points that did not keep real time")
+@click.option("--realtime-only", is_flag=True, help="leave out (and count) points that did not keep real time; "
+              "each run's repetitions are then pooled per sweep point")
 def compare(baseline: str, runs: tuple[str, ...], db: str | None, as_json: bool, realtime_only: bool) -> None:
     """RUNS against BASELINE in the layout of Table XI (relative page download times).
 
@@ -286,6 +287,8 @@ def compare(baseline: str, runs: tuple[str, ...], db: str | None, as_json: bool,
             cmp = compare_mod.compare(store, [baseline, *runs], realtime_only)
         except KeyError as exc:
             raise click.ClickException(exc.args[0]) from None
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="RUNS") from None
     click.echo(json.dumps(cmp, indent=2, default=str) if as_json else compare_mod.render_text(cmp))
 
 

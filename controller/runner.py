@@ -406,7 +406,7 @@ class PointRun:
             for k in ("late_at_issue_events", "verdict_calls", "slow_verdict_calls"):
                 if eng.get(k) is not None:
                     causes[k] = causes.get(k, 0) + eng[k]
-            for k in ("verdict_call_p99_us", "max_verdict_call_us", "max_late_at_issue_us"):
+            for k in ("verdict_call_p99_us", "late_at_issue_p99_us", "max_verdict_call_us", "max_late_at_issue_us"):
                 if eng.get(k) is not None:
                     causes[k] = max(causes.get(k, 0), eng[k])
             kdrops += sum((r["queue_dropped"] + r["user_dropped"]) for r in kernel[engine.router.name].values())

@@ -17,11 +17,14 @@ from results.store import Store
 
 
 def _match(point: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any] | None:
-    """The baseline point to divide by: same sweep values (and repetition), else a single-point
-    baseline, else the point with the same index."""
+    """The baseline point to divide by: same sweep values (and repetition), else same sweep
+    values, else a single-point baseline, else the point with the same index."""
     pts = baseline["points"]
     for b in pts:
         if b["assignment"] == point["assignment"] and b["rep"] == point["rep"]:
+            return b
+    for b in pts:
+        if b["assignment"] == point["assignment"]:
             return b
     if len(pts) == 1:
         return pts[0]
@@ -48,22 +51,28 @@ def _loss(point: dict[str, Any] | None) -> float | None:
     return data["loss"] if data else None
 
 
-def _report(store: Store, spec: str, realtime_only: bool) -> dict[str, Any]:
-    """One run, or several joined by '+' (the same scenario with other seeds) pooled per sweep
-    point; with `realtime_only` points that did not keep real time are left out, and counted."""
-    ids = [r for r in spec.split("+") if r]
-    if len(ids) == 1 and not realtime_only:
-        return run_report(store, ids[0])
-    return pooled_runs_report(store, ids, realtime_only)
+def _run_ids(spec: str) -> list[str]:
+    ids = spec.split("+")
+    if not all(ids):
+        raise ValueError(f"{spec!r}: join run ids with single '+' signs, e.g. RUN1+RUN2")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{spec!r} names a run twice: its pages would count twice")
+    return ids
 
 
 def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> dict[str, Any]:
     """The first run is the baseline; every point of every other run gets a column. A run may be
-    several run ids joined by '+', pooled per sweep point (results/pooled.py).
-    Raises KeyError naming an unknown run, ValueError for fewer than two runs."""
+    several run ids joined by '+' (the same scenario with other seeds). When any is, or with
+    `realtime_only`, every run's points are pooled per sweep point (results/pooled.py), and the
+    points left out (not finished, or not in real time) are listed.
+    Raises KeyError naming an unknown run, ValueError for fewer than two runs or a bad '+' list."""
     if len(run_ids) < 2:
         raise ValueError("choose at least two runs: the first is the baseline")
-    reports = [_report(store, r, realtime_only) for r in run_ids]
+    specs = [_run_ids(r) for r in run_ids]
+    if realtime_only or any(len(ids) > 1 for ids in specs):
+        reports = [pooled_runs_report(store, ids, realtime_only) for ids in specs]
+    else:
+        reports = [run_report(store, ids[0]) for ids in specs]
     baseline = reports[0]
     pages: dict[int, dict[str, Any]] = {}
     for rep in reports:
@@ -95,11 +104,14 @@ def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> di
                 "loss": _loss(p), "baseline_loss": _loss(base),
                 "realtime_ok": p["realtime_ok"], "baseline_realtime_ok": None if base is None else base["realtime_ok"],
             })
-    excluded = [{"run_id": r["run_id"], "label": point_label(p["assignment"], "single point"), "member": m}
-                for r in reports for p in r["points"] for m in p.get("excluded_not_real_time", [])]
+    def excluded(why: str) -> list[dict[str, Any]]:
+        return [{"run_id": r["run_id"], "label": point_label(p["assignment"], "single point"), "member": m}
+                for r in reports for p in r["points"] for m in p.get(why, [])]
     return {
         "realtime_only": realtime_only,
-        "excluded_not_real_time": excluded,
+        "pooled": "members" in reports[0]["points"][0] if reports[0]["points"] else False,
+        "excluded_not_real_time": excluded("excluded_not_real_time"),
+        "excluded_not_done": excluded("excluded_not_done"),
         "baseline": {"run_id": baseline["run_id"], "name": baseline["name"], "status": baseline["status"]},
         "runs": [{"run_id": r["run_id"], "name": r["name"], "status": r["status"]} for r in reports],
         "pages": [pages[k] for k in sorted(pages)],
@@ -124,10 +136,15 @@ def render_text(cmp: dict[str, Any]) -> str:
     out.append(f"{'TCP Pkt Loss':<19} " + " ".join(f"{_pct(c['loss']):>12}" for c in cols))
     out.append(f"{'Baseline Pkt Loss':<19} " + " ".join(f"{_pct(c['baseline_loss']):>12}" for c in cols))
     out.append("(+- : 95% confidence interval of the ratio of page means, delta method over the clients' pages)")
+    def listed(left: list[dict[str, Any]]) -> str:
+        return " (" + ", ".join(f"{r} point {p}" for r, p in (e["member"] for e in left)) + ")" if left else ""
+    if cmp.get("pooled"):
+        out.append("Runs joined by '+' are pooled per sweep point")
+        if cmp["excluded_not_done"]:
+            out.append(f"Left out, did not finish: {len(cmp['excluded_not_done'])}{listed(cmp['excluded_not_done'])}")
     if cmp.get("realtime_only"):
         left = cmp["excluded_not_real_time"]
-        out.append(f"Only points that kept real time: {len(left)} left out"
-                   + (" (" + ", ".join(f"{r} point {p}" for r, p in (e["member"] for e in left)) + ")" if left else ""))
+        out.append(f"Only points that kept real time: {len(left)} left out{listed(left)}")
     flags = [c for c in cols if c["realtime_ok"] is False or c["baseline_realtime_ok"] is False]
     if flags:
         out.append(f"Real time NOT kept in {len(flags)} of {len(cols)} columns (run or baseline): see each run's fidelity")

@@ -36,12 +36,11 @@ def _groups(store: Store, runs: list, realtime_only: bool) -> list[dict[str, Any
             member = (run["id"], pt["point"])
             if pt["status"] != "done":
                 g["excluded_not_done"].append(member)
-            elif realtime_only and not pt["realtime_ok"]:
+            elif realtime_only and not pt["realtime_ok"]:  # unknown (None) is not known to be real time
                 g["excluded_not_real_time"].append(member)
             else:
                 g["members"].append(member)
-                g.setdefault("all_real_time", True)
-                g["all_real_time"] = g["all_real_time"] and bool(pt["realtime_ok"])
+                g["real_time"] = g.get("real_time", []) + [pt["realtime_ok"]]
     for g in groups.values():
         durations: dict[int, list[float]] = {}
         failed: dict[int, int] = {}
@@ -73,14 +72,23 @@ def pooled_report(store: Store, run_id: str, realtime_only: bool = False) -> dic
 
 
 def pooled_runs_report(store: Store, run_ids: list[str], realtime_only: bool = False) -> dict[str, Any]:
-    """Several runs (e.g. one scenario with different seeds) as one: a point per sweep assignment
-    over every run's points with it, in the shape of `results.report.run_report` so Table XI
-    (`results.compare`) can divide by it. A point keeps real time only if all it pools did."""
+    """Several runs of one scenario (e.g. with different seeds) as one: a point per sweep
+    assignment over every run's points with it, in the shape of `results.report.run_report` so
+    Table XI (`results.compare`) can divide by it. A point keeps real time only if all it pools
+    did. Raises KeyError for an unknown run, ValueError for no runs or runs of different scenarios."""
     runs = [_find(store, r) for r in run_ids]
+    if not runs:
+        raise ValueError("no runs to pool")
+    names = sorted({r["name"] for r in runs})
+    if len(names) > 1:
+        raise ValueError(f"runs of different scenarios cannot be pooled: {', '.join(names)}")
     points = []
     for i, g in enumerate(_groups(store, runs, realtime_only)):
+        flags = g.get("real_time", [])
+        # Kept real time only if every pooled point did; unknown if any is unknown.
+        realtime_ok = None if not flags or None in flags else all(flags)
         points.append({"point": i, "rep": 0, "assignment": g["assignment"], "table": g["table"], "loss": g["loss"],
-                       "realtime_ok": g.get("all_real_time") if g["members"] else None,
+                       "realtime_ok": None if realtime_ok is None else bool(realtime_ok),
                        "members": g["members"], "excluded_not_done": g["excluded_not_done"],
                        "excluded_not_real_time": g["excluded_not_real_time"]})
     status = "done" if all(r["status"] == "done" for r in runs) else "incomplete"

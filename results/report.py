@@ -122,6 +122,26 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def fidelity_lines(f: dict[str, Any]) -> list[str]:
+    """How well a point kept real time, and what made its verdicts late."""
+    out: list[str] = []
+    pq = (f" p50 {f['late_p50_us']} us, p99 {f['late_p99_us']} us," if "late_p99_us" in f else "")
+    out.append(f"  Fidelity: {f['late_events']} of {f['engine_events']} verdicts late by more than"
+               f" {f['late_threshold_us'] / 1000:g} ms (lateness{pq} max {f['max_late_us'] / 1000:.1f} ms);"
+               f" kernel queue drops {f['kernel_queue_drops']}; CPU busy"
+               f" {100 * f.get('cpu_busy_fraction', 0):.0f}%, stolen by the hypervisor"
+               f" {100 * f.get('cpu_steal_fraction', 0):.0f}%")
+    if "slow_verdict_calls" in f:
+        p99 = f.get("verdict_call_p99_us")
+        out.append(f"  Late verdicts' cause: {f['late_at_issue_events']} were already late when the engine"
+                   f" issued them; {f['slow_verdict_calls']} of {f.get('verdict_calls', 0)} verdict calls took"
+                   f" longer than {f['late_threshold_us'] / 1000:g} ms"
+                   + (f" (worse router's p99 {p99} us, max {f.get('max_verdict_call_us', 0) / 1000:.1f} ms)"
+                      if p99 is not None else "")
+                   + ": the kernel forwards released packets inside the call")
+    return out
+
+
 def render_text(report: dict[str, Any]) -> str:
     """Plain-text tables in the layout of Table II, one per sweep point."""
     out = [f"Run {report['run_id']}  scenario {report['name']}  status {report['status']}"
@@ -135,20 +155,8 @@ def render_text(report: dict[str, Any]) -> str:
         out.append(f"Point {p['point']} (rep {p['rep']}): {label}   status {p['status']}   real time kept: {rt}")
         if p["error"]:
             out.append(f"  error: {p['error']}")
-        f = p["fidelity"]
-        if f:
-            pq = (f" p50 {f['late_p50_us']} us, p99 {f['late_p99_us']} us," if "late_p99_us" in f else "")
-            out.append(f"  Fidelity: {f['late_events']} of {f['engine_events']} verdicts late by more than"
-                       f" {f['late_threshold_us'] / 1000:g} ms (lateness{pq} max {f['max_late_us'] / 1000:.1f} ms);"
-                       f" kernel queue drops {f['kernel_queue_drops']}; CPU busy"
-                       f" {100 * f.get('cpu_busy_fraction', 0):.0f}%, stolen by the hypervisor"
-                       f" {100 * f.get('cpu_steal_fraction', 0):.0f}%")
-            if "slow_verdict_calls" in f:
-                out.append(f"  Late verdicts' cause: {f['late_at_issue_events']} were already late when the engine"
-                           f" issued them; {f['slow_verdict_calls']} of {f['verdict_calls']} verdict calls took"
-                           f" longer than {f['late_threshold_us'] / 1000:g} ms (p99 {f['verdict_call_p99_us']} us,"
-                           f" max {f['max_verdict_call_us'] / 1000:.1f} ms: the kernel forwards released packets"
-                           f" inside the call)")
+        if p["fidelity"]:
+            out += fidelity_lines(p["fidelity"])
         out.append(f"  {'Page':>4} {'Conns':>5} {'Bytes':>8} {'N':>4} {'Min':>7} {'Median':>7} {'Max':>7}"
                    f" {'Mean':>7} {'+-95%':>6} {'SDev':>7} {'Fail':>4}")
         for r in p["table"]:

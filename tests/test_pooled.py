@@ -94,3 +94,47 @@ def test_cli_compare_realtime_only(seeds_db):
     assert res.exit_code == 0, res.output
     assert "Only points that kept real time: 1 left out" in res.output
     assert "Real time NOT kept" not in res.output
+
+
+def test_compare_pools_every_side_when_one_is_pooled(seeds_db):
+    # A run with two repetitions per buffer against a pooled baseline: each buffer divides by the
+    # same buffer's pool, never by another buffer's.
+    from results import compare
+    with Store(seeds_db) as store:
+        store.create_run("r", "wan", "x", {"name": "wan"}, {}, 1, "abc", {}, {})
+        for point, (buffer, rep, d, status) in enumerate([("64KB", 0, 2.0, "done"), ("64KB", 1, 2.0, "done"),
+                                                          ("128KB", 0, 6.0, "done"), ("128KB", 1, 9.0, "failed")]):
+            store.create_point("r", point, rep, {"topology.bottleneck.buffer": buffer}, {}, 1)
+            store.update_point("r", point, realtime_ok=1, status=status)
+            store.add_transfers("r", point, [], [_page("c0", 1, d)])
+        cmp = compare.compare(store, ["b1+b2", "r"])
+        c64, c128 = cmp["columns"]
+        assert (c64["label"], c128["label"]) == ("topology.bottleneck.buffer=64KB", "topology.bottleneck.buffer=128KB")
+        assert c64["relative"][1] == pytest.approx(2.0 / 4.0) and c128["relative"][1] == pytest.approx(6.0 / 4.0)
+        assert cmp["excluded_not_done"] == [{"run_id": "r", "label": "topology.bottleneck.buffer=128KB",
+                                             "member": ("r", 3)}]
+        assert "Left out, did not finish: 1 (r point 3)" in compare.render_text(cmp)
+
+
+@pytest.mark.parametrize("spec, message", [("b1++b2", "single '+'"), ("b1+b1", "names a run twice")])
+def test_compare_rejects_bad_run_lists(seeds_db, spec, message):
+    res = CliRunner().invoke(main, ["compare", spec, "c1", "--db", str(seeds_db)])
+    assert res.exit_code == 2 and message in res.output, res.output
+
+
+def test_runs_of_different_scenarios_are_not_pooled(seeds_db):
+    with Store(seeds_db) as store:
+        store.create_run("other", "quick", "x", {"name": "quick"}, {}, 1, "abc", {}, {})
+        with pytest.raises(ValueError, match="cannot be pooled: quick, wan"):
+            pooled.pooled_runs_report(store, ["b1", "other"])
+
+
+def test_report_without_verdict_calls_says_so_without_failing():
+    # An engine that never gave a verdict writes no call percentile (null): the report must still print.
+    from results import report
+    fidelity = {"late_events": 0, "engine_events": 0, "late_threshold_us": 1000, "max_late_us": 0,
+                "kernel_queue_drops": 0, "late_at_issue_events": 0, "verdict_calls": 0, "slow_verdict_calls": 0}
+    text = "\n".join(report.fidelity_lines(fidelity))
+    assert "0 of 0 verdict calls took longer than 1 ms: the kernel" in text
+    fidelity.update(verdict_calls=10, slow_verdict_calls=1, verdict_call_p99_us=1536, max_verdict_call_us=2500.0)
+    assert "(worse router's p99 1536 us, max 2.5 ms)" in "\n".join(report.fidelity_lines(fidelity))

@@ -188,6 +188,7 @@ def test_late_verdicts_flag_the_run(isolated_data, no_leftovers):
     # than when its call has returned.
     assert 0 < fidelity["slow_verdict_calls"] <= fidelity["verdict_calls"]
     assert fidelity["late_at_issue_events"] <= fidelity["late_events"]
+    assert fidelity["max_late_at_issue_us"] <= fidelity["max_late_us"]
     text = catnip("report", json.loads(res.stdout)["run_id"]).stdout
     assert "real time kept: NO" in text and "Late verdicts' cause:" in text
     assert point["pages_completed"] == 6 and point["pages_failed"] == 0

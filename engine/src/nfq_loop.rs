@@ -116,7 +116,7 @@ impl Engine {
         let issued = now_ns();
         self.batch.flush().context("verdicts refused by the kernel")?;
         let now = now_ns();
-        self.causes.calls.record(now - issued, self.late_threshold_ns);
+        self.causes.calls.record(now.saturating_sub(issued), self.late_threshold_ns);
         for (link, at) in self.due.drain(..) {
             let late = now.saturating_sub(at);
             self.causes.at_issue.record(issued.saturating_sub(at), self.late_threshold_ns);

@@ -106,7 +106,10 @@ impl Lateness {
 /// the upper bound the real-time criterion uses; `calls` holds how long the calls took.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LatenessCauses {
+    /// Each verdict's lateness when the call sending it started.
     pub at_issue: Lateness,
+    /// Each verdict call's duration: its `late_events` are the calls longer than the threshold,
+    /// its `max_late_ns` the longest call.
     pub calls: Lateness,
 }
 
