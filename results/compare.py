@@ -60,6 +60,12 @@ def _run_ids(spec: str) -> list[str]:
     return ids
 
 
+def _excluded(reports: list[dict[str, Any]], why: str) -> list[dict[str, Any]]:
+    """The pooled points the reports left out for `why`, each with its run and sweep label."""
+    return [{"run_id": r["run_id"], "label": point_label(p["assignment"], "single point"), "member": m}
+            for r in reports for p in r["points"] for m in p.get(why, [])]
+
+
 def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> dict[str, Any]:
     """The first run is the baseline; every point of every other run gets a column. A run may be
     several run ids joined by '+' (the same scenario with other seeds). When any is, or with
@@ -69,7 +75,8 @@ def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> di
     if len(run_ids) < 2:
         raise ValueError("choose at least two runs: the first is the baseline")
     specs = [_run_ids(r) for r in run_ids]
-    if realtime_only or any(len(ids) > 1 for ids in specs):
+    pooled = realtime_only or any(len(ids) > 1 for ids in specs)
+    if pooled:
         reports = [pooled_runs_report(store, ids, realtime_only) for ids in specs]
     else:
         reports = [run_report(store, ids[0]) for ids in specs]
@@ -104,14 +111,11 @@ def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> di
                 "loss": _loss(p), "baseline_loss": _loss(base),
                 "realtime_ok": p["realtime_ok"], "baseline_realtime_ok": None if base is None else base["realtime_ok"],
             })
-    def excluded(why: str) -> list[dict[str, Any]]:
-        return [{"run_id": r["run_id"], "label": point_label(p["assignment"], "single point"), "member": m}
-                for r in reports for p in r["points"] for m in p.get(why, [])]
     return {
         "realtime_only": realtime_only,
-        "pooled": "members" in reports[0]["points"][0] if reports[0]["points"] else False,
-        "excluded_not_real_time": excluded("excluded_not_real_time"),
-        "excluded_not_done": excluded("excluded_not_done"),
+        "pooled": pooled,
+        "excluded_not_real_time": _excluded(reports, "excluded_not_real_time"),
+        "excluded_not_done": _excluded(reports, "excluded_not_done"),
         "baseline": {"run_id": baseline["run_id"], "name": baseline["name"], "status": baseline["status"]},
         "runs": [{"run_id": r["run_id"], "name": r["name"], "status": r["status"]} for r in reports],
         "pages": [pages[k] for k in sorted(pages)],
@@ -136,19 +140,21 @@ def render_text(cmp: dict[str, Any]) -> str:
     out.append(f"{'TCP Pkt Loss':<19} " + " ".join(f"{_pct(c['loss']):>12}" for c in cols))
     out.append(f"{'Baseline Pkt Loss':<19} " + " ".join(f"{_pct(c['baseline_loss']):>12}" for c in cols))
     out.append("(+- : 95% confidence interval of the ratio of page means, delta method over the clients' pages)")
-    def listed(left: list[dict[str, Any]]) -> str:
-        return " (" + ", ".join(f"{r} point {p}" for r, p in (e["member"] for e in left)) + ")" if left else ""
     if cmp.get("pooled"):
         out.append("Runs joined by '+' are pooled per sweep point")
         if cmp["excluded_not_done"]:
-            out.append(f"Left out, did not finish: {len(cmp['excluded_not_done'])}{listed(cmp['excluded_not_done'])}")
+            out.append(f"Left out, did not finish: {len(cmp['excluded_not_done'])}{_listed(cmp['excluded_not_done'])}")
     if cmp.get("realtime_only"):
         left = cmp["excluded_not_real_time"]
-        out.append(f"Only points that kept real time: {len(left)} left out{listed(left)}")
+        out.append(f"Only points that kept real time: {len(left)} left out{_listed(left)}")
     flags = [c for c in cols if c["realtime_ok"] is False or c["baseline_realtime_ok"] is False]
     if flags:
         out.append(f"Real time NOT kept in {len(flags)} of {len(cols)} columns (run or baseline): see each run's fidelity")
     return "\n".join(out)
+
+
+def _listed(left: list[dict[str, Any]]) -> str:
+    return " (" + ", ".join(f"{r} point {p}" for r, p in (e["member"] for e in left)) + ")" if left else ""
 
 
 def _with_ci(v: float | None, ci: float | None) -> str:

@@ -31,7 +31,7 @@ def _groups(store: Store, runs: list, realtime_only: bool) -> list[dict[str, Any
     for run in runs:
         for pt in store.points(run["id"]):
             key = json.dumps(json.loads(pt["assignment"]), sort_keys=True)
-            g = groups.setdefault(key, {"assignment": json.loads(pt["assignment"]), "members": [],
+            g = groups.setdefault(key, {"assignment": json.loads(pt["assignment"]), "members": [], "real_time": [],
                                         "excluded_not_done": [], "excluded_not_real_time": []})
             member = (run["id"], pt["point"])
             if pt["status"] != "done":
@@ -40,7 +40,7 @@ def _groups(store: Store, runs: list, realtime_only: bool) -> list[dict[str, Any
                 g["excluded_not_real_time"].append(member)
             else:
                 g["members"].append(member)
-                g["real_time"] = g.get("real_time", []) + [pt["realtime_ok"]]
+                g["real_time"].append(pt["realtime_ok"])
     for g in groups.values():
         durations: dict[int, list[float]] = {}
         failed: dict[int, int] = {}
@@ -84,11 +84,11 @@ def pooled_runs_report(store: Store, run_ids: list[str], realtime_only: bool = F
         raise ValueError(f"runs of different scenarios cannot be pooled: {', '.join(names)}")
     points = []
     for i, g in enumerate(_groups(store, runs, realtime_only)):
-        flags = g.get("real_time", [])
+        flags = g["real_time"]
         # Kept real time only if every pooled point did; unknown if any is unknown.
-        realtime_ok = None if not flags or None in flags else all(flags)
+        realtime_ok = None if not flags or None in flags else all(map(bool, flags))
         points.append({"point": i, "rep": 0, "assignment": g["assignment"], "table": g["table"], "loss": g["loss"],
-                       "realtime_ok": None if realtime_ok is None else bool(realtime_ok),
+                       "realtime_ok": realtime_ok,
                        "members": g["members"], "excluded_not_done": g["excluded_not_done"],
                        "excluded_not_real_time": g["excluded_not_real_time"]})
     status = "done" if all(r["status"] == "done" for r in runs) else "incomplete"

@@ -114,9 +114,10 @@ pub struct LatenessCauses {
 }
 
 impl LatenessCauses {
-    pub fn to_json(&self) -> Value {
+    /// The fields these add to a stats line's `engine` object.
+    pub fn fields(&self) -> Map<String, Value> {
         let (i, c) = (&self.at_issue, &self.calls);
-        json!({
+        let v = json!({
             "late_at_issue_events": i.late_events,
             "late_at_issue_p99_us": i.quantile_us(0.99),
             "max_late_at_issue_us": i.max_late_ns as f64 / 1000.0,
@@ -124,7 +125,11 @@ impl LatenessCauses {
             "slow_verdict_calls": c.late_events,
             "verdict_call_p99_us": c.quantile_us(0.99),
             "max_verdict_call_us": c.max_late_ns as f64 / 1000.0,
-        })
+        });
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!("json! of braces is an object"),
+        }
     }
 }
 
@@ -153,10 +158,6 @@ impl LinkStats {
             late_events: self.lateness.late_events,
             max_late_ns: self.lateness.max_late_ns,
         }
-    }
-
-    pub fn to_json(&self, queue_pkts: usize, queue_bytes: usize) -> Value {
-        self.snapshot(queue_pkts, queue_bytes).to_json()
     }
 }
 
@@ -222,7 +223,7 @@ mod tests {
         s.dropped.add(&PacketInfo::new(1500, 10, 0));
         s.lateness.record(1_500_000, 1_000_000);
         s.lateness.record(200_000, 1_000_000);
-        let v = s.to_json(3, 4500);
+        let v = s.snapshot(3, 4500).to_json();
         assert_eq!(v["arrived"]["high"], json!([1, 1500]));
         assert_eq!(v["arrived"]["other"], json!([1, 40]));
         assert_eq!(v["sent"]["lowest"], json!([0, 0]));
@@ -241,10 +242,10 @@ mod tests {
         c.at_issue.record(300_000, 1_000_000); // issued on time, the call then took 1.7 ms
         c.calls.record(1_700_000, 1_000_000);
         c.calls.record(50_000, 1_000_000);
-        let v = c.to_json();
+        let v = c.fields();
         assert_eq!((v["late_at_issue_events"].as_u64(), v["max_late_at_issue_us"].as_f64()), (Some(0), Some(300.0)));
         assert_eq!((v["verdict_calls"].as_u64(), v["slow_verdict_calls"].as_u64()), (Some(2), Some(1)));
         assert_eq!(v["max_verdict_call_us"].as_f64(), Some(1700.0));
-        assert!(v["verdict_call_p99_us"].as_u64().unwrap() >= 1536, "{v}");
+        assert!(v["verdict_call_p99_us"].as_u64().unwrap() >= 1536, "{v:?}");
     }
 }

@@ -47,9 +47,7 @@ impl Record {
             "nfq_errors": self.nfq_errors,
             "realtime_scheduling": self.realtime,
         });
-        if let (Value::Object(m), Value::Object(c)) = (&mut engine, self.causes.to_json()) {
-            m.extend(c);
-        }
+        engine.as_object_mut().expect("an object").extend(self.causes.fields());
         json!({"t": self.t, "final": self.is_final, "engine": engine, "links": links})
     }
 }
