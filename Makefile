@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv/bin
 SCENARIO ?= scenarios/quick.yaml
 
-.PHONY: setup run test test-fast clean help table-xi
+.PHONY: setup run test test-fast clean help table-xi sim-tables
 
 help:
 	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
@@ -11,6 +11,7 @@ help:
 	@echo "make test    set-up if needed, run every test (needs root)"
 	@echo "make table-xi  CATNIP Table XI: baseline, partial and full SPM over four buffers (about 40 minutes)"
 	@echo "              ARGS='--seed 2' passes options to every run"
+	@echo "make sim-tables  CATNIP Tables II-X, fairness and HTTP/1.1 (17 points; JOBS=2 side by side by default)"
 	@echo "make clean   remove every namespace, process, bridge and BPF object the testbed created"
 
 setup:
@@ -25,6 +26,9 @@ test:
 
 table-xi: setup
 	@scripts/table-xi.sh $(ARGS)
+
+sim-tables: setup
+	@JOBS=$(or $(JOBS),2) scripts/sim-tables.sh $(ARGS)
 
 clean:
 	@$(VENV)/catnip clean

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Selective Packet Marking (CATNIP section III-B) for an unmodified kernel.
  *
- * Two programs share one socket-local storage map (all maps are pinned by name in /sys/fs/bpf:
- * catnip_docs, catnip_cfg, catnip_counters; one run uses the machine at a time):
+ * Two programs share one socket-local storage map (libbpf pins the maps by name in /sys/fs/bpf;
+ * testbed/spm.py then moves catnip_cfg and catnip_counters under each marker's own pin directory,
+ * so markers of points running side by side keep their own; catnip_docs stays shared):
  *  - catnip_doc (cgroup/setsockopt) takes the SOL_CATNIP/CATNIP_DOC option a web server sets
  *    before each response (bpf/catnip_sockopt.h) and records the document's sequence range;
  *  - catnip_mark (tc egress on the server's interface) sets each TCP segment's DSCP: AF11 (high

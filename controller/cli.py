@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -83,8 +84,15 @@ def _verdict(text: str) -> str:
 @click.option("--report/--no-report", default=False, help="print the report table after the run")
 @click.option("--run-id", default=None, metavar="ID",
               help="use this id for the run (the dashboard picks ids before starting runs)")
+@click.option("--jobs", type=click.IntRange(1, os.cpu_count() or 1), default=1, show_default=True,
+              help="run up to this many sweep points side by side, each in namespaces of its own")
+@click.option("--room", type=click.FloatRange(1, 100), default=50, show_default=True, metavar="PERCENT",
+              help="with --jobs: start another point only while the machine's CPU is busy less than this")
+@click.option("--settle", type=click.FloatRange(0, 3600), default=30, show_default=True, metavar="SECONDS",
+              help="with --jobs: how long every running point must have run its workload before the room "
+                   "is measured for another")
 def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db: str | None,
-            as_json: bool, report: bool, run_id: str | None) -> None:
+            as_json: bool, report: bool, run_id: str | None, jobs: int, room: float, settle: float) -> None:
     """Run SCENARIO_FILE; prints the run id."""
     from results.store import RUN_ID
     if run_id is not None and not RUN_ID.fullmatch(run_id):
@@ -96,22 +104,35 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
     from controller import runner
     from results import report as report_mod
     from testbed.capabilities import probe
+    from testbed.hostconfig import HostConfigError
+    from testbed.sender import SenderError
     caps = probe()
     problems = caps.blocking_problems()
     if problems:
         raise click.ClickException("this machine cannot run scenarios (see `catnip check`): " + "; ".join(problems))
+    if jobs > 1:
+        from controller import parallel
+        try:
+            parallel.check_isolatable(sweep, caps)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--jobs") from None
     store = _store(db)
     display = _ProgressDisplay(enabled=not as_json)
     started = time.monotonic()
     run_id = run_id or runner.new_run_id(sweep.name)
     if store.run(run_id) is not None:
         raise click.ClickException(f"run id {run_id} is already in {store.path}")
-    click.echo(f"run {run_id}: {sweep.name}, {len(sweep.points)} point(s)", err=as_json)
+    click.echo(f"run {run_id}: {sweep.name}, {len(sweep.points)} point(s)"
+               + (f", up to {jobs} at once while the CPU is busy less than {room:g}%" if jobs > 1 else ""),
+               err=as_json)
     try:
         with display:
-            runner.run(sweep, caps, store, progress=display.update, run_id=run_id)
+            runner.run(sweep, caps, store, progress=display.update, run_id=run_id, jobs=jobs, room=room / 100,
+                       settle=settle)
     except runner.RunBusy as exc:
         raise click.ClickException(str(exc)) from None
+    except (SenderError, HostConfigError) as exc:  # the run's shared set-up; recorded as the run's error
+        raise click.ClickException(f"run {run_id} failed before its first point: {exc}") from None
     except (runner.RunCancelled, KeyboardInterrupt):
         click.echo(f"run {run_id} cancelled; network torn down. Partial records kept.", err=True)
         sys.exit(130)

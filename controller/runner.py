@@ -4,7 +4,8 @@ Per point: build the dumbbell -> start the routers' engines (then their NFQUEUE 
 Apache on the servers -> optional capture -> start one workload client per client host ->
 watch progress and the engines until the clients finish or the time limit -> collect counters
 -> tear down. Teardown runs on every exit path (failure, Ctrl-C, SIGTERM); a failed point is
-recorded as failed and the next point still runs. Only one run uses the machine at a time.
+recorded as failed and the next point still runs. Only one run uses the machine at a time; its
+points run one after another, or side by side in namespaces of their own (controller/parallel.py).
 """
 
 from __future__ import annotations
@@ -141,6 +142,67 @@ def signals_cancel() -> Iterator[None]:
             signal.signal(sig, old)
 
 
+@contextmanager
+def cancel_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM while tearing down (a cancel cutting teardown short would leave
+    detached processes behind); one that came meanwhile is delivered afterwards."""
+    got: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: got.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        if got:
+            signal.raise_signal(got[0])
+
+
+class TeardownStack(ExitStack):
+    """An ExitStack whose unwinding a cancel signal cannot interrupt (cancel_deferred)."""
+
+    def __exit__(self, *exc):
+        with cancel_deferred():
+            return super().__exit__(*exc)
+
+
+@contextmanager
+def run_resources(scenarios: list[Scenario]) -> Iterator[None]:
+    """What the kernel holds globally and every point of a run shares, set up once per run (so
+    points can run side by side) and undone on every exit path: the CATNIP congestion controls
+    (kernel-global names), the global list of allowed congestion controls, the served documents."""
+    from mininet.net import Mininet
+    # Mininet raises the socket buffer and neighbour-table limits in the namespace it starts in;
+    # hosts copy them from the initial namespace, so that must happen here, not in a worker's.
+    Mininet.init()
+    ccs: set[str] = set().union(*(s.tcp.all_cc() for s in scenarios))
+    with TeardownStack() as stack:
+        if ccs & set(sender.NAMES):
+            stack.callback(_unregister_senders)
+            sender.register()
+        for cc in sorted(ccs):
+            previous_cc = hostconfig.allow_congestion_control(cc)
+            if previous_cc is not None:
+                orig = paths.state_dir() / "allowed_cc.orig"
+                if not orig.exists():  # the list before the first change: what `catnip clean` restores
+                    orig.write_text(previous_cc)
+                stack.callback(_restore_cc, previous_cc)
+        paths.state_dir().chmod(0o755)
+        docroot_mod.write_docroot(catnip_pages(), paths.docroot())
+        yield
+
+
+def _unregister_senders() -> None:
+    sender.unregister()
+    if not spm.PIN_ROOT.exists():  # no marker left that shares the document map
+        sender.release_shared_map()
+
+
+def _restore_cc(previous: str) -> None:
+    hostconfig.restore_allowed_congestion_control(previous)
+    (paths.state_dir() / "allowed_cc.orig").unlink(missing_ok=True)
+
+
 def new_run_id(name: str) -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{name[:24]}-{uuid.uuid4().hex[:4]}"
 
@@ -166,8 +228,9 @@ class PointRun:
 
     def __init__(self, run_id: str, index: int, rep: int, scenario: Scenario, caps: Capabilities,
                  store: Store, workdir: Path, artifacts: Path, progress: ProgressSink,
-                 cancelled: Callable[[], bool]):
+                 cancelled: Callable[[], bool], concurrency: dict | None = None):
         self.run_id, self.index, self.rep, self.sc = run_id, index, rep, scenario
+        self.concurrency = concurrency  # how crowded the machine was when the point started (parallel.py)
         self.caps, self.store, self.workdir, self.artifacts = caps, store, workdir, artifacts
         self.progress, self.cancelled = progress, cancelled
         self.seed = scenario.seed + 1000 * rep
@@ -186,18 +249,7 @@ class PointRun:
         sc = self.sc
         switch = self.caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath)
         self.store.update_point(self.run_id, self.index, switch_kind=switch, link_backend="engine")
-        with ExitStack() as stack:
-            if sc.tcp.all_cc() & set(sender.NAMES):
-                # CATNIP's sender heuristics are BPF congestion controls: registered for this run only.
-                stack.callback(self._unregister_senders)
-                sender.register()
-            for cc in sorted(sc.tcp.all_cc()):
-                previous_cc = hostconfig.allow_congestion_control(cc)
-                if previous_cc is not None:
-                    orig = paths.state_dir() / "allowed_cc.orig"
-                    if not orig.exists():  # the list before the first change: what `catnip clean` restores
-                        orig.write_text(previous_cc)
-                    stack.callback(self._restore_cc, previous_cc)
+        with TeardownStack() as stack:
             prog.phase = "building network"
             self.progress(prog)
             d = dumbbell.build(sc, switch)
@@ -216,10 +268,7 @@ class PointRun:
                 self._load_marker(d, stack)
             prog.phase = "starting servers"
             self.progress(prog)
-            root = paths.docroot()
-            paths.state_dir().chmod(0o755)
-            pages = catnip_pages()
-            docroot_mod.write_docroot(pages, root)
+            root = paths.docroot()  # written once per run (run_resources)
             for server in d.servers:
                 srv = apache.ApacheServer(workdir=self.workdir / server.name, docroot=root, listen_ip=server.ip,
                                           port=80, http_version=sc.workload.http_version,
@@ -266,19 +315,10 @@ class PointRun:
                 hostconfig.set_sysctls(server.node, {"net.ipv4.tcp_pacing_ss_ratio": 100,
                                                      "net.ipv4.tcp_pacing_ca_ratio": 100})
 
-    def _unregister_senders(self) -> None:
-        sender.unregister()
-        if self.marker is None or not self.marker.pin.exists():
-            sender.release_shared_map()
-
     def _unload_marker(self) -> None:
         problems = self.marker.unload() if self.marker else []
         if problems:
             print("catnip: SPM teardown: " + "; ".join(problems), file=sys.stderr)
-
-    def _restore_cc(self, previous: str) -> None:
-        hostconfig.restore_allowed_congestion_control(previous)
-        (paths.state_dir() / "allowed_cc.orig").unlink(missing_ok=True)
 
     def _start_capture(self, d: dumbbell.Dumbbell) -> None:
         path = self.artifacts / f"point{self.index}-bottleneck.pcap"
@@ -424,6 +464,8 @@ class PointRun:
                     "max_late_us": max_late, **quantiles, **causes, "kernel_queue_drops": kdrops, "failed_clients": failed_clients,
                     "engines_without_final_stats": no_final,
                     "late_threshold_us": int(self.sc.run.late_threshold * 1e6)}
+        if self.concurrency is not None:
+            fidelity["concurrency"] = self.concurrency
         ok = late_fraction <= self.sc.run.max_late_fraction and kdrops == 0 and not no_final
         self.store.update_point(self.run_id, self.index, fidelity=fidelity, realtime_ok=int(ok))
 
@@ -448,7 +490,7 @@ class PointRun:
             engine.stop()
 
 
-def _recorded(sink: ProgressSink, store: Store, every: float = 1.0) -> ProgressSink:
+def recording_progress(sink: ProgressSink, store: Store, every: float = 1.0) -> ProgressSink:
     """Also write progress to the store (at most once a second, and at each change of phase)."""
     last: dict[int, tuple[float, str]] = {}
 
@@ -477,13 +519,20 @@ def record_point(store: Store, run_id: str, index: int, execute: Callable[[], No
 
 
 def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink = lambda p: None,
-        cancelled: Callable[[], bool] = lambda: False, run_id: str | None = None) -> str:
-    """Run every point of a sweep; returns the run id. Records survive failures of single points."""
+        cancelled: Callable[[], bool] = lambda: False, run_id: str | None = None, jobs: int = 1,
+        room: float = 0.5, settle: float = 30.0) -> str:
+    """Run every point of a sweep; returns the run id. Records survive failures of single points.
+
+    jobs > 1 runs up to that many points side by side, each in a network namespace of its own,
+    starting another only while the machine has room: every running point `settle` seconds into
+    its workload and the CPU busy below `room` (controller/parallel.py)."""
     problems = caps.blocking_problems()
     if problems:
         raise RuntimeError("this machine cannot run scenarios: " + "; ".join(problems))
+    if jobs > 1:
+        from controller import parallel
+        parallel.check_isolatable(sweep, caps)
     run_id = run_id or new_run_id(sweep.name)
-    progress = _recorded(progress, store)
     first = sweep.points[0][1]
     reps = first.run.repetitions
     with machine_lock(), signals_cancel():
@@ -491,28 +540,66 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
                          versions(), caps.to_dict())
         artifacts = paths.data_dir() / "runs" / run_id
         status, error = "done", None
-        index = 0
         total = len(sweep.points) * reps
+        plans = []
+        for assignment, scenario in sweep.points:
+            for rep in range(reps):
+                index = len(plans)
+                plans.append(PointPlan(index, rep, assignment, scenario, point_label(assignment, sweep.name),
+                                       total, artifacts / f"point{index}"))
         try:
-            for assignment, scenario in sweep.points:
-                for rep in range(reps):
-                    # Configs, logs and client records stay with the run (enough to explain it).
-                    workdir = artifacts / f"point{index}"
-                    workdir.mkdir(parents=True, exist_ok=True)
-                    point = PointRun(run_id, index, rep, scenario, caps, store, workdir, artifacts, progress,
-                                     cancelled)
-                    store.create_point(run_id, index, rep, assignment, scenario.model_dump(), point.seed)
-                    label = point_label(assignment, sweep.name)
-                    prog = Progress(run_id, index, total, label,
-                                    pages_total=scenario.topology.clients * len(scenario.workload.pages)
-                                    * scenario.workload.rounds)
-                    failure = record_point(store, run_id, index, lambda: point.execute(prog))
-                    if failure:
-                        status, error = "failed", failure
-                    index += 1
+            with run_resources([s for _, s in sweep.points]):
+                if jobs > 1:
+                    failures = parallel.run_points(plans, run_id, caps, store, artifacts, progress, cancelled,
+                                                   jobs, room, settle)
+                else:
+                    failures = [f for plan in plans
+                                if (f := _run_in_process(plan, run_id, caps, store, artifacts,
+                                                         recording_progress(progress, store), cancelled))]
+            if failures:
+                status, error = "failed", failures[-1]
         except RunCancelled as exc:
             status, error = "cancelled", str(exc)
+            raise
+        except Exception as exc:  # set-up shared by the points failed (e.g. registering the senders)
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
             raise
         finally:
             store.finish_run(run_id, status, error)
     return run_id
+
+
+@dataclass
+class PointPlan:
+    """One point of a run, before it runs: what it is, where its files go."""
+
+    index: int
+    rep: int
+    assignment: dict
+    scenario: Scenario
+    label: str
+    points: int
+    workdir: Path
+
+    @property
+    def seed(self) -> int:
+        return self.scenario.seed + 1000 * self.rep
+
+    def progress(self, run_id: str) -> Progress:
+        sc = self.scenario
+        return Progress(run_id, self.index, self.points, self.label,
+                        pages_total=sc.topology.clients * len(sc.workload.pages) * sc.workload.rounds)
+
+    def create(self, store: Store, run_id: str) -> None:
+        # Configs, logs and client records stay with the run (enough to explain it).
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        store.create_point(run_id, self.index, self.rep, self.assignment, self.scenario.model_dump(), self.seed)
+
+
+def _run_in_process(plan: PointPlan, run_id: str, caps: Capabilities, store: Store, artifacts: Path,
+                    progress: ProgressSink, cancelled: Callable[[], bool]) -> str | None:
+    plan.create(store, run_id)
+    point = PointRun(run_id, plan.index, plan.rep, plan.scenario, caps, store, plan.workdir, artifacts, progress,
+                     cancelled)
+    prog = plan.progress(run_id)
+    return record_point(store, run_id, plan.index, lambda: point.execute(prog))

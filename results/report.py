@@ -139,6 +139,11 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
                    + (f" (worse router's p99 {p99} us, max {f.get('max_verdict_call_us', 0) / 1000:.1f} ms)"
                       if p99 is not None else "")
                    + ": the kernel forwards released packets inside the call")
+    conc = f.get("concurrency")
+    if conc:
+        busy = conc.get("cpu_busy_before_start")
+        out.append(f"  Side by side (--jobs {conc['jobs']}): started beside {conc['beside_at_start']} running point(s)"
+                   + (f", machine CPU busy {100 * busy:.0f}% just before" if busy is not None else ""))
     return out
 
 

@@ -9,6 +9,7 @@ cleanup module removes what a killed run left (pins, cgroup).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -116,15 +117,22 @@ class SpmMarker:
         obj = build()
         ensure_bpffs()
         self.pin.mkdir(parents=True, exist_ok=True)
-        for stale in OWN_MAPS:  # each load gets fresh ones
-            (BPFFS / stale).unlink(missing_ok=True)
-        _run(["bpftool", "prog", "loadall", str(obj), str(self.progs)], "loading bpf/spm.bpf.o (verifier)")
-        # libbpf pinned the maps by name; this marker's config and counters move under its own pin
-        # directory, so another marker loaded later (a test beside a run) gets maps of its own.
-        # Only the document map stays shared by name: the sender congestion controls read it.
-        for name in OWN_MAPS:
-            _run(["bpftool", "map", "pin", "pinned", str(BPFFS / name), str(self.pin / name)], f"pinning {name}")
-            (BPFFS / name).unlink(missing_ok=True)
+        # Between loadall and the move below the config and counters are pinned by name, where a
+        # marker loading at the same time (a point running beside this one) would reuse them.
+        paths.state_dir().mkdir(parents=True, exist_ok=True)
+        with open(paths.state_dir() / "spm-load.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            for stale in OWN_MAPS:  # each load gets fresh ones
+                (BPFFS / stale).unlink(missing_ok=True)
+            _run(["bpftool", "prog", "loadall", str(obj), str(self.progs)], "loading bpf/spm.bpf.o (verifier)")
+            # libbpf pinned the maps by name; this marker's config and counters move under its own
+            # pin directory, so every marker has maps of its own. Only the document map stays shared
+            # by name: the sender congestion controls read it (socket-local storage, so markers
+            # loaded side by side do not mix their sockets' documents).
+            for name in OWN_MAPS:
+                _run(["bpftool", "map", "pin", "pinned", str(BPFFS / name), str(self.pin / name)],
+                     f"pinning {name}")
+                (BPFFS / name).unlink(missing_ok=True)
         self.set_rules(self.rules)
 
     def set_rules(self, rules: SpmRules) -> None:

@@ -157,6 +157,19 @@ def test_run_page_shows_the_report_series_and_figures(env):
     assert data["figures"]["cdf"]["data"][0]["y"][-1] == 1.0
 
 
+def test_run_page_shows_how_crowded_a_side_by_side_point_was(env):
+    app, client, _ = env
+    with Store(app.config["CATNIP_DB"]) as store:
+        store.update_point(OTHER, 0, fidelity={
+            "late_events": 3, "engine_events": 6000, "late_fraction": 0.0005, "max_late_us": 1900,
+            "late_threshold_us": 1000, "kernel_queue_drops": 0, "cpu_busy_fraction": 0.37,
+            "concurrency": {"jobs": 2, "room": 0.5, "settle_s": 30, "beside_at_start": 1,
+                            "cpu_busy_before_start": 0.24}})
+    page = " ".join(client.get(f"/runs/{OTHER}").get_data(as_text=True).split())
+    assert "Side by side (--jobs 2): started beside 1 running point(s), machine CPU busy 24% just before" in page
+    assert "Side by side" not in " ".join(client.get(f"/runs/{BASE}").get_data(as_text=True).split())
+
+
 def test_unknown_and_malformed_run_ids(env):
     _, client, _ = env
     r = client.get("/runs/20990101-missing")

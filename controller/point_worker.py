@@ -1,0 +1,90 @@
+"""One sweep point in namespaces of its own: the process controller/parallel.py starts as
+`unshare --net --mount -- python -m controller.point_worker SPEC`.
+
+It records the point in the store itself (as the in-process runner does) and writes its progress
+as JSON lines on stdout for the parent to draw. SIGTERM or SIGINT cancels the point cleanly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from controller import runner
+from results.store import Store
+from testbed import paths
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+def _mount(*args: str) -> None:
+    res = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
+    if res.returncode != 0:
+        raise RuntimeError(f"mount {' '.join(args)}: {res.stderr.strip()}")
+
+
+def own_sysfs_view() -> None:
+    """Make /sys/class/net list this namespace's interfaces (brctl reads it there): mount a sysfs
+    made in this namespace and bind its network directories over the inherited ones. Unlike a whole
+    new /sys (what `ip netns exec` does) this keeps /sys/fs/bpf and the cgroup mounts shared."""
+    paths.state_dir().mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="ctp-sysfs-", dir=paths.state_dir()))
+    try:
+        _mount("-t", "sysfs", "sysfs", str(tmp))
+        try:
+            for sub in ("class/net", "devices/virtual/net"):
+                _mount("--bind", str(tmp / sub), f"/sys/{sub}")
+        finally:
+            subprocess.run(["umount", "-l", str(tmp)], capture_output=True, timeout=30)
+    finally:
+        tmp.rmdir()
+
+
+def die_with_parent(runner_pid: int) -> None:
+    """Cancel (SIGTERM: clean teardown) if the runner dies, even by SIGKILL."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != runner_pid:  # it died before we asked (`unshare` execs us: it is our parent)
+        raise runner.RunCancelled("the runner is gone")
+
+
+def main(spec_path: str) -> int:
+    with open(spec_path, "rb") as fh:
+        spec = pickle.load(fh)
+    os.unlink(spec_path)  # read once; the point's resolved scenario is in the store
+    run_id, plan = spec["run_id"], spec["plan"]
+
+    def emit(p: runner.Progress) -> None:
+        try:
+            print(json.dumps(asdict(p)), flush=True)
+        except BrokenPipeError:  # the runner died; its death signal is on the way
+            raise runner.RunCancelled("the runner is gone") from None
+
+    with runner.signals_cancel(), Store(paths.database()) as store:
+        # The runner launches us with SIGINT and SIGTERM blocked (parallel.py); a cancel sent
+        # meanwhile was held and arrives now. Our children must not inherit the mask.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            die_with_parent(spec["runner_pid"])
+            own_sysfs_view()
+            point = runner.PointRun(run_id, plan.index, plan.rep, plan.scenario, spec["caps"], store, plan.workdir,
+                                    spec["artifacts"], runner.recording_progress(emit, store), lambda: False,
+                                    concurrency=spec["concurrency"])
+            prog = plan.progress(run_id)
+            failure = runner.record_point(store, run_id, plan.index, lambda: point.execute(prog))
+        except runner.RunCancelled:
+            return 130
+    if failure:
+        print(failure, file=sys.stderr)
+    return 1 if failure else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
