@@ -240,12 +240,14 @@ def loss_table(report: dict[str, Any], role: str = "bottleneck-data") -> list[di
 def render_loss_table(report: dict[str, Any]) -> str:
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{100 * v:.2f}%"
+    rows = loss_table(report)
+    w = max([5] + [len(r["label"]) for r in rows])  # whole labels: sweep values often share a prefix
     out = [f"Packet loss at the bottleneck (server->client), run {report['run_id']} (layout of CATNIP Tables IV/VII/X)",
-           f"{'':<32} {'All packets':^26} {'High priority (AF11)':^26} {'Low priority':^26}",
-           f"{'Point':<32} " + "  ".join(f"{'Sent':>8} {'Drops':>7} {'Loss':>8}" for _ in range(3))]
-    for r in loss_table(report):
+           f"{'':<{w}} {'All packets':^26} {'High priority (AF11)':^26} {'Low priority':^26}",
+           f"{'Point':<{w}} " + "  ".join(f"{'Sent':>8} {'Drops':>7} {'Loss':>8}" for _ in range(3))]
+    for r in rows:
         flag = "" if r["realtime_ok"] is not False else "  (real time NOT kept)"
-        out.append(f"{r['label'][:32]:<32} {r['sent']:>8,} {r['drops']:>7,} {pct(r['loss']):>8}  "
+        out.append(f"{r['label']:<{w}} {r['sent']:>8,} {r['drops']:>7,} {pct(r['loss']):>8}  "
                    f"{r['high_sent']:>8,} {r['high_drops']:>7,} {pct(r['high_loss']):>8}  "
                    f"{r['low_sent']:>8,} {r['low_drops']:>7,} {pct(r['low_loss']):>8}{flag}")
     return "\n".join(out)

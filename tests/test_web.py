@@ -255,6 +255,10 @@ def test_loss_table_splits_by_priority(env):
     assert b["high_loss"] is None and b["low_loss"] == 0.1
     assert (o["high_sent"], o["high_drops"], o["high_loss"], o["low_sent"]) == (1000, 50, 0.05, 0)
     assert "5.00%" in report_mod.render_loss_table(other)
+    # Sweep values sharing a long prefix keep their whole labels (catnip_eca, catnip_ecarbplw).
+    for cc in ("catnip_eca", "catnip_ecarbplw"):
+        other["points"][0]["assignment"] = {"tcp.congestion_control": cc}
+        assert f"tcp.congestion_control={cc} " in report_mod.render_loss_table(other).splitlines()[3]
 
 
 def test_a_transfer_measurement_shows_its_latencies(env):
