@@ -338,7 +338,7 @@ class PointRun:
                 "client": client.name, "server": server.ip, "port": 80, "server_name": server.name,
                 "pages": wl.pages, "rounds": wl.rounds, "seed": order_seed,
                 "think_time": wl.think_time.model_dump(), "parallel": wl.parallel,
-                "http_version": wl.http_version, "object_timeout": wl.object_timeout,
+                "http_version": wl.http_version, "persistent": wl.persistent, "object_timeout": wl.object_timeout,
                 "session_timeout": self.sc.run.time_limit,
                 # Launching 100 Python clients takes a moment: start them all on a common clock.
                 "start_delay": 2.0 + rng.uniform(0, wl.start_stagger),

@@ -311,6 +311,10 @@ class WorkloadSpec(_Strict):
     think_time: ThinkTimeSpec = ThinkTimeSpec()
     start_stagger: float = Field(default=1.0, description="clients start uniformly spread over this many seconds")
     object_timeout: float = 60.0
+    # Section V-F describes its HTTP/1.1 model twice: one connection "throughout the duration of a
+    # user session", and "each Web page ... using a single TCP connection". Both readings run.
+    persistent: Literal["session", "page"] = Field(
+        default="session", description="HTTP/1.1: one connection for the whole session, or a new one per page")
 
     @field_validator("http_version", mode="before")
     @classmethod
@@ -321,6 +325,13 @@ class WorkloadSpec(_Strict):
     @classmethod
     def _durations(cls, v: Any) -> float:
         return units.parse_duration(v)
+
+    @model_validator(mode="after")
+    def _persistent_needs_http11(self) -> "WorkloadSpec":
+        if self.persistent != "session" and self.http_version != "1.1":
+            raise ValueError(f"persistent: {self.persistent!r} needs http_version '1.1' (HTTP/1.0 opens a"
+                             " connection per object)")
+        return self
 
     @field_validator("pages")
     @classmethod

@@ -79,6 +79,8 @@ def test_buffers(text, expected):
     (["router.policy={kind: droptail, weights: [1, 4]}"], "weights apply to wrr, not 'droptail'"),
     (["router.policy={kind: red3, w_q: 0.5, min_q: 2, levels: [{min_th: 1, max_th: 2}, {min_th: 1, max_th: 2}, {min_th: 1, max_th: 2}]}"],
      "min_q applies to fred and frio, not 'red3'"),
+    (["workload.persistent=page"], "workload: persistent: 'page' needs http_version '1.1'"),
+    (["workload.http_version=1.1", "workload.persistent=object"], "workload.persistent: 'object' not allowed: 'session' or 'page'"),
 ])
 def test_errors_name_field_value_and_rule(overrides, message):
     with pytest.raises(s.ScenarioError) as err:

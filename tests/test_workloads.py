@@ -131,6 +131,19 @@ def test_client_fetches_every_page_exactly(tmp_path, apache, parallel):
     assert records[0]["kind"] == "start" and records[-1]["kind"] == "end"
 
 
+def test_http11_connection_per_page(tmp_path, apache):
+    if apache.http_version != "1.1":
+        pytest.skip("persistent connections are HTTP/1.1's")
+    records = _run_client(tmp_path, apache, persistent="page")
+    objects = [r for r in records if r["kind"] == "object"]
+    assert len(objects) == 45 and all(o["status"] == 200 for o in objects)
+    # One connection per page, shared by all of that page's objects.
+    by_page = {}
+    for o in objects:
+        by_page.setdefault(o["page"], set()).add(o["conn"])
+    assert all(len(c) == 1 for c in by_page.values()) and len(set().union(*by_page.values())) == 10
+
+
 def test_refused_connection_is_recorded_not_fatal(tmp_path):
     port = _free_port()  # nothing listens there
     conf = {"client": "t", "server": "127.0.0.1", "port": port, "pages": [1, 2], "seed": 1,

@@ -7,8 +7,9 @@ seeded random order, `rounds` times, with think times between pages (CATNIP sect
 
 * HTTP/1.0: the HTML over its own connection, then its images (parsed from the HTML's <img>
   tags) over up to `parallel` concurrent connections, one connection per object.
-* HTTP/1.1: one persistent connection for the whole session; the HTML request, then every
-  image request pipelined on it (the approximate HTTP/1.1 model of section V-F).
+* HTTP/1.1: one persistent connection for the whole session (or, with `persistent: page`, a
+  new one for each page); the HTML request, then every image request pipelined on it (the
+  approximate HTTP/1.1 model of section V-F).
 
 A page's time runs from its first connection attempt to the latest completion among its
 objects (section IV-D). Every object and page becomes one JSON line in OUT (flushed at once, so
@@ -32,7 +33,7 @@ from workloads.thinktime import sampler
 
 IMG_SRC = re.compile(rb'<img\s+[^>]*src="([^"]+)"', re.IGNORECASE)
 REQUIRED = {"client", "server", "port", "pages", "seed", "http_version", "parallel"}
-OPTIONAL = {"server_name", "rounds", "think_time", "object_timeout", "session_timeout", "start_delay"}
+OPTIONAL = {"server_name", "rounds", "think_time", "object_timeout", "session_timeout", "start_delay", "persistent"}
 
 
 class ConfigError(ValueError):
@@ -55,6 +56,9 @@ def load_config(path: str) -> dict[str, Any]:
     cfg.setdefault("object_timeout", 60.0)
     cfg.setdefault("session_timeout", 3600.0)
     cfg.setdefault("start_delay", 0.0)
+    cfg.setdefault("persistent", "session")
+    if cfg["persistent"] not in ("session", "page"):
+        raise ConfigError(f"{path}: persistent {cfg['persistent']!r} not allowed: 'session' or 'page'")
     return cfg
 
 
@@ -227,6 +231,9 @@ class Session:
                     return
                 start = time.monotonic()
                 records = await fetch(page, rnd)
+                if cfg["persistent"] == "page" and self.persistent is not None:
+                    self.persistent[1].close()  # the next page opens its own connection
+                    self.persistent = None
                 for rec in records:
                     self.emit(rec)
                 errors = [r["error"] for r in records if r["error"]]
