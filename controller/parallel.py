@@ -107,7 +107,7 @@ def _worker_env(store: Store) -> dict[str, str]:
 
 
 def _launch(plan: PointPlan, run_id: str, caps: Capabilities, store: Store, artifacts: Path,
-            updates: queue.Queue, concurrency: dict) -> Worker:
+            updates: queue.Queue, concurrency: dict, code: str) -> Worker:
     plan.create(store, run_id)
     spec = plan.workdir / "worker.pickle"
     with open(spec, "wb") as fh:
@@ -116,7 +116,7 @@ def _launch(plan: PointPlan, run_id: str, caps: Capabilities, store: Store, arti
     log = plan.workdir / "worker.log"
     with open(log, "w") as err:
         proc = subprocess.Popen(["unshare", "--net", "--mount", "--propagation", "private", "--",
-                                 paths.python(), "-m", "controller.point_worker", str(spec)],
+                                 paths.python(), "-m", "controller.point_worker", str(spec), code],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True,
                                 env=_worker_env(store))
     reader = threading.Thread(target=_read_progress, args=(plan.index, proc.stdout, updates), daemon=True)
@@ -182,6 +182,7 @@ def run_points(plans: list[PointPlan], run_id: str, caps: Capabilities, store: S
     pending, running, failures = list(plans), [], []
     updates: queue.Queue = queue.Queue()
     gauge = CpuGauge()
+    code = paths.code_fingerprint()  # the code this run started with; every worker must run the same
     try:
         while pending or running:
             if cancelled():
@@ -194,7 +195,8 @@ def run_points(plans: list[PointPlan], run_id: str, caps: Capabilities, store: S
                 # A cancel arriving mid-launch must find the new worker among the running ones.
                 held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
                 try:
-                    running.append(_launch(pending.pop(0), run_id, caps, store, artifacts, updates, concurrency))
+                    running.append(_launch(pending.pop(0), run_id, caps, store, artifacts, updates, concurrency,
+                                           code))
                 finally:
                     signal.pthread_sigmask(signal.SIG_SETMASK, held)
             while True:

@@ -1,5 +1,5 @@
 """One sweep point in namespaces of its own: the process controller/parallel.py starts as
-`unshare --net --mount -- python -m controller.point_worker SPEC`.
+`unshare --net --mount -- python -m controller.point_worker SPEC CODE`.
 
 It records the point in the store itself (as the in-process runner does) and writes its progress
 as JSON lines on stdout for the parent to draw. SIGTERM or SIGINT cancels the point cleanly.
@@ -55,7 +55,11 @@ def die_with_parent(runner_pid: int) -> None:
         raise runner.RunCancelled("the runner is gone")
 
 
-def main(spec_path: str) -> int:
+def main(spec_path: str, code: str) -> int:
+    if paths.code_fingerprint() != code:  # checked before unpickling classes that may have changed
+        print("the testbed's Python code changed since this run started (an edit or a pull during the"
+              " run); this point did not run", file=sys.stderr)
+        return 3
     with open(spec_path, "rb") as fh:
         spec = pickle.load(fh)
     os.unlink(spec_path)  # read once; the point's resolved scenario is in the store
@@ -87,4 +91,4 @@ def main(spec_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1], sys.argv[2]))

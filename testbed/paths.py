@@ -5,6 +5,7 @@ Environment variables override the defaults so tests and CI can isolate themselv
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -40,3 +41,15 @@ def python() -> str:
     """The interpreter of this venv, used to start workload clients inside hosts."""
     import sys
     return sys.executable
+
+
+CODE_PACKAGES = ("controller", "testbed", "topologies", "workloads", "results")
+
+
+def code_fingerprint() -> str:
+    """A hash of the control plane's Python sources: a process started later in a run (a point's
+    worker) compares it with the runner's, so an edit or pull during a run cannot go unnoticed."""
+    h = hashlib.sha256()
+    for path in sorted(p for pkg in CODE_PACKAGES for p in (REPO / pkg).rglob("*.py")):
+        h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]

@@ -108,6 +108,26 @@ def test_ovs_access_switch_cannot_run_side_by_side(isolated_data):
     assert not (isolated_data / "data" / "catnip.db").exists()
 
 
+def test_code_changed_during_a_run_fails_the_point_clearly(tmp_path, monkeypatch):
+    from controller import point_worker
+    spec = tmp_path / "worker.pickle"
+    spec.write_bytes(b"not read")
+    assert point_worker.main(str(spec), "0" * 16) == 3
+    assert spec.exists(), "the spec must not be unpickled with code other than the runner's"
+
+
+def test_code_fingerprint_follows_the_sources(tmp_path, monkeypatch):
+    from testbed import paths
+    for pkg in paths.CODE_PACKAGES:
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "m.py").write_text("x = 1\n")
+    monkeypatch.setattr(paths, "REPO", tmp_path)
+    before = paths.code_fingerprint()
+    assert paths.code_fingerprint() == before
+    (tmp_path / "results" / "m.py").write_text("x = 2\n")
+    assert paths.code_fingerprint() != before
+
+
 def test_cpu_gauge_measures_over_its_window():
     gauge = parallel.CpuGauge()
     gauge.sample()

@@ -88,6 +88,8 @@ def test_start_without_csrf_token_is_refused(env):
     ({"scenario": "quick", "overrides": "rm -rf /"}, "overrides", "key=value"),
     ({"scenario": "quick", "overrides": "topology.bottleneck.rate=fast"}, "overrides", "not a rate"),
     ({"scenario": "quick", "seed": "-3"}, "seed", "not a seed"),
+    ({"scenario": "quick", "jobs": "0"}, "jobs", "points at once: a whole number from 1 to"),
+    ({"scenario": "quick", "jobs": "2; rm -rf /"}, "jobs", "points at once"),
     ({"scenario": "../etc/passwd"}, "scenario", "unknown scenario"),
     ({"scenario": "nope"}, "scenario", "choose one of: broken, quick"),
 ])
@@ -108,8 +110,9 @@ def test_started_run_waits_for_the_machine_and_can_be_cancelled(env):
     assert r.status_code == 303
     run_id = r.headers["Location"].rsplit("/", 1)[1]
     job = queue.get(run_id)
-    assert job.overrides == ["topology.clients=2"] and job.seed == 5
+    assert job.overrides == ["topology.clients=2"] and job.seed == 5 and job.jobs == 1
     assert job.argv(REPO / "x.db")[2:5] == ["controller.cli", "run", str(job.scenario)]
+    assert "--jobs" not in job.argv(REPO / "x.db")
     for _ in range(100):
         if job.state == "waiting":
             break
@@ -121,6 +124,16 @@ def test_started_run_waits_for_the_machine_and_can_be_cancelled(env):
     r = client.post(f"/runs/{run_id}/cancel", data={"csrf_token": _token(client, f"/runs/{run_id}")})
     assert r.status_code == 303 and job.state == "cancelled"
     assert "cancelled" in client.get(f"/runs/{run_id}").get_data(as_text=True)
+
+
+def test_a_run_can_ask_for_points_side_by_side(env, monkeypatch):
+    _, client, queue = env
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    r = client.post("/runs", data={"scenario": "quick", "jobs": "2", "csrf_token": _token(client)})
+    assert r.status_code == 303
+    job = queue.get(r.headers["Location"].rsplit("/", 1)[1])
+    assert job.jobs == 2 and job.argv(REPO / "x.db")[-2:] == ["--jobs", "2"]
+    queue.cancel(job.run_id)
 
 
 def test_cancel_needs_csrf_and_a_known_run(env):

@@ -125,7 +125,7 @@ def _register(app: Flask) -> None:
                                    jobs=_queue().active(), errors=errors, form=request.form), 400
         run_id = runner.new_run_id(req.sweep.name)
         try:
-            _queue().submit(run_id, req.scenario, req.overrides, req.seed)
+            _queue().submit(run_id, req.scenario, req.overrides, req.seed, req.jobs)
         except RuntimeError as exc:
             abort(503, description=str(exc))
         return redirect(url_for("run_view", run_id=run_id), code=303)

@@ -7,6 +7,7 @@ Errors are keyed by form field so the page can show each next to its input.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,7 @@ class RunRequest:
     overrides: list[str]
     seed: int | None
     sweep: scenario_mod.Sweep
+    jobs: int = 1
 
 
 def parse_run_request(form: Mapping[str, Any], directory: Path) -> tuple[RunRequest | None, dict[str, str]]:
@@ -74,6 +76,13 @@ def parse_run_request(form: Mapping[str, Any], directory: Path) -> tuple[RunRequ
             errors["seed"] = f"{seed_text!r} is not a seed: a whole number from 0 to {2**31 - 1}"
         else:
             seed = int(seed_text)
+    jobs_text = str(form.get("jobs", "")).strip() or "1"
+    jobs = 1
+    cores = os.cpu_count() or 1
+    if not re.fullmatch(r"\d{1,3}", jobs_text) or not 1 <= int(jobs_text) <= cores:
+        errors["jobs"] = f"{jobs_text[:20]!r} points at once: a whole number from 1 to {cores} (this machine's cores)"
+    else:
+        jobs = int(jobs_text)
     overrides = [line.strip() for line in str(form.get("overrides", "")).splitlines() if line.strip()]
     if len(overrides) > MAX_OVERRIDES:
         errors["overrides"] = f"at most {MAX_OVERRIDES} overrides, got {len(overrides)}"
@@ -89,7 +98,7 @@ def parse_run_request(form: Mapping[str, Any], directory: Path) -> tuple[RunRequ
         sweep = scenario_mod.load(path, overrides, seed)
     except scenario_mod.ScenarioError as exc:
         return None, {"overrides": str(exc)}
-    return RunRequest(path, overrides, seed, sweep), {}
+    return RunRequest(path, overrides, seed, sweep, jobs), {}
 
 
 def run_ids(values: list[str]) -> list[str]:

@@ -29,6 +29,7 @@ class Job:
     scenario: Path
     overrides: list[str]
     seed: int | None
+    jobs: int = 1  # sweep points side by side (`catnip run --jobs`)
     state: str = "queued"
     message: str = ""
     submitted: float = field(default_factory=time.time)
@@ -44,11 +45,13 @@ class Job:
             args += ["--set", o]
         if self.seed is not None:
             args += ["--seed", str(self.seed)]
+        if self.jobs > 1:
+            args += ["--jobs", str(self.jobs)]
         return args
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "scenario": self.scenario.name, "overrides": self.overrides,
-                "seed": self.seed, "state": self.state, "message": self.message, "returncode": self.returncode}
+                "seed": self.seed, "jobs": self.jobs, "state": self.state, "message": self.message, "returncode": self.returncode}
 
 
 class RunQueue:
@@ -65,8 +68,8 @@ class RunQueue:
         self._thread = threading.Thread(target=self._work, name="catnip-run-queue", daemon=True)
         self._thread.start()
 
-    def submit(self, run_id: str, scenario: Path, overrides: list[str], seed: int | None) -> Job:
-        job = Job(run_id, scenario, list(overrides), seed)
+    def submit(self, run_id: str, scenario: Path, overrides: list[str], seed: int | None, jobs: int = 1) -> Job:
+        job = Job(run_id, scenario, list(overrides), seed, jobs)
         with self._lock:
             if self._stopping:
                 raise RuntimeError("the dashboard is shutting down; no new runs")
