@@ -131,9 +131,8 @@ def test_client_fetches_every_page_exactly(tmp_path, apache, parallel):
     assert records[0]["kind"] == "start" and records[-1]["kind"] == "end"
 
 
+@pytest.mark.parametrize("apache", ["1.1"], indirect=True)  # persistent connections are HTTP/1.1's
 def test_http11_connection_per_page(tmp_path, apache):
-    if apache.http_version != "1.1":
-        pytest.skip("persistent connections are HTTP/1.1's")
     records = _run_client(tmp_path, apache, persistent="page")
     objects = [r for r in records if r["kind"] == "object"]
     assert len(objects) == 45 and all(o["status"] == 200 for o in objects)
