@@ -32,10 +32,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable
 
-from controller.runner import PointPlan, Progress, ProgressSink, RunCancelled
+from controller.runner import PointPlan, Progress, ProgressSink, RunCancelled, cpu_times
 from controller.scenario import Sweep
 from results.store import Store
-from testbed import cleanup, paths
+from testbed import cleanup, paths, processes
 from testbed.capabilities import Capabilities
 
 WINDOW_S = 10.0
@@ -62,8 +62,7 @@ class CpuGauge:
         self._samples: deque[tuple[float, int, int]] = deque()  # (time, busy jiffies, all jiffies)
 
     def sample(self) -> None:
-        with open("/proc/stat") as fh:
-            v = [int(x) for x in fh.readline().split()[1:9]]
+        v = cpu_times()
         now = time.monotonic()
         self._samples.append((now, sum(v) - v[3] - v[4], sum(v)))  # idle and iowait are not busy
         while self._samples and now - self._samples[0][0] > 3 * WINDOW_S:
@@ -139,7 +138,7 @@ def _has_room(running: list[Worker], gauge: CpuGauge, jobs: int, room: float,
 def _finished(w: Worker, store: Store, run_id: str) -> str | None:
     """The point's outcome as the run's error text, or None when it is done."""
     w.reader.join(timeout=5)
-    row = next((r for r in store.points(run_id) if r["point"] == w.plan.index), None)
+    row = store.point(run_id, w.plan.index)
     status = row["status"] if row is not None else None
     if status == "done":
         return None
@@ -154,19 +153,9 @@ def _finished(w: Worker, store: Store, run_id: str) -> str | None:
 
 def _stop_all(running: list[Worker], store: Store, run_id: str) -> None:
     """Cancel every running point; each worker tears its network down and records the point."""
+    killed = processes.stop_all([w.proc for w in running], TEARDOWN_S)
     for w in running:
-        if w.proc.poll() is None:
-            w.proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + TEARDOWN_S
-    killed = False
-    for w in running:
-        try:
-            w.proc.wait(max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            w.proc.kill()
-            w.proc.wait()
-            killed = True
-        row = next((r for r in store.points(run_id) if r["point"] == w.plan.index), None)
+        row = store.point(run_id, w.plan.index)
         if row is not None and row["status"] == "running":
             store.update_point(run_id, w.plan.index, status="cancelled", error="cancelled", finished=time.time())
     if killed:  # every worker has ended: what the killed ones left is removed by name

@@ -24,6 +24,7 @@ from testbed import paths
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
+
 def _mount(*args: str) -> None:
     res = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
     if res.returncode != 0:
@@ -78,8 +79,8 @@ def main(spec_path: str, code: str) -> int:
         try:
             die_with_parent(spec["runner_pid"])
             own_sysfs_view()
-            point = runner.PointRun(run_id, plan.index, plan.rep, plan.scenario, spec["caps"], store, plan.workdir,
-                                    spec["artifacts"], runner.recording_progress(emit, store), lambda: False,
+            point = runner.PointRun(run_id, plan, spec["caps"], store, spec["artifacts"],
+                                    runner.recording_progress(emit, store), lambda: False,
                                     concurrency=spec["concurrency"])
             prog = plan.progress(run_id)
             failure = runner.record_point(store, run_id, plan.index, lambda: point.execute(prog))

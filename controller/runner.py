@@ -203,6 +203,12 @@ def _restore_cc(previous: str) -> None:
     (paths.state_dir() / "allowed_cc.orig").unlink(missing_ok=True)
 
 
+def cpu_times() -> list[int]:
+    """The machine's CPU jiffies: user nice system idle iowait irq softirq steal (/proc/stat)."""
+    with open("/proc/stat") as fh:
+        return [int(x) for x in fh.readline().split()[1:9]]
+
+
 def new_run_id(name: str) -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{name[:24]}-{uuid.uuid4().hex[:4]}"
 
@@ -226,24 +232,17 @@ def link_roles(d: dumbbell.Dumbbell) -> dict[str, str]:
 class PointRun:
     """One sweep point on one freshly built network."""
 
-    def __init__(self, run_id: str, index: int, rep: int, scenario: Scenario, caps: Capabilities,
-                 store: Store, workdir: Path, artifacts: Path, progress: ProgressSink,
-                 cancelled: Callable[[], bool], concurrency: dict | None = None):
-        self.run_id, self.index, self.rep, self.sc = run_id, index, rep, scenario
+    def __init__(self, run_id: str, plan: "PointPlan", caps: Capabilities, store: Store, artifacts: Path,
+                 progress: ProgressSink, cancelled: Callable[[], bool], concurrency: dict | None = None):
+        self.run_id, self.index, self.sc, self.seed = run_id, plan.index, plan.scenario, plan.seed
         self.concurrency = concurrency  # how crowded the machine was when the point started (parallel.py)
-        self.caps, self.store, self.workdir, self.artifacts = caps, store, workdir, artifacts
+        self.caps, self.store, self.workdir, self.artifacts = caps, store, plan.workdir, artifacts
         self.progress, self.cancelled = progress, cancelled
-        self.seed = scenario.seed + 1000 * rep
         self.engines: list[RouterEngine] = []
         self.servers: list[apache.ApacheServer] = []
         self.clients: list[tuple[dumbbell.Endpoint, subprocess.Popen, Path]] = []
         self.capture: subprocess.Popen | None = None
         self.marker: spm.SpmMarker | None = None
-
-    @staticmethod
-    def _cpu_times() -> list[int]:
-        with open("/proc/stat") as fh:
-            return [int(x) for x in fh.readline().split()[1:9]]
 
     def execute(self, prog: Progress) -> None:
         sc = self.sc
@@ -291,10 +290,10 @@ class PointRun:
                           "server": hostconfig.offloads(d.servers[0].node, d.servers[0].intf),
                           "router": hostconfig.offloads(d.router_s, d.bottleneck_intf[d.router_s.name])})
             prog.phase = "running workload"
-            self.cpu_start = self._cpu_times()
+            self.cpu_start = cpu_times()
             self._start_clients(d)
             self._watch(d, prog)
-            self.cpu_end = self._cpu_times()
+            self.cpu_end = cpu_times()
             prog.phase = "collecting"
             self.progress(prog)
             self._collect(d)
@@ -599,7 +598,6 @@ class PointPlan:
 def _run_in_process(plan: PointPlan, run_id: str, caps: Capabilities, store: Store, artifacts: Path,
                     progress: ProgressSink, cancelled: Callable[[], bool]) -> str | None:
     plan.create(store, run_id)
-    point = PointRun(run_id, plan.index, plan.rep, plan.scenario, caps, store, plan.workdir, artifacts, progress,
-                     cancelled)
+    point = PointRun(run_id, plan, caps, store, artifacts, progress, cancelled)
     prog = plan.progress(run_id)
     return record_point(store, run_id, plan.index, lambda: point.execute(prog))

@@ -223,6 +223,9 @@ class Store:
     def points(self, run_id: str) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM points WHERE run_id=? ORDER BY point", (run_id,)).fetchall()
 
+    def point(self, run_id: str, point: int) -> sqlite3.Row | None:
+        return self.db.execute("SELECT * FROM points WHERE run_id=? AND point=?", (run_id, point)).fetchone()
+
     def pages(self, run_id: str, point: int) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM pages WHERE run_id=? AND point=?", (run_id, point)).fetchall()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from controller import runner
-from testbed import paths
+from testbed import paths, processes
 
 LIVE = ("queued", "waiting", "running")  # states of a job not yet over (also: finished, failed, cancelled)
 
@@ -114,15 +114,7 @@ class RunQueue:
                 if job.state in ("queued", "waiting"):
                     job.state, job.message = "cancelled", "the dashboard stopped before it started"
             running = [j for j in self._jobs.values() if j.state == "running" and j.proc]
-        for job in running:
-            if job.proc.poll() is None:
-                job.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for job in running:
-            try:
-                job.proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                job.proc.kill()
+        processes.stop_all([job.proc for job in running], timeout)
         self._wake.set()
         self._thread.join(5)
 
