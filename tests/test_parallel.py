@@ -38,7 +38,11 @@ def _points(isolated_data) -> list[sqlite3.Row]:
 
 def test_two_points_run_side_by_side(isolated_data, no_leftovers):
     # Room 100% and no settling: the second point starts as soon as the first runs its workload.
+    # Think times of 2 s keep the first workload (10 pages a client, ~20 s) longer than the second
+    # point's launch and build, so overlap does not depend on how fast this machine is (a CI run
+    # once saw 30 zero-think pages finish 0.03 s before the second point started).
     res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), *SMALL, *BRIDGE, *TWO_POINTS, "--json",
+                 "--set", "workload.think_time={model: fixed, mean: 2s}",
                  "--jobs", "2", "--room", "100", "--settle", "0")
     assert res.returncode == 0, res.stderr[-3000:]
     summary = json.loads(res.stdout)
