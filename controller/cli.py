@@ -217,14 +217,28 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 @click.option("--loss", "fmt", flag_value="loss", help="loss by priority per point (layout of Tables IV, VII, X)")
 @click.option("--by-sender", "fmt", flag_value="by-sender",
               help="page times and retransmissions per server congestion control (fairness, section V-E)")
-@click.option("--pool", "fmt", flag_value="pool", help="one table per sweep point over all its repetitions")
+@click.option("--pool", "fmt", flag_value="pool", help="one table per sweep point over all its repetitions (and "
+              "over all runs of RUN1+RUN2+...), then every point against one of them")
 @click.option("--realtime-only", is_flag=True, help="with --pool: leave out (and count) repetitions that "
               "did not keep real time")
-def report(run_id: str, db: str | None, fmt: str | None, realtime_only: bool) -> None:
-    """The report of RUN_ID (an id or an unambiguous prefix) in the layout of Table II."""
+@click.option("--against", "base", type=click.IntRange(min=0), default=None,
+              help="with --pool: the sweep point the others are compared with  [default: 0]")
+def report(run_id: str, db: str | None, fmt: str | None, realtime_only: bool, base: int | None) -> None:
+    """The report of RUN_ID (an id or an unambiguous prefix) in the layout of Table II.
+
+    With --pool, RUN_ID may join runs of one scenario with '+' (e.g. the same scenario with seeds
+    1, 2 and 3): their points are pooled per sweep point, and each point is compared with point 0
+    (or --against N) page by page, with 95% intervals."""
     if realtime_only and fmt != "pool":
         raise click.UsageError("--realtime-only goes with --pool")
+    if base is not None and fmt != "pool":
+        raise click.UsageError("--against goes with --pool")
+    if "+" in run_id and fmt != "pool":
+        raise click.UsageError("runs joined with '+' are pooled: add --pool")
     from results import report as report_mod
+    if fmt == "pool":
+        _pooled_report(run_id, db, realtime_only, base)
+        return
     with _store(db) as store:
         found = store.find_run(run_id)
         if found is not None and json.loads(found["scenario"]).get("kind") == "transfers":
@@ -237,13 +251,6 @@ def report(run_id: str, db: str | None, fmt: str | None, realtime_only: bool) ->
             except KeyError as exc:
                 raise click.ClickException(exc.args[0]) from None
             return
-        if fmt == "pool":
-            from results import pooled
-            try:
-                click.echo(pooled.render_text(pooled.pooled_report(store, run_id, realtime_only)))
-            except KeyError as exc:
-                raise click.ClickException(exc.args[0]) from None
-            return
         try:
             rep = report_mod.run_report(store, run_id)
         except KeyError as exc:
@@ -251,6 +258,33 @@ def report(run_id: str, db: str | None, fmt: str | None, realtime_only: bool) ->
     click.echo({"json": report_mod.render_json, "csv": report_mod.render_csv,
                 "loss": report_mod.render_loss_table}.get(fmt, report_mod.render_text)(rep),
                nl=fmt != "csv")
+
+
+def _pooled_report(spec: str, db: str | None, realtime_only: bool, base: int | None) -> None:
+    from results import compare, contrast, pooled
+    from results.report import loss_table, render_loss_table
+    try:
+        ids = compare.split_run_ids(spec)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="RUN_ID") from None
+    with _store(db) as store:
+        try:
+            rep = pooled.pooled_runs_report(store, ids, realtime_only)
+        except KeyError as exc:
+            raise click.ClickException(exc.args[0]) from None
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="RUN_ID") from None
+    click.echo(pooled.render_text(rep))
+    if loss_table(rep):
+        click.echo()
+        click.echo(render_loss_table(rep))
+    if len(rep["points"]) > 1 or base is not None:
+        try:
+            against = contrast.against(rep, base or 0)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--against") from None
+        click.echo()
+        click.echo(contrast.render_text(against))
 
 
 @main.command(name="fig2")

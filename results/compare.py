@@ -51,7 +51,7 @@ def _loss(point: dict[str, Any] | None) -> float | None:
     return data["loss"] if data else None
 
 
-def _run_ids(spec: str) -> list[str]:
+def split_run_ids(spec: str) -> list[str]:
     ids = spec.split("+")
     if not all(ids):
         raise ValueError(f"{spec!r}: join run ids with single '+' signs, e.g. RUN1+RUN2")
@@ -74,7 +74,7 @@ def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> di
     Raises KeyError naming an unknown run, ValueError for fewer than two runs or a bad '+' list."""
     if len(run_ids) < 2:
         raise ValueError("choose at least two runs: the first is the baseline")
-    specs = [_run_ids(r) for r in run_ids]
+    specs = [split_run_ids(r) for r in run_ids]
     pooled = realtime_only or any(len(ids) > 1 for ids in specs)
     if pooled:
         reports = [pooled_runs_report(store, ids, realtime_only) for ids in specs]

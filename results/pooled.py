@@ -1,5 +1,6 @@
 """Repetitions pooled: one Table II-layout table per sweep assignment over all its repetitions
-(`run.repetitions`, seeds seed + 1000 * rep), with bottleneck loss summed over them.
+(`run.repetitions`, seeds seed + 1000 * rep) and over several runs of one scenario (e.g. `--seed 2`
+and `--seed 3`), with bottleneck loss summed over them.
 
 A repetition counts only if its point finished (`done`); with `realtime_only`, repetitions whose
 point did not keep real time are left out as well, and both kinds of exclusion are counted, so a
@@ -59,18 +60,6 @@ def _groups(store: Store, runs: list, realtime_only: bool) -> list[dict[str, Any
     return list(groups.values())
 
 
-def pooled_report(store: Store, run_id: str, realtime_only: bool = False) -> dict[str, Any]:
-    run = _find(store, run_id)
-    out = []
-    for g in _groups(store, [run], realtime_only):
-        out.append({"assignment": g["assignment"], "label": g["label"], "table": g["table"],
-                    "points": [p for _, p in g["members"]],
-                    "excluded_not_done": [p for _, p in g["excluded_not_done"]],
-                    "excluded_not_real_time": [p for _, p in g["excluded_not_real_time"]],
-                    "bottleneck": g["loss"].get("bottleneck-data")})
-    return {"run_id": run["id"], "name": run["name"], "realtime_only": realtime_only, "groups": out}
-
-
 def pooled_runs_report(store: Store, run_ids: list[str], realtime_only: bool = False) -> dict[str, Any]:
     """Several runs of one scenario (e.g. with different seeds) as one: a point per sweep
     assignment over every run's points with it, in the shape of `results.report.run_report` so
@@ -87,24 +76,39 @@ def pooled_runs_report(store: Store, run_ids: list[str], realtime_only: bool = F
         flags = g["real_time"]
         # Kept real time only if every pooled point did; unknown if any is unknown.
         realtime_ok = None if not flags or None in flags else all(map(bool, flags))
-        points.append({"point": i, "rep": 0, "assignment": g["assignment"], "table": g["table"], "loss": g["loss"],
+        points.append({"point": i, "rep": 0, "assignment": g["assignment"], "label": g["label"],
+                       "table": g["table"], "loss": g["loss"],
                        "realtime_ok": realtime_ok,
                        "members": g["members"], "excluded_not_done": g["excluded_not_done"],
                        "excluded_not_real_time": g["excluded_not_real_time"]})
     status = "done" if all(r["status"] == "done" for r in runs) else "incomplete"
-    return {"run_id": "+".join(r["id"] for r in runs), "name": runs[0]["name"], "status": status, "points": points}
+    return {"run_id": "+".join(r["id"] for r in runs), "name": runs[0]["name"], "status": status,
+            "realtime_only": realtime_only, "runs": [r["id"] for r in runs], "points": points}
+
+
+def members_text(members: list[tuple[str, int]], runs: list[str]) -> str:
+    """`points [0, 2]` for one run; `r1 points [0], r2 points [0]` for several."""
+    by_run: dict[str, list[int]] = {}
+    for run_id, point in members:
+        by_run.setdefault(run_id, []).append(point)
+    if len(runs) == 1:
+        return f"points {by_run.get(runs[0], [])}"
+    return ", ".join(f"{run_id} points {pts}" for run_id, pts in by_run.items())
 
 
 def render_text(report: dict[str, Any]) -> str:
-    out = [f"Run {report['run_id']} ({report['name']}): repetitions pooled per sweep point"
+    runs = report["runs"]
+    what = "repetitions pooled per sweep point" if len(runs) == 1 else \
+        f"{len(runs)} runs and their repetitions pooled per sweep point"
+    out = [f"Run {report['run_id']} ({report['name']}): {what}"
            + (", only repetitions that kept real time" if report["realtime_only"] else "")]
-    for g in report["groups"]:
+    for g in report["points"]:
         out.append("")
-        out.append(f"{g['label']}: {len(g['points'])} repetition(s) pooled (points {g['points']})")
+        out.append(f"{g['label']}: {len(g['members'])} repetition(s) pooled ({members_text(g['members'], runs)})")
         if g["excluded_not_done"]:
-            out.append(f"  left out, did not finish: points {g['excluded_not_done']}")
+            out.append(f"  left out, did not finish: {members_text(g['excluded_not_done'], runs)}")
         if g["excluded_not_real_time"]:
-            out.append(f"  left out, real time not kept: points {g['excluded_not_real_time']}")
+            out.append(f"  left out, real time not kept: {members_text(g['excluded_not_real_time'], runs)}")
         if not g["table"]:
             continue
         out.append(f"  {'Page':>4} {'N':>5} {'Min':>7} {'Median':>7} {'Max':>7} {'Mean':>7} {'+-95%':>6}"
@@ -113,7 +117,7 @@ def render_text(report: dict[str, Any]) -> str:
             out.append(f"  {r['page']:>4} {r['n']:>5} {_fmt(r.get('min')):>7} {_fmt(r.get('median')):>7}"
                        f" {_fmt(r.get('max')):>7} {_fmt(r.get('mean')):>7} {_fmt(r.get('ci95')):>6}"
                        f" {_fmt(r.get('sdev')):>7} {r['failed']:>4}")
-        b = g["bottleneck"]
+        b = g["loss"].get("bottleneck-data")
         if b:
             out.append(f"  Bottleneck loss: {100 * b['loss']:.2f}% ({b['dropped']} of {b['arrived']} packets)"
                        + "".join(f", {name} {100 * c['loss']:.2f}%" for name, c in sorted(b["by_class"].items())))

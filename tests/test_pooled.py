@@ -34,14 +34,16 @@ def db(tmp_path):
 
 def test_pooled_tables_count_what_they_leave_out(db):
     with Store(db) as store:
-        dt, cg = pooled.pooled_report(store, "r1")["groups"]
-        assert dt["points"] == [0, 1] and dt["table"][0]["n"] == 3 and dt["table"][0]["mean"] == 2.0
+        dt, cg = pooled.pooled_runs_report(store, ["r1"])["points"]
+        assert dt["members"] == [("r1", 0), ("r1", 1)] and dt["table"][0]["n"] == 3 and dt["table"][0]["mean"] == 2.0
         assert dt["table"][1]["failed"] == 2
-        assert cg["points"] == [2, 3] and cg["excluded_not_done"] == [4] and cg["table"][0]["mean"] == 5.0
-        _, cg = pooled.pooled_report(store, "r1", realtime_only=True)["groups"]
-        assert cg["points"] == [2] and cg["excluded_not_real_time"] == [3] and cg["table"][0]["mean"] == 1.0
+        assert cg["members"] == [("r1", 2), ("r1", 3)] and cg["excluded_not_done"] == [("r1", 4)]
+        assert cg["table"][0]["mean"] == 5.0
+        _, cg = pooled.pooled_runs_report(store, ["r1"], realtime_only=True)["points"]
+        assert cg["members"] == [("r1", 2)] and cg["excluded_not_real_time"] == [("r1", 3)]
+        assert cg["table"][0]["mean"] == 1.0
         with pytest.raises(KeyError):
-            pooled.pooled_report(store, "nope")
+            pooled.pooled_runs_report(store, ["nope"])
 
 
 def test_cli_pool(db):
@@ -49,8 +51,68 @@ def test_cli_pool(db):
     assert res.exit_code == 0, res.output
     assert "left out, real time not kept: points [3]" in res.output
     assert "left out, did not finish: points [4]" in res.output
+    # catnip_good's page 1 against droptail's (1.0, 3.0 and 2.0 s): 1.0 / 2.0 with only real-time
+    # repetitions (point 3's 9.0 s is out); 5.0 / 2.0 with it.
+    assert "Against point 0 (router.policy={'kind': 'droptail'}, 2 repetition(s))" in res.output
+    assert "   1          0.50   0.00\n" in res.output
+    res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--pool"])
+    assert "   1    2.50+-" in res.output, res.output
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--realtime-only"])
     assert res.exit_code != 0 and "--realtime-only goes with --pool" in res.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["r1", "--against", "1"], "--against goes with --pool"),
+    (["r1+r1", "--pool"], "names a run twice"),
+    (["r1+r2"], "add --pool"),
+    (["r1", "--pool", "--against", "5"], "point 5 does not exist: the run has points 0 to 1"),
+])
+def test_cli_pool_rejects(db, args, message):
+    res = CliRunner().invoke(main, ["report", *args, "--db", str(db)])
+    assert res.exit_code == 2 and message in res.output, res.output
+
+
+def _seeded_points(store, run: str, seed: int, pages: dict[str, list[float]]) -> None:
+    store.create_run(run, "routers", "x", {"name": "routers"}, {}, seed, "abc", {}, {})
+    for point, (policy, durations) in enumerate(pages.items()):
+        store.create_point(run, point, 0, {"router.policy": {"kind": policy}}, {}, seed)
+        store.update_point(run, point, realtime_ok=1, status="done")
+        store.add_transfers(run, point, [], [_page(f"c{i}", pg, d) for pg in (1, 2) for i, d in enumerate(durations)])
+        # 100 high and 100 low packets at the bottleneck; `point` high and 10 * point low ones dropped.
+        final = {"links": {"b": {"arrived": {"high": [100, 1], "low": [100, 1]},
+                                 "dropped": {"high": [point, 1], "low": [10 * point, 1]}}}}
+        store.add_link_stats(run, point, "r1", final, {"b": "bottleneck-data"}, {}, {})
+
+
+def test_seeds_pooled_and_contrasted(tmp_path):
+    from results import contrast
+    with Store(tmp_path / "db") as store:
+        # Page times of two seeds: catnip_good clearly faster than droptail, catnip_bad alike.
+        _seeded_points(store, "s1", 1, {"droptail": [2.0, 2.2, 1.8], "catnip_good": [1.0, 1.1, 0.9],
+                                        "catnip_bad": [1.0, 3.0, 2.0]})
+        _seeded_points(store, "s2", 2, {"droptail": [2.1, 1.9, 2.0], "catnip_good": [1.0, 1.0, 1.0],
+                                        "catnip_bad": [2.5, 1.5, 2.0]})
+        rep = pooled.pooled_runs_report(store, ["s1", "s2"])
+        assert [len(p["members"]) for p in rep["points"]] == [2, 2, 2] and rep["points"][0]["table"][0]["n"] == 6
+        c = contrast.against(rep)
+        good, bad = c["columns"]
+        assert good["pages"][0]["relative"] == pytest.approx(1.0 / 2.0)
+        assert good["faster"] == 2 and good["apart_faster"] == [1, 2] and good["ratio_below_one"] == [1, 2]
+        assert bad["pages"][0]["relative"] == pytest.approx(1.0) and bad["apart_faster"] == bad["apart_slower"] == []
+        assert bad["ratio_below_one"] == bad["ratio_above_one"] == [] and bad["sdev_lower"] == 0
+        # Against catnip_good instead: droptail is now the slower one.
+        dt = contrast.against(rep, base=1)["columns"][0]
+        assert dt["pages"][0]["relative"] == pytest.approx(2.0) and dt["apart_slower"] == [1, 2]
+        text = contrast.render_text(c)
+        assert "#1: faster on 2 of 2 pages" in text and "means' intervals apart: faster on pages [1, 2]" in text
+        assert "#2: faster on 0 of 2 pages" in text
+        # Loss pooled over both seeds: catnip_bad (point 2) drops 2 of 100 high and 20 of 100 low per seed.
+        assert "bottleneck loss all/high/low 11.00/2.00/20.00%" in text
+        assert "#0 (base): bottleneck loss all/high/low 0.00/0.00/0.00%" in text
+    res = CliRunner().invoke(main, ["report", "s1+s2", "--pool", "--db", str(tmp_path / "db")])
+    assert res.exit_code == 0, res.output
+    assert "2 runs and their repetitions pooled" in res.output and "s1 points [0], s2 points [0]" in res.output
+    assert "layout of CATNIP Tables IV/VII/X" in res.output and "Against point 0" in res.output
 
 
 @pytest.fixture
