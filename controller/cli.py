@@ -194,7 +194,9 @@ class _ProgressDisplay:
 @click.option("--json", "as_json", is_flag=True)
 def list_cmd(db: str | None, as_json: bool) -> None:
     """Runs in the results database, newest first."""
+    from controller.runner import close_abandoned_runs
     with _store(db) as store:
+        close_abandoned_runs(store)
         rows = store.runs()
         if as_json:
             click.echo(json.dumps([{k: r[k] for k in ("id", "name", "status", "seed", "started", "finished", "error")}

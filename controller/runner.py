@@ -26,7 +26,7 @@ from typing import Callable, Iterator
 
 from controller.scenario import Scenario, Sweep, point_label
 from results.store import Store
-from testbed import apache, hostconfig, paths, sender, spm
+from testbed import apache, hostconfig, paths, processes, sender, spm
 from testbed.capabilities import Capabilities
 from testbed.engine import RouterEngine
 from topologies import dumbbell
@@ -89,6 +89,20 @@ def versions() -> dict[str, str]:
         "engine": _first_line([str(paths.engine_binary()), "--version"]),
         "python": _first_line([paths.python(), "--version"]),
     }
+
+
+def close_abandoned_runs(store: Store) -> list[str]:
+    """Runs recorded as running whose runner has gone (SIGKILL, a crash, a reboot) are marked
+    interrupted, with their running points, so lists and the dashboard stop waiting for them;
+    returns their ids. Runs recorded before runners were named cannot be told and stay as they are."""
+    closed = []
+    for run in store.running_runs():
+        if run["runner"] and not processes.alive(run["runner"]):
+            pid = run["runner"].split("/")[1]
+            store.interrupt_run(run["id"], f"its runner (pid {pid}) ended without finishing it (killed, or the"
+                                           " machine restarted); `catnip clean` removes what it left")
+            closed.append(run["id"])
+    return closed
 
 
 @contextmanager
@@ -535,8 +549,9 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
     first = sweep.points[0][1]
     reps = first.run.repetitions
     with machine_lock(), signals_cancel():
+        close_abandoned_runs(store)
         store.create_run(run_id, sweep.name, sweep.source, sweep.raw, sweep.sweep, first.seed, git_revision(),
-                         versions(), caps.to_dict())
+                         versions(), caps.to_dict(), runner=processes.identity())
         artifacts = paths.data_dir() / "runs" / run_id
         status, error = "done", None
         total = len(sweep.points) * reps

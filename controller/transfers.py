@@ -34,12 +34,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
-from controller.runner import (RunCancelled, git_revision, machine_lock, new_run_id, record_point, signals_cancel,
-                               versions)
+from controller.runner import (RunCancelled, close_abandoned_runs, git_revision, machine_lock, new_run_id,
+                               record_point, signals_cancel, versions)
 from controller.transfer_scenario import LossPoint, TransferScenario
 from results import transfer_capture
 from results.store import Store
-from testbed import hostconfig, paths, sender, spm
+from testbed import hostconfig, paths, processes, sender, spm
 from testbed.capabilities import probe
 from testbed.cwnd_clamp import CwndClamp
 from testbed.engine import EngineLink, RouterEngine
@@ -219,8 +219,9 @@ def measure(sc: TransferScenario, store: Store, source: str = "", progress: Prog
         raise RuntimeError("this machine cannot run the measurement: " + "; ".join(problems))
     run_id = run_id or new_run_id(sc.name)
     with machine_lock(), signals_cancel():
+        close_abandoned_runs(store)
         store.create_run(run_id, sc.name, source, sc.model_dump(), {}, sc.seed, git_revision(), versions(),
-                         caps.to_dict())
+                         caps.to_dict(), runner=processes.identity())
         artifacts = paths.data_dir() / "runs" / run_id
         status, error = "done", None
         try:

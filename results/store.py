@@ -73,7 +73,7 @@ CREATE INDEX IF NOT EXISTS progress_run ON progress(run_id, point);
 
 # Columns added after a table first shipped: (table, column, type). Older databases get them.
 MIGRATIONS = [("queue_samples", "dropped_high", "INTEGER"), ("queue_samples", "dropped_low", "INTEGER"),
-              ("points", "marking", "TEXT")]
+              ("points", "marking", "TEXT"), ("runs", "runner", "TEXT")]
 
 CLASSES = ("high", "low", "lowest", "other")
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # the shape of a run id (CLI --run-id, dashboard URLs)
@@ -112,13 +112,24 @@ class Store:
 
     # --- writing -------------------------------------------------------------------------
     def create_run(self, run_id: str, name: str, source: str, scenario: dict, sweep: dict, seed: int,
-                   git_rev: str, versions: dict, capabilities: dict) -> None:
+                   git_rev: str, versions: dict, capabilities: dict, runner: str | None = None) -> None:
+        """`runner` names the process that records the run (testbed.processes.identity), so a run
+        whose runner died can be told from one still going."""
         with self.db:
             self.db.execute(
                 "INSERT INTO runs (id, name, source, scenario, sweep, seed, git_rev, versions, capabilities,"
-                " started, status) VALUES (?,?,?,?,?,?,?,?,?,?, 'running')",
+                " started, status, runner) VALUES (?,?,?,?,?,?,?,?,?,?, 'running', ?)",
                 (run_id, name, source, _dumps(scenario), _dumps(sweep), seed, git_rev, _dumps(versions),
-                 _dumps(capabilities), time.time()))
+                 _dumps(capabilities), time.time(), runner))
+
+    def interrupt_run(self, run_id: str, error: str) -> None:
+        """A run, and its points, still recorded as running though nothing runs them any more."""
+        now = time.time()
+        with self.db:
+            self.db.execute("UPDATE runs SET status='interrupted', error=?, finished=? WHERE id=? AND status='running'",
+                            (error, now, run_id))
+            self.db.execute("UPDATE points SET status='interrupted', error=?, finished=?"
+                            " WHERE run_id=? AND status='running'", (error, now, run_id))
 
     def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
         with self.db:
@@ -207,6 +218,9 @@ class Store:
     # --- reading -------------------------------------------------------------------------
     def runs(self) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM runs ORDER BY started DESC").fetchall()
+
+    def running_runs(self) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM runs WHERE status='running'").fetchall()
 
     def run(self, run_id: str) -> sqlite3.Row | None:
         return self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()

@@ -1,7 +1,9 @@
-"""Stopping a group of child processes with one deadline for all of them."""
+"""Stopping a group of child processes with one deadline for all of them; telling whether a
+recorded process still runs."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -23,3 +25,32 @@ def stop_all(procs: list[subprocess.Popen], timeout: float) -> list[subprocess.P
             proc.wait()
             killed.append(proc)
     return killed
+
+
+def _boot_id() -> str:
+    with open("/proc/sys/kernel/random/boot_id") as fh:
+        return fh.read().strip()
+
+
+def _start_ticks(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22, starttime: the command may hold spaces and ')'
+
+
+def identity(pid: int | None = None) -> str:
+    """A process as `boot id/pid/start time`: a pid alone is reused, and a reboot forgets all pids."""
+    pid = os.getpid() if pid is None else pid
+    return f"{_boot_id()}/{pid}/{_start_ticks(pid)}"
+
+
+def alive(ident: str) -> bool:
+    """Whether the process `identity` named still runs (same boot, same pid, same start time)."""
+    try:
+        boot, pid, ticks = ident.split("/")
+        return boot == _boot_id() and _start_ticks(int(pid)) == ticks
+    except ValueError:
+        raise ValueError(f"not a process identity: {ident!r}") from None

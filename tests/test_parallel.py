@@ -101,6 +101,9 @@ def test_killed_runner_takes_its_points_down(isolated_data, no_leftovers):
         time.sleep(1)
     assert set(cleanup.leftovers()) <= run_level, cleanup.leftovers()
     assert [p["status"] for p in _points(isolated_data)] == ["cancelled"]
+    # The run itself no longer shows as running once its runner is gone.
+    runs = json.loads(catnip("list", "--json").stdout)
+    assert [r["status"] for r in runs] == ["interrupted"] and f"pid {proc.pid}" in runs[0]["error"]
     cleanup.clean()
 
 

@@ -132,6 +132,7 @@ def _register(app: Flask) -> None:
 
     @app.get("/runs")
     def runs():
+        runner.close_abandoned_runs(_store())
         rows = _store().runs()
         return render_template("runs.html", runs=rows, jobs=[j for j in _queue().active()
                                                              if _store().run(j.run_id) is None])
@@ -140,6 +141,7 @@ def _register(app: Flask) -> None:
     def run_view(run_id: str):
         _check_run_id(run_id)
         store, job = _store(), _queue().get(run_id)
+        runner.close_abandoned_runs(store)
         run = store.run(run_id)
         if run is None and job is None:
             abort(404, description=f"no run {run_id!r} in {store.path}; the runs page lists every run")
@@ -267,6 +269,7 @@ def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: fl
     try:
         while time.monotonic() - started < limit:
             job = queue.get(run_id)
+            runner.close_abandoned_runs(store)  # a runner killed mid-run ends the stream too
             run = store.run(run_id)
             series = {}
             points = _point_summaries(store, run_id) if run is not None else []
