@@ -284,7 +284,10 @@ def _pooled_report(spec: str, db: str | None, realtime_only: bool, base: int | N
         try:
             against = contrast.against(rep, base or 0)
         except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--against") from None
+            if base is not None:
+                raise click.BadParameter(str(exc), param_hint="--against") from None
+            click.echo(f"\nNo comparison: {exc}; choose another base with --against N")
+            return
         click.echo()
         click.echo(contrast.render_text(against))
 

@@ -25,14 +25,15 @@ def _rel_var(r: dict[str, Any]) -> float | None:
 
 
 def against(report: dict[str, Any], base: int = 0) -> dict[str, Any]:
-    """Every point of `report` but `base` against point `base`. Raises ValueError for a base
-    outside the report's points or one without pages."""
+    """Every point of `report` but `base` against point `base` (indices of the pooled report: sweep
+    values in the order they first appear in its runs). Raises ValueError for a base outside the
+    report's points or one without pages."""
     points = report["points"]
     if not 0 <= base < len(points):
-        raise ValueError(f"point {base} does not exist: the run has points 0 to {len(points) - 1}")
+        raise ValueError(f"pooled point #{base} does not exist: the pooled report has #0 to #{len(points) - 1}")
     ref = _rows(points[base])
     if not ref:
-        raise ValueError(f"point {base} ({points[base]['label']}) has no completed pages to compare with")
+        raise ValueError(f"pooled point #{base} ({points[base]['label']}) has no completed pages to compare with")
     losses = {r["point"]: r for r in loss_table(report)}
     columns = []
     for p in points:
@@ -47,7 +48,8 @@ def against(report: dict[str, Any], base: int = 0) -> dict[str, Any]:
             pages.append({
                 "page": page, "relative": ratio,
                 "relative_ci95": None if va is None or vb is None else ratio_ci95(ratio, va, vb),
-                "sdev_relative": a["sdev"] / b["sdev"] if b["sdev"] else None,
+                # One page has no spread to compare.
+                "sdev_relative": a["sdev"] / b["sdev"] if a["n"] > 1 and b["n"] > 1 and b["sdev"] else None,
                 "apart": (a["ci95"] is not None and b["ci95"] is not None
                           and abs(a["mean"] - b["mean"]) > a["ci95"] + b["ci95"]),
             })
@@ -84,7 +86,7 @@ def _sides(faster: list[int], slower: list[int]) -> str:
 
 def render_text(c: dict[str, Any]) -> str:
     cols = c["columns"]
-    out = [f"Against point {c['base']} ({c['base_label']}, {c['base_members']} repetition(s)): each page's mean over"
+    out = [f"Against #{c['base']} ({c['base_label']}, {c['base_members']} repetition(s)): each page's mean over"
            " the base's, +-95%; below 1.00 faster; * where the two means' 95% intervals are apart"]
     out += [f"  #{col['point']}: {col['label']}, {col['members']} repetition(s)"
             + ("" if col["realtime_ok"] is not False else " (real time NOT kept)") for col in cols]

@@ -68,6 +68,12 @@ def pooled_runs_report(store: Store, run_ids: list[str], realtime_only: bool = F
     runs = [_find(store, r) for r in run_ids]
     if not runs:
         raise ValueError("no runs to pool")
+    ids = [r["id"] for r in runs]
+    if len(set(ids)) != len(ids):  # a prefix and the full id: its pages would count twice
+        raise ValueError(f"{'+'.join(run_ids)} names run {next(i for i in ids if ids.count(i) > 1)} twice")
+    kinds = {json.loads(r["scenario"]).get("kind") for r in runs}
+    if "transfers" in kinds:
+        raise ValueError("transfer measurements have no pages to pool: `catnip model validate RUN` reports them")
     names = sorted({r["name"] for r in runs})
     if len(names) > 1:
         raise ValueError(f"runs of different scenarios cannot be pooled: {', '.join(names)}")
@@ -104,7 +110,8 @@ def render_text(report: dict[str, Any]) -> str:
            + (", only repetitions that kept real time" if report["realtime_only"] else "")]
     for g in report["points"]:
         out.append("")
-        out.append(f"{g['label']}: {len(g['members'])} repetition(s) pooled ({members_text(g['members'], runs)})")
+        out.append(f"#{g['point']} {g['label']}: {len(g['members'])} repetition(s) pooled"
+                   f" ({members_text(g['members'], runs)})")
         if g["excluded_not_done"]:
             out.append(f"  left out, did not finish: {members_text(g['excluded_not_done'], runs)}")
         if g["excluded_not_real_time"]:

@@ -123,8 +123,12 @@ class Store:
                  _dumps(capabilities), time.time(), runner))
 
     def interrupt_run(self, run_id: str, error: str) -> None:
-        """A run, and its points, still recorded as running though nothing runs them any more."""
-        now = time.time()
+        """A run, and its points, still recorded as running though nothing runs them any more;
+        finished at the last sign of life it left (a point's end or a progress row), not now."""
+        now = self.db.execute(
+            "SELECT MAX(t) FROM (SELECT MAX(finished) AS t FROM points WHERE run_id=:r"
+            " UNION ALL SELECT MAX(t) FROM progress WHERE run_id=:r UNION ALL SELECT started FROM runs WHERE id=:r)",
+            {"r": run_id}).fetchone()[0]
         with self.db:
             self.db.execute("UPDATE runs SET status='interrupted', error=?, finished=? WHERE id=? AND status='running'",
                             (error, now, run_id))

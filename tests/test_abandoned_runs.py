@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -46,5 +47,12 @@ def test_abandoned_runs_are_interrupted_and_only_they(tmp_path):
         # A live runner's run goes on; a run recorded before runners were named cannot be told.
         assert store.run("live")["status"] == store.run("old")["status"] == "running"
         assert close_abandoned_runs(store) == []
-    res = CliRunner().invoke(main, ["list", "--db", str(db)])
-    assert res.exit_code == 0 and "interrupted" in res.output
+        # Finished at its last sign of life, not when someone looked.
+        store.create_run("gone", "quick", "x", {}, {}, 1, "abc", {}, {}, runner=_dead_identity())
+        store.create_point("gone", 0, 0, {}, {}, 1)
+        store.add_progress("gone", 0, 5.0, "workload", 3, 10)
+        last = store.db.execute("SELECT MAX(t) FROM progress WHERE run_id='gone'").fetchone()[0]
+    res = CliRunner().invoke(main, ["list", "--db", str(db), "--json"])
+    assert res.exit_code == 0, res.output
+    gone = next(r for r in json.loads(res.output) if r["id"] == "gone")
+    assert gone["status"] == "interrupted" and gone["finished"] == last, "`catnip list` closes abandoned runs"

@@ -53,8 +53,8 @@ def test_cli_pool(db):
     assert "left out, did not finish: points [4]" in res.output
     # catnip_good's page 1 against droptail's (1.0, 3.0 and 2.0 s): 1.0 / 2.0 with only real-time
     # repetitions (point 3's 9.0 s is out); 5.0 / 2.0 with it.
-    assert "Against point 0 (router.policy={'kind': 'droptail'}, 2 repetition(s))" in res.output
-    assert "   1          0.50   0.00\n" in res.output
+    assert "Against #0 (router.policy={'kind': 'droptail'}, 2 repetition(s))" in res.output
+    assert "   1          0.50      -\n" in res.output  # one catnip_good page: no spread to compare
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--pool"])
     assert "   1    2.50+-" in res.output, res.output
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--realtime-only"])
@@ -65,11 +65,31 @@ def test_cli_pool(db):
     (["r1", "--against", "1"], "--against goes with --pool"),
     (["r1+r1", "--pool"], "names a run twice"),
     (["r1+r2"], "add --pool"),
-    (["r1", "--pool", "--against", "5"], "point 5 does not exist: the run has points 0 to 1"),
+    (["r1", "--pool", "--against", "5"], "pooled point #5 does not exist: the pooled report has #0 to #1"),
+    (["r1+r", "--pool"], "names run r1 twice"),  # a prefix and the full id of one run
 ])
 def test_cli_pool_rejects(db, args, message):
     res = CliRunner().invoke(main, ["report", *args, "--db", str(db)])
     assert res.exit_code == 2 and message in res.output, res.output
+
+
+def test_cli_pool_without_a_base_to_compare_with(db):
+    # Only real-time repetitions, with droptail's left out: the tables print, the comparison says why not.
+    with Store(db) as store:
+        store.update_point("r1", 0, realtime_ok=0)
+        store.update_point("r1", 1, realtime_ok=0)
+    res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--pool", "--realtime-only"])
+    assert res.exit_code == 0, res.output
+    assert "No comparison: pooled point #0 (router.policy={'kind': 'droptail'}) has no completed pages" in res.output
+    res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--pool", "--realtime-only", "--against", "1"])
+    assert res.exit_code == 0 and "Against #1" in res.output, res.output
+
+
+def test_cli_pool_refuses_transfer_runs(db):
+    with Store(db) as store:
+        store.create_run("x1", "hyst", "x", {"kind": "transfers"}, {}, 1, "abc", {}, {})
+    res = CliRunner().invoke(main, ["report", "x1", "--db", str(db), "--pool"])
+    assert res.exit_code == 2 and "catnip model validate" in res.output, res.output
 
 
 def _seeded_points(store, run: str, seed: int, pages: dict[str, list[float]]) -> None:
@@ -112,7 +132,7 @@ def test_seeds_pooled_and_contrasted(tmp_path):
     res = CliRunner().invoke(main, ["report", "s1+s2", "--pool", "--db", str(tmp_path / "db")])
     assert res.exit_code == 0, res.output
     assert "2 runs and their repetitions pooled" in res.output and "s1 points [0], s2 points [0]" in res.output
-    assert "layout of CATNIP Tables IV/VII/X" in res.output and "Against point 0" in res.output
+    assert "layout of CATNIP Tables IV/VII/X" in res.output and "Against #0" in res.output
 
 
 @pytest.fixture
