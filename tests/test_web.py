@@ -205,6 +205,44 @@ def test_downloads(env):
     assert r.status_code == 404 and "run.capture: true" in r.get_data(as_text=True)
 
 
+def _record_sweep(store: Store, run_id: str, seed: int, realtime: tuple[int, int] = (1, 1)) -> None:
+    """A two-point router sweep (droptail, catnip_good): 3 clients, page 1 in 2.0 s and 1.0 s (+- 0.1)."""
+    store.create_run(run_id, "routers", "scenarios/x.yaml", {"name": "routers"}, {}, seed, "abc", {}, {})
+    for point, (policy, mean) in enumerate([("droptail", 2.0), ("catnip_good", 1.0)]):
+        store.create_point(run_id, point, 0, {"router.policy": {"kind": policy}}, {}, seed)
+        store.add_transfers(run_id, point, [], [{"client": f"c{c}", "server": "v1", "page": 1, "round": 0,
+                                                 "start": 0.0, "end": 1.0, "duration": mean + 0.1 * (c - 1),
+                                                 "objects": 2, "bytes": 1000} for c in range(3)])
+        store.update_point(run_id, point, status="done", realtime_ok=realtime[point])
+    store.finish_run(run_id, "done")
+
+
+def test_pooled_seeds_page(env):
+    app, client, _ = env
+    with Store(app.config["CATNIP_DB"]) as store:
+        _record_sweep(store, "seed-1", 1)
+        _record_sweep(store, "seed-2", 2, realtime=(1, 0))
+    page = client.get("/pooled?run=seed-1&run=seed-2").get_data(as_text=True)
+    assert "Against #0 router.policy={&#39;kind&#39;: &#39;droptail&#39;}" in page
+    table = re.search(r'id="pooled-against">(.*?)</table>', page, re.S).group(1)
+    assert "<td>1</td>" in table and ">0.50 &plusmn;0.04*</td><td>1.00</td>" in table, table  # 1.0 over 2.0; 6 pages each, same spread
+    assert "faster [1]" in table
+    # Only real-time points: seed-2's catnip_good is out, 3 pages left, the interval widens.
+    page = client.get("/pooled?run=seed-1&run=seed-2&realtime_only=1").get_data(as_text=True)
+    assert ">0.50 &plusmn;0.06*</td>" in page and "left out, real time not kept: 1" in page
+    page = client.get("/pooled?run=seed-1&run=seed-2&against=1").get_data(as_text=True)
+    assert "Against #1" in page and ">2.00 &plusmn;" in page
+    assert client.get("/pooled?run=seed-1&against=x").status_code == 400
+    assert client.get("/pooled?run=seed-1&against=7").status_code == 200  # no such point: said on the page
+    assert "No comparison: pooled point #7 does not exist" in client.get("/pooled?run=seed-1&against=7").get_data(
+        as_text=True)
+    assert client.get("/pooled").status_code == 400
+    assert client.get("/pooled?run=seed-1&run=20990101-missing").status_code == 404
+    r = client.get(f"/pooled?run=seed-1&run={BASE}")  # another scenario
+    assert r.status_code == 400 and "cannot be pooled" in r.get_data(as_text=True)
+    assert 'formaction="/pooled"' in client.get("/runs").get_data(as_text=True)
+
+
 def test_compare_gives_table_xi_relative_times(env):
     _, client, _ = env
     page = client.get(f"/compare?run={BASE}&run={OTHER}").get_data(as_text=True)

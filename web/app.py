@@ -23,7 +23,9 @@ from controller import runner
 from controller.scenario import point_label
 from models import validation
 from results import compare as compare_mod
+from results import contrast as contrast_mod
 from results import figures
+from results import pooled as pooled_mod
 from results import report as report_mod
 from results.store import RUN_ID, Store
 from testbed import paths
@@ -234,6 +236,32 @@ def _register(app: Flask) -> None:
         except KeyError as exc:
             abort(404, description=exc.args[0])
         return render_template("compare.html", cmp=table)
+
+    @app.get("/pooled")
+    def pooled_view():
+        # Runs of one scenario (seeds) pooled per sweep point, each point against one (results/contrast.py).
+        try:
+            ids = forms.run_ids(request.args.getlist("run"))
+            base = forms.point_index(request.args.get("against"))
+        except ValueError as exc:
+            abort(400, description=str(exc))
+        if not ids:
+            abort(400, description="tick one or more runs of one scenario on the runs page")
+        realtime_only = request.args.get("realtime_only") == "1"
+        try:
+            rep = pooled_mod.pooled_runs_report(_store(), ids, realtime_only)
+        except KeyError as exc:
+            abort(404, description=exc.args[0])
+        except ValueError as exc:
+            abort(400, description=str(exc))
+        against, note = None, None
+        if len(rep["points"]) > 1:
+            try:
+                against = contrast_mod.against(rep, base)
+            except ValueError as exc:
+                note = str(exc)
+        return render_template("pooled.html", rep=rep, ids=ids, base=base, realtime_only=realtime_only,
+                               loss=report_mod.loss_table(rep), against=against, note=note)
 
     @app.get("/static/vendor/plotly.min.js")
     def plotly_js():

@@ -107,3 +107,12 @@ def run_ids(values: list[str]) -> list[str]:
     if bad:
         raise ValueError(f"not a run id: {bad[0][:100]!r}")
     return list(dict.fromkeys(values))
+
+
+def point_index(value: str | None) -> int:
+    """A pooled point to compare with (`?against=`): a small non-negative integer, 0 if absent."""
+    if value in (None, ""):
+        return 0
+    if not value.isdigit() or len(value) > 3:
+        raise ValueError(f"against must be a point number such as 0 or 2, not {value[:20]!r}")
+    return int(value)
