@@ -33,7 +33,7 @@ def _groups(store: Store, runs: list, realtime_only: bool) -> list[dict[str, Any
         for pt in store.points(run["id"]):
             key = json.dumps(json.loads(pt["assignment"]), sort_keys=True)
             g = groups.setdefault(key, {"assignment": json.loads(pt["assignment"]), "members": [], "real_time": [],
-                                        "excluded_not_done": [], "excluded_not_real_time": []})
+                                        "seeds": [], "excluded_not_done": [], "excluded_not_real_time": []})
             member = (run["id"], pt["point"])
             if pt["status"] != "done":
                 g["excluded_not_done"].append(member)
@@ -42,6 +42,7 @@ def _groups(store: Store, runs: list, realtime_only: bool) -> list[dict[str, Any
             else:
                 g["members"].append(member)
                 g["real_time"].append(pt["realtime_ok"])
+                g["seeds"].append(pt["seed"])
     for g in groups.values():
         durations: dict[int, list[float]] = {}
         failed: dict[int, int] = {}
@@ -86,6 +87,8 @@ def pooled_runs_report(store: Store, run_ids: list[str], realtime_only: bool = F
                        "table": g["table"], "loss": g["loss"],
                        "realtime_ok": realtime_ok,
                        "members": g["members"], "excluded_not_done": g["excluded_not_done"],
+                       # The same seed twice replays the same random choices: not independent samples.
+                       "repeated_seeds": sorted({x for x in g["seeds"] if g["seeds"].count(x) > 1}),
                        "excluded_not_real_time": g["excluded_not_real_time"]})
     status = "done" if all(r["status"] == "done" for r in runs) else "incomplete"
     return {"run_id": "+".join(r["id"] for r in runs), "name": runs[0]["name"], "status": status,
@@ -112,6 +115,9 @@ def render_text(report: dict[str, Any]) -> str:
         out.append("")
         out.append(f"#{g['point']} {g['label']}: {len(g['members'])} repetition(s) pooled"
                    f" ({members_text(g['members'], runs)})")
+        if g["repeated_seeds"]:
+            out.append(f"  warning: seed(s) {g['repeated_seeds']} pooled more than once; runs with the same seed"
+                       " replay the same random choices, so their pages are not independent samples")
         if g["excluded_not_done"]:
             out.append(f"  left out, did not finish: {members_text(g['excluded_not_done'], runs)}")
         if g["excluded_not_real_time"]:

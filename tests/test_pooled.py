@@ -114,6 +114,7 @@ def test_seeds_pooled_and_contrasted(tmp_path):
                                         "catnip_bad": [2.5, 1.5, 2.0]})
         rep = pooled.pooled_runs_report(store, ["s1", "s2"])
         assert [len(p["members"]) for p in rep["points"]] == [2, 2, 2] and rep["points"][0]["table"][0]["n"] == 6
+        assert rep["points"][0]["repeated_seeds"] == []
         c = contrast.against(rep)
         good, bad = c["columns"]
         assert good["pages"][0]["relative"] == pytest.approx(1.0 / 2.0)
@@ -129,9 +130,13 @@ def test_seeds_pooled_and_contrasted(tmp_path):
         # Loss pooled over both seeds: catnip_bad (point 2) drops 2 of 100 high and 20 of 100 low per seed.
         assert "bottleneck loss all/high/low 11.00/2.00/20.00%" in text
         assert "#0 (base): bottleneck loss all/high/low 0.00/0.00/0.00%" in text
+        _seeded_points(store, "s1-again", 1, {"droptail": [2.0, 2.2, 1.8]})
     res = CliRunner().invoke(main, ["report", "s1+s2", "--pool", "--db", str(tmp_path / "db")])
     assert res.exit_code == 0, res.output
     assert "2 runs and their repetitions pooled" in res.output and "s1 points [0], s2 points [0]" in res.output
+    assert "warning" not in res.output
+    res = CliRunner().invoke(main, ["report", "s1+s1-again", "--pool", "--db", str(tmp_path / "db")])
+    assert "warning: seed(s) [1] pooled more than once" in res.output, res.output
     assert "layout of CATNIP Tables IV/VII/X" in res.output and "Against #0" in res.output
 
 
