@@ -35,10 +35,13 @@ def _means(point: dict[str, Any] | None) -> dict[int, float]:
     return {r["page"]: r["mean"] for r in (point or {}).get("table", []) if r.get("mean") is not None}
 
 
+def rel_var(row: dict[str, Any]) -> float | None:
+    """Squared coefficient of variation of a page mean: sdev^2 / (n mean^2); None without a spread."""
+    return row["sdev"] ** 2 / (row["n"] * row["mean"] ** 2) if row.get("mean") and row.get("n", 0) > 1 else None
+
+
 def _rel_var(point: dict[str, Any] | None) -> dict[int, float]:
-    """Squared coefficient of variation of each page mean: sdev^2 / (n mean^2)."""
-    return {r["page"]: r["sdev"] ** 2 / (r["n"] * r["mean"] ** 2) for r in (point or {}).get("table", [])
-            if r.get("mean") and r.get("n", 0) > 1}
+    return {r["page"]: v for r in (point or {}).get("table", []) if (v := rel_var(r)) is not None}
 
 
 def ratio_ci95(ratio: float, rel_var_a: float, rel_var_b: float) -> float:

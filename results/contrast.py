@@ -12,16 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from results.compare import ratio_ci95
+from results.compare import ratio_ci95, rel_var
 from results.report import loss_table
 
 
 def _rows(point: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return {r["page"]: r for r in point["table"] if r.get("mean")}
-
-
-def _rel_var(r: dict[str, Any]) -> float | None:
-    return r["sdev"] ** 2 / (r["n"] * r["mean"] ** 2) if r["n"] > 1 else None
 
 
 def against(report: dict[str, Any], base: int = 0) -> dict[str, Any]:
@@ -44,7 +40,7 @@ def against(report: dict[str, Any], base: int = 0) -> dict[str, Any]:
         for page in sorted(set(mine) & set(ref)):
             a, b = mine[page], ref[page]
             ratio = a["mean"] / b["mean"]
-            va, vb = _rel_var(a), _rel_var(b)
+            va, vb = rel_var(a), rel_var(b)
             pages.append({
                 "page": page, "relative": ratio,
                 "relative_ci95": None if va is None or vb is None else ratio_ci95(ratio, va, vb),
@@ -66,6 +62,7 @@ def against(report: dict[str, Any], base: int = 0) -> dict[str, Any]:
                                             and r["relative"] - r["relative_ci95"] > 1],
                         "loss": losses.get(p["point"])})
     return {"run_id": report["run_id"], "name": report["name"], "base": base, "base_label": points[base]["label"],
+            "pages": sorted({r["page"] for col in columns for r in col["pages"]}),
             "base_members": len(points[base]["members"]), "base_loss": losses.get(base), "columns": columns}
 
 
@@ -93,8 +90,7 @@ def render_text(c: dict[str, Any]) -> str:
     w = 14
     out.append("")
     out.append(f"{'Page':>4} " + " ".join(f"{'#' + str(col['point']) + ' mean':>{w}} {'sdev':>5}" for col in cols))
-    pages = sorted({r["page"] for col in cols for r in col["pages"]})
-    for page in pages:
+    for page in c["pages"]:
         cells = []
         for col in cols:
             r = next((x for x in col["pages"] if x["page"] == page), None)

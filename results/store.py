@@ -125,15 +125,15 @@ class Store:
     def interrupt_run(self, run_id: str, error: str) -> None:
         """A run, and its points, still recorded as running though nothing runs them any more;
         finished at the last sign of life it left (a point's end or a progress row), not now."""
-        now = self.db.execute(
+        last = self.db.execute(
             "SELECT MAX(t) FROM (SELECT MAX(finished) AS t FROM points WHERE run_id=:r"
             " UNION ALL SELECT MAX(t) FROM progress WHERE run_id=:r UNION ALL SELECT started FROM runs WHERE id=:r)",
             {"r": run_id}).fetchone()[0]
         with self.db:
             self.db.execute("UPDATE runs SET status='interrupted', error=?, finished=? WHERE id=? AND status='running'",
-                            (error, now, run_id))
+                            (error, last, run_id))
             self.db.execute("UPDATE points SET status='interrupted', error=?, finished=?"
-                            " WHERE run_id=? AND status='running'", (error, now, run_id))
+                            " WHERE run_id=? AND status='running'", (error, last, run_id))
 
     def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
         with self.db:

@@ -297,8 +297,9 @@ def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: fl
     try:
         while time.monotonic() - started < limit:
             job = queue.get(run_id)
-            runner.close_abandoned_runs(store)  # a runner killed mid-run ends the stream too
             run = store.run(run_id)
+            if run is not None and run["status"] == "running" and runner.close_abandoned_runs(store):
+                run = store.run(run_id)  # its runner was killed mid-run: the stream ends too
             series = {}
             points = _point_summaries(store, run_id) if run is not None else []
             for p in points:
