@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from controller import scenario as scenario_mod
+from spec import scenario as scenario_mod
 from testbed import paths
 
 

@@ -16,7 +16,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from controller import scenario as scenario_mod
+from spec import scenario as scenario_mod
 from results.seqplot import svg_panels
 from testbed import apache, hostconfig, paths, sender, spm
 from testbed.capabilities import probe

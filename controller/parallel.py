@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from controller.runner import PointPlan, Progress, ProgressSink, RunCancelled, cpu_times
-from controller.scenario import Sweep
+from spec.scenario import Sweep
 from results.store import Store
 from testbed import cleanup, paths, processes
 from testbed.capabilities import Capabilities

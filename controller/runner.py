@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from controller.scenario import Scenario, Sweep, point_label
+from spec.scenario import Scenario, Sweep, point_label
 from results.store import Store
 from testbed import apache, hostconfig, paths, processes, sender, spm
 from testbed.capabilities import Capabilities

@@ -36,7 +36,7 @@ from typing import Callable
 
 from controller.runner import (RunCancelled, close_abandoned_runs, git_revision, machine_lock, new_run_id,
                                record_point, signals_cancel, versions)
-from controller.transfer_scenario import LossPoint, TransferScenario
+from spec.transfer import LossPoint, TransferScenario
 from results import transfer_capture
 from results.store import Store
 from testbed import hostconfig, paths, processes, sender, spm

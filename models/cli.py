@@ -9,7 +9,7 @@ from pathlib import Path as Path_
 
 import click
 
-from controller import units
+from spec import units
 from models import cardwell, hysteresis, partial_catnip
 from models.params import ModelInputError, Path
 
@@ -132,9 +132,10 @@ def measure(scenario_file, overrides, seed, db, run_id, keep_captures):
     scenarios/transfers/hysteresis-validation.yaml); then `catnip model validate RUN`."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from controller import transfer_scenario, transfers
+    from controller import transfers
+    from spec import transfer as transfer_scenario
     from controller.runner import RunBusy, RunCancelled
-    from controller.scenario import ScenarioError
+    from spec.scenario import ScenarioError
     from results.store import RUN_ID, Store
     from testbed import paths
 

@@ -12,7 +12,7 @@ import re
 import statistics
 from typing import Any
 
-from controller.scenario import point_label
+from spec.scenario import point_label
 from results.report import ci95
 from results.store import Store
 
@@ -21,7 +21,7 @@ SERVER_INDEX = re.compile(r"v(\d+)$")  # dumbbell servers are <prefix>v1, v2, ..
 
 def server_cc(resolved: dict[str, Any], server: str) -> str:
     """Which congestion control served from `server` (tcp.server_congestion_control cycles over
-    the servers; controller/scenario.py TcpSpec.server_cc)."""
+    the servers; spec/scenario.py TcpSpec.server_cc)."""
     tcp = resolved.get("tcp", {})
     ccs = tcp.get("server_congestion_control") or [tcp.get("congestion_control", "?")]
     m = SERVER_INDEX.search(server or "")

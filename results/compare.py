@@ -10,7 +10,7 @@ import math
 import statistics
 from typing import Any
 
-from controller.scenario import point_label
+from spec.scenario import point_label
 from results.pooled import pooled_runs_report
 from results.report import run_report
 from results.store import Store

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from controller.scenario import point_label
+from spec.scenario import point_label
 from results.store import Store
 
 

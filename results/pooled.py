@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controller.scenario import point_label
+from spec.scenario import point_label
 from results.report import _fmt, _page_row, loss_summary
 from results.store import Store
 from workloads.pages import catnip_pages

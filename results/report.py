@@ -13,7 +13,7 @@ import math
 import statistics
 from typing import Any
 
-from controller.scenario import point_label
+from spec.scenario import point_label
 from results.store import Store
 from workloads.pages import catnip_pages
 

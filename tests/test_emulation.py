@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from controller import scenario as s
+from spec import scenario as s
 from testbed import capabilities, hostconfig
 from testbed.engine import RouterEngine
 from testbed.paths import REPO

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from controller import scenario as s
-from controller import units
+from spec import scenario as s
+from spec import units
 from testbed.paths import REPO
 
 SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))

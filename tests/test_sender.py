@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller import scenario as scenario_mod
+from spec import scenario as scenario_mod
 from testbed import sender
 from tests.conftest import REPO, need_engine, need_root
 

@@ -8,8 +8,8 @@ import socket
 import dpkt
 import pytest
 
-from controller import transfer_scenario
-from controller.scenario import ScenarioError
+from spec import transfer as transfer_scenario
+from spec.scenario import ScenarioError
 from results import transfer_capture
 
 SERVER, CLIENT = "10.67.1.2", "10.67.2.2"

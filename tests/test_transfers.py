@@ -9,7 +9,8 @@ import statistics
 
 import pytest
 
-from controller import transfer_scenario, transfers
+from spec import transfer as transfer_scenario
+from controller import transfers
 from results.store import Store
 from tests.conftest import need_engine, need_root
 

@@ -16,7 +16,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from functools import partial
 
-from controller.scenario import LinkSpec, PolicySpec, Scenario
+from spec.scenario import LinkSpec, PolicySpec, Scenario
 from testbed import hostconfig
 from testbed.engine import EngineLink
 from testbed.paths import PREFIX

@@ -20,7 +20,7 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
 from controller import runner
-from controller.scenario import point_label
+from spec.scenario import point_label
 from models import validation
 from results import compare as compare_mod
 from results import contrast as contrast_mod

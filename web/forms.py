@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from controller import scenario as scenario_mod
+from spec import scenario as scenario_mod
 from results.store import RUN_ID
 
 SCENARIO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")

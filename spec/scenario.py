@@ -17,7 +17,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
                       model_validator)
 
-from controller import units
+from spec import units
 
 
 class ScenarioError(ValueError):
