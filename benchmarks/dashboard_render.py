@@ -14,10 +14,10 @@ import statistics
 import time
 from pathlib import Path
 
+from controller.run_queue import RunQueue
 from results.store import Store
 from testbed import paths
-from web.app import create_app
-from web.jobs import RunQueue
+from webui.app import create_app
 
 
 def main() -> None:

@@ -319,7 +319,7 @@ def fig2_cmd(out: str, rtt: float) -> None:
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 def web(host: str, port: int, db: str | None) -> None:
     """Serve the dashboard: start scenarios, watch runs live, read and compare reports."""
-    from web.server import is_loopback, serve
+    from webui.server import is_loopback, serve
     if not is_loopback(host):
         click.echo(click.style(f"warning: listening on {host}: anyone who can reach this address can start runs",
                                fg="yellow"), err=True)

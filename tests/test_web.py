@@ -16,10 +16,10 @@ import shutil
 
 import pytest
 
+from controller.run_queue import RunQueue
 from results.store import Store
 from testbed.paths import REPO
-from web.app import create_app
-from web.jobs import RunQueue
+from webui.app import create_app
 
 BASE, OTHER = "20260101-000000-base-aaaa", "20260101-010000-other-bbbb"
 

@@ -1,8 +1,9 @@
 """The Flask dashboard: scenarios and a form to start runs, live run views, reports, comparisons.
 
-It reads the results database (never writes it: runs are `catnip run` children of the run queue,
-web/jobs.py), and only draws what results/ computes: report tables (results/report.py), the
-Table XI comparison (results/compare.py) and plot data (results/figures.py).
+It reads the results database (never writes it: runs are `catnip run` children of the
+controller's run queue, controller/run_queue.py, which it only asks), and only draws what
+results/ computes: report tables (results/report.py), the Table XI comparison
+(results/compare.py) and plot data (results/figures.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
 from controller import runner
+from controller.run_queue import LIVE, RunQueue
 from spec.scenario import point_label
 from models import validation
 from results import compare as compare_mod
@@ -29,8 +31,7 @@ from results import pooled as pooled_mod
 from results import report as report_mod
 from results.store import RUN_ID, Store
 from testbed import paths
-from web import forms
-from web.jobs import LIVE, RunQueue
+from webui import forms
 
 
 def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue: RunQueue | None = None,

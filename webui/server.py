@@ -12,7 +12,7 @@ from pathlib import Path
 
 from werkzeug.serving import make_server
 
-from web.app import create_app
+from webui.app import create_app
 
 
 def is_loopback(host: str) -> bool:

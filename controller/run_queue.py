@@ -1,9 +1,11 @@
-"""The dashboard's run queue: runs started from the browser wait here and run one at a time.
+"""The run queue: runs asked for from the dashboard wait here and run one at a time.
 
-Each run is a `catnip run` child process started from an argument list (never a shell), so a
-run started from the dashboard is the same run as one started by hand, writes the same records,
-and is torn down by the runner's own SIGTERM handling when cancelled. A run that another
-process (a `catnip run` in a terminal) is doing holds the machine lock; queued runs wait for it.
+Starting runs is the controller's job: the dashboard (webui/app.py) only submits, lists and
+cancels runs through a RunQueue it keeps for as long as it serves. Each run is a `catnip run`
+child process started from an argument list (never a shell), so a run started from the
+dashboard is the same run as one started by hand, writes the same records, and is torn down by
+the runner's own SIGTERM handling when cancelled. A run that another process (a `catnip run` in
+a terminal) is doing holds the machine lock; queued runs wait for it.
 """
 
 from __future__ import annotations

@@ -1,1 +1,0 @@
-"""The dashboard (Flask): see web/app.py."""

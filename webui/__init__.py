@@ -1,0 +1,1 @@
+"""The dashboard (Flask): see webui/app.py."""
