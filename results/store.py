@@ -2,6 +2,15 @@
 
 A run (one `catnip run`) has points (sweep value combinations x repetitions). Every table keys on
 (run_id, point); a failed point keeps what it recorded and never touches other runs.
+
+Schema versions: the file's `PRAGMA user_version` counts the migrations applied to it. SCHEMA is
+version 0 (never edit it: tables created if missing, without the columns migrations 1-4 add); MIGRATIONS[i] takes version i to
+i + 1. Opening a file applies the missing migrations in order, all in one transaction with the
+version bump (a failure or crash leaves the file as it was); a file at the current version is not
+written to; a file newer than this code is refused (StoreVersionError). Files written before versions
+existed are at version 0 and may already have some of the columns of migrations 1-4 (they were
+added by column checks on every open): those migrations add a column only where it is missing.
+A new table or column is a new migration appended to MIGRATIONS, nothing else.
 """
 
 from __future__ import annotations
@@ -10,9 +19,11 @@ import json
 import re
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
+# Version 0, created where missing. Later tables and columns are MIGRATIONS, never edits here.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
   id TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT, scenario TEXT NOT NULL, sweep TEXT NOT NULL,
@@ -23,7 +34,7 @@ CREATE TABLE IF NOT EXISTS points (
   run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE, point INTEGER NOT NULL,
   rep INTEGER NOT NULL, assignment TEXT NOT NULL, resolved TEXT NOT NULL, seed INTEGER,
   switch_kind TEXT, link_backend TEXT, started REAL, finished REAL, status TEXT NOT NULL, error TEXT,
-  realtime_ok INTEGER, fidelity TEXT, sysctls TEXT, offloads TEXT, capture TEXT, marking TEXT,
+  realtime_ok INTEGER, fidelity TEXT, sysctls TEXT, offloads TEXT, capture TEXT,
   PRIMARY KEY (run_id, point)
 );
 CREATE TABLE IF NOT EXISTS objects (
@@ -47,8 +58,7 @@ CREATE TABLE IF NOT EXISTS link_summary (
 );
 CREATE TABLE IF NOT EXISTS queue_samples (
   run_id TEXT NOT NULL, point INTEGER NOT NULL, router TEXT, link TEXT, t REAL,
-  queue_pkts INTEGER, queue_bytes INTEGER, sent_bytes INTEGER, dropped_pkts INTEGER,
-  dropped_high INTEGER, dropped_low INTEGER
+  queue_pkts INTEGER, queue_bytes INTEGER, sent_bytes INTEGER, dropped_pkts INTEGER
 );
 CREATE TABLE IF NOT EXISTS progress (
   run_id TEXT NOT NULL, point INTEGER NOT NULL, t REAL, elapsed REAL, phase TEXT,
@@ -71,9 +81,66 @@ CREATE INDEX IF NOT EXISTS tcp_run ON tcp_counters(run_id, point);
 CREATE INDEX IF NOT EXISTS progress_run ON progress(run_id, point);
 """
 
-# Columns added after a table first shipped: (table, column, type). Older databases get them.
-MIGRATIONS = [("queue_samples", "dropped_high", "INTEGER"), ("queue_samples", "dropped_low", "INTEGER"),
-              ("points", "marking", "TEXT"), ("runs", "runner", "TEXT")]
+
+
+class StoreVersionError(RuntimeError):
+    """The file's schema is newer than this code knows."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step, version n -> n + 1: `apply` runs inside the step's transaction."""
+    what: str
+    apply: Callable[[sqlite3.Connection], None]
+
+
+def _statements(sql: str) -> list[str]:
+    """A script's statements (executescript would commit the migration's transaction midway)."""
+    out, current = [], ""
+    for line in sql.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            out.append(current.strip())
+            current = ""
+    if current.strip():
+        raise ValueError(f"incomplete SQL statement: {current.strip()!r}")
+    return out
+
+
+def sql(script: str, what: str | None = None) -> Migration:
+    """A migration that runs SQL statements."""
+    def apply(db: sqlite3.Connection) -> None:
+        for statement in _statements(script):
+            db.execute(statement)
+    return Migration(what or " ".join(script.split())[:80], apply)
+
+
+def add_column(table: str, column: str, kind: str) -> Migration:
+    """A column added where missing (files from before versions may already have it)."""
+    def apply(db: sqlite3.Connection) -> None:
+        if column not in {r[1] for r in db.execute(f"PRAGMA table_info({table})")}:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    return Migration(f"{table}.{column}", apply)
+
+
+# MIGRATIONS[i] takes a file from version i to i + 1; append only, never reorder or edit a shipped one.
+MIGRATIONS: list[Migration] = [
+    add_column("queue_samples", "dropped_high", "INTEGER"),  # 1
+    add_column("queue_samples", "dropped_low", "INTEGER"),   # 2
+    add_column("points", "marking", "TEXT"),                 # 3
+    add_column("runs", "runner", "TEXT"),                    # 4
+    sql("""
+CREATE TABLE IF NOT EXISTS samples (
+  run_id TEXT NOT NULL, point INTEGER NOT NULL, app TEXT NOT NULL, metric TEXT NOT NULL, host TEXT, peer TEXT,
+  flow TEXT, tag TEXT, t REAL, value REAL, unit TEXT, error TEXT
+);
+CREATE INDEX IF NOT EXISTS samples_metric ON samples(run_id, point, app, metric);
+""", "samples: per-sample metrics of any application"),  # 5
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# The columns of a samples row (Store.add_samples); app and metric are required.
+SAMPLE_KEYS = ("app", "metric", "host", "peer", "flow", "tag", "t", "value", "unit", "error")
 
 CLASSES = ("high", "low", "lowest", "other")
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # the shape of a run id (CLI --run-id, dashboard URLs)
@@ -89,17 +156,47 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=30)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(SCHEMA)
-        self._migrate()
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.migrated = self._upgrade()
+        except BaseException:
+            self.db.close()
+            raise
 
-    def _migrate(self) -> None:
-        for table, column, kind in MIGRATIONS:
-            have = {r["name"] for r in self.db.execute(f"PRAGMA table_info({table})")}
-            if column not in have:
-                with self.db:
-                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    def version(self) -> int:
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
+
+    def _refuse_newer(self, version: int) -> None:
+        if version > SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"{self.path} has schema version {version}, but this code knows versions up to {SCHEMA_VERSION}:"
+                " it was written by a newer CATNIP testbed; update this checkout (or use another --db)")
+
+    def _upgrade(self) -> list[int]:
+        """Brings the file to SCHEMA_VERSION in one transaction (all missing steps or none); returns
+        the versions it went through (empty if it was current: then nothing is written)."""
+        version = self.version()
+        self._refuse_newer(version)
+        if version == SCHEMA_VERSION:
+            return []
+        # One process upgrades; another opening the file meanwhile waits for it, then reads the new version.
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            version = self.version()
+            self._refuse_newer(version)
+            if version == 0:  # the tables of version 0 the file lacks (all of them in a new file)
+                for statement in _statements(SCHEMA):
+                    self.db.execute(statement)
+            done = list(range(version + 1, SCHEMA_VERSION + 1))
+            for target in done:
+                MIGRATIONS[target - 1].apply(self.db)
+            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self.db.commit()
+        except BaseException:
+            self.db.rollback()
+            raise
+        return done
 
     def close(self) -> None:
         self.db.close()
@@ -219,6 +316,24 @@ class Store:
                 f"INSERT INTO transfer_trials (run_id, point, {', '.join(cols)}) VALUES (?,?{',?' * len(cols)})",
                 [(run_id, point, *(r.get(c) for c in cols)) for r in rows])
 
+    def add_samples(self, run_id: str, point: int, rows: Iterable[dict]) -> int:
+        """Per-sample metrics of any application: dicts with SAMPLE_KEYS (app and metric required,
+        a missing other key is NULL; `error` set where the sample failed, its value then usually
+        None). Returns the number of rows stored. Raises ValueError for an unknown key or a row
+        without app or metric, storing none of the rows."""
+        values = []
+        for i, r in enumerate(rows):
+            unknown = set(r) - set(SAMPLE_KEYS)
+            if unknown:
+                raise ValueError(f"sample {i}: unknown keys {sorted(unknown)} (known: {', '.join(SAMPLE_KEYS)})")
+            if not r.get("app") or not r.get("metric"):
+                raise ValueError(f"sample {i}: app and metric are required: {r!r}")
+            values.append((run_id, point, *(r.get(k) for k in SAMPLE_KEYS)))
+        with self.db:
+            self.db.executemany(f"INSERT INTO samples (run_id, point, {', '.join(SAMPLE_KEYS)})"
+                                f" VALUES (?,?{',?' * len(SAMPLE_KEYS)})", values)
+        return len(values)
+
     # --- reading -------------------------------------------------------------------------
     def runs(self) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM runs ORDER BY started DESC").fetchall()
@@ -275,6 +390,16 @@ class Store:
     def queue_samples(self, run_id: str, point: int, after: float | None = None) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM queue_samples WHERE run_id=? AND point=? AND t>? ORDER BY t",
                                (run_id, point, -1.0 if after is None else after)).fetchall()
+
+    def samples(self, run_id: str, point: int, app: str | None = None, metric: str | None = None
+                ) -> list[sqlite3.Row]:
+        """A point's samples, optionally of one app and/or metric, by app, metric, t, then as stored."""
+        where, args = "run_id=? AND point=?", [run_id, point]
+        for column, value in (("app", app), ("metric", metric)):
+            if value is not None:
+                where += f" AND {column}=?"
+                args.append(value)
+        return self.db.execute(f"SELECT * FROM samples WHERE {where} ORDER BY app, metric, t, rowid", args).fetchall()
 
     def progress(self, run_id: str, point: int, after: float | None = None) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM progress WHERE run_id=? AND point=? AND t>? ORDER BY t",
