@@ -136,6 +136,8 @@ CREATE TABLE IF NOT EXISTS samples (
 );
 CREATE INDEX IF NOT EXISTS samples_metric ON samples(run_id, point, app, metric);
 """, "samples: per-sample metrics of any application"),  # 5
+    add_column("points", "environment", "TEXT"),             # 6: testbed/metadata.py, before the workload
+    add_column("points", "environment_after", "TEXT"),       # 7: and after it
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -247,7 +249,7 @@ class Store:
 
     def update_point(self, run_id: str, point: int, **fields: Any) -> None:
         allowed = {"switch_kind", "link_backend", "finished", "status", "error", "realtime_ok",
-                   "fidelity", "sysctls", "offloads", "capture", "marking"}
+                   "fidelity", "sysctls", "offloads", "capture", "marking", "environment", "environment_after"}
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"unknown point fields: {sorted(bad)}")
