@@ -13,15 +13,14 @@ import shutil
 import subprocess
 import tempfile
 import time
-from contextlib import ExitStack
 from pathlib import Path
 
 from spec import scenario as scenario_mod
 from results.seqplot import svg_panels
-from testbed import apache, hostconfig, paths, sender, spm
+from controller.skeleton import TeardownStack, kernel_resources
+from testbed import apache, hostconfig, network, spm
 from testbed.capabilities import probe
-from testbed.engine import RouterEngine
-from topologies import dumbbell
+from testbed.links import EngineBackend
 
 MSS = 512
 SEGMENTS = 14
@@ -77,28 +76,23 @@ def run(out_svg: Path, rtt_ms: float = 100.0, log=print) -> dict[str, list[int]]
     work = Path(tempfile.mkdtemp(prefix="catnip-fig2-"))
     work.chmod(0o755)
     results: dict[str, list[tuple[float, int]]] = {}
-    with ExitStack() as stack:
+    with TeardownStack() as stack:
         stack.callback(shutil.rmtree, work, True)
-        stack.callback(sender.release_shared_map)
-        stack.callback(sender.unregister)
-        sender.register()
-        for name, _ in SENDERS:
-            previous = hostconfig.allow_congestion_control(name)
-            if previous is not None:
-                stack.callback(hostconfig.restore_allowed_congestion_control, previous)
+        # The same kernel-global set-up as runs: the allowed list is saved for `catnip clean`.
+        stack.enter_context(kernel_resources(name for name, _ in SENDERS))
         log("building the network")
-        d = dumbbell.build(sc, caps.choose_switch("auto", sc.topology.ovs_datapath))
-        stack.callback(dumbbell.stop, d)
-        for router in d.routers:
-            engine = RouterEngine(router, d.engine_links[router.name], work, sc.seed)
-            stack.callback(engine.stop)
-            engine.start()
-        server, client = d.servers[0], d.clients[0]
+        net = network.build(sc, caps.choose_switch("auto", sc.topology.ovs_datapath))
+        stack.callback(network.stop, net)
+        engines = EngineBackend(work, sc.seed, sc.run.late_threshold, sc.run.engine_spin)
+        stack.callback(engines.stop)
+        engines.start(list(net.routers.values()), net.directions)
+        server, client = net.hosts_of("servers")[0], net.hosts_of("clients")[0]
+        server_intf = f"{server.name}-eth0"
         marker = spm.SpmMarker(spm.SpmRules(enabled=False), name="fig2")
         stack.callback(marker.unload)
         marker.load()
         marker.make_cgroup()
-        hostconfig.one_packet_per_skb(server.node, server.intf)
+        hostconfig.one_packet_per_skb(server.node, server_intf)
         hostconfig.set_sysctls(server.node, {"net.ipv4.tcp_pacing_ss_ratio": 100, "net.ipv4.tcp_pacing_ca_ratio": 100})
         docroot = work / "docroot"
         docroot.mkdir()
@@ -115,7 +109,7 @@ def run(out_svg: Path, rtt_ms: float = 100.0, log=print) -> dict[str, list[int]]
             try:
                 srv.wait_ready(server.node, timeout=10)
                 pcap = work / f"{name}.pcap"
-                cap = server.node.popen(["tcpdump", "-i", server.intf, "--immediate-mode", "-U", "-w", str(pcap),
+                cap = server.node.popen(["tcpdump", "-i", server_intf, "--immediate-mode", "-U", "-w", str(pcap),
                                          "tcp port 80"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(1.0)
                 client.node.cmd(f"python3 -c \"import socket; s=socket.create_connection(('{server.ip}', 80));"

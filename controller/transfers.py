@@ -34,12 +34,14 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
-from controller.runner import (RunCancelled, close_abandoned_runs, git_revision, machine_lock, new_run_id,
-                               record_point, signals_cancel, versions)
+from controller import fidelity as fidelity_mod
+from controller.skeleton import (RunCancelled, TeardownStack, close_abandoned_runs, kernel_resources, machine_lock,
+                                 new_run_id, record_point, signals_cancel)
+from testbed.metadata import git_revision, versions
 from spec.transfer import LossPoint, TransferScenario
 from results import transfer_capture
 from results.store import Store
-from testbed import hostconfig, paths, processes, sender, spm
+from testbed import hostconfig, paths, processes, spm
 from testbed.capabilities import probe
 from testbed.cwnd_clamp import CwndClamp
 from testbed.engine import EngineLink, RouterEngine
@@ -57,6 +59,7 @@ PROFILE_SYSCTLS = {
                  "net.ipv4.tcp_recovery": 0, "net.ipv4.tcp_early_retrans": 0, "net.ipv4.tcp_frto": 0,
                  "net.ipv4.tcp_dsack": 0},
 }
+MAX_LATE_FRACTION = 0.001  # as web runs allow by default (run.max_late_fraction)
 PROFILE_INITCWND = {"linux": None, "reno2004": 1}
 PROFILE_DELAYED_ACKS = {"linux": False, "reno2004": True}  # the receiver leaves quick-ACK mode
 
@@ -141,21 +144,15 @@ def _run_client(client: NsNode, plan_file: Path, sc: TransferScenario, profile: 
 
 
 def _fidelity(engine: RouterEngine) -> tuple[dict, bool]:
+    """The verdict web runs use (controller/fidelity.py), with the threshold at 1% of the RTT."""
     final = engine.latest_stats() or {}
-    eng = final.get("engine", {})
     data = final.get("links", {}).get("r>c", {})
-    arrived = {k: v[0] for k, v in data.get("arrived", {}).items()}
-    dropped = {k: v[0] for k, v in data.get("dropped", {}).items()}
-    kdrops = sum(r["queue_dropped"] + r["user_dropped"] for r in engine.kernel_queue_counters())
-    events = eng.get("events", 0)
-    late = eng.get("late_events", 0)
-    fidelity = {"engine_events": events, "late_events": late, "late_fraction": late / events if events else 0.0,
-                "max_late_us": eng.get("max_late_us"), "late_p99_us": eng.get("late_p99_us"),
-                "kernel_queue_drops": kdrops, "data_arrived": arrived, "data_dropped": dropped,
+    kernel = {r["link"]: r for r in engine.kernel_queue_counters()}
+    fidelity = {**fidelity_mod.engine_fidelity({engine.router.name: final}, {engine.router.name: kernel}),
+                "data_arrived": {k: v[0] for k, v in data.get("arrived", {}).items()},
+                "data_dropped": {k: v[0] for k, v in data.get("dropped", {}).items()},
                 "final_stats": bool(final.get("final"))}
-    # At most 0.1% of verdicts later than the threshold (1% of the RTT), as web runs allow.
-    ok = fidelity["late_fraction"] <= 0.001 and kdrops == 0 and fidelity["final_stats"]
-    return fidelity, ok
+    return fidelity, fidelity_mod.realtime_ok(fidelity, MAX_LATE_FRACTION)
 
 
 def _rows(results: list[dict], matched: dict, profile: str, loss: LossPoint, mss: int) -> list[dict]:
@@ -225,16 +222,10 @@ def measure(sc: TransferScenario, store: Store, source: str = "", progress: Prog
         artifacts = paths.data_dir() / "runs" / run_id
         status, error = "done", None
         try:
-            with ExitStack() as stack:
-                if any(PROFILE_SYSCTLS[p]["net.ipv4.tcp_congestion_control"] in sender.NAMES for p in sc.profiles):
-                    stack.callback(sender.release_shared_map)
-                    stack.callback(sender.unregister)
-                    sender.register()
-                for profile in sc.profiles:
-                    cc = PROFILE_SYSCTLS[profile]["net.ipv4.tcp_congestion_control"]
-                    previous = hostconfig.allow_congestion_control(cc)
-                    if previous is not None:
-                        stack.callback(hostconfig.restore_allowed_congestion_control, previous)
+            with TeardownStack() as stack:
+                # The same kernel-global set-up as runs: the allowed list is saved for `catnip clean`.
+                stack.enter_context(kernel_resources(PROFILE_SYSCTLS[p]["net.ipv4.tcp_congestion_control"]
+                                                     for p in sc.profiles))
                 log("building the path (server -> router -> client)")
                 stack.callback(LINE.teardown)
                 LINE.build()

@@ -11,13 +11,20 @@ from __future__ import annotations
 import copy
 import itertools
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (BaseModel, ConfigDict, Field, SerializeAsAny, StringConstraints, ValidationError,
+                      field_validator, model_validator)
 
 from spec import units
+from spec.graph import Graph
+from spec.policy import KINDS as POLICY_KINDS
+from spec.policy import DropTail, PolicySpec, parameters
+from topologies import LIBRARY
+from workloads.apps.base import AppSpec, parse_spec
+
+TopologySpec = Annotated[Union[LIBRARY], Field(discriminator="kind")]
 
 
 class ScenarioError(ValueError):
@@ -28,209 +35,9 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class LinkSpec(_Strict):
-    """One emulated link: rate, one-way propagation delay, and the buffer of its egress queue."""
-
-    rate: int = Field(description="bit/s; written like '10Mbit'")
-    delay: float = Field(description="one-way propagation delay in seconds; written like '5ms'")
-    buffer: dict[str, int] = Field(description="{'packets': N} or {'bytes': N}; written '50p' or '64KB'")
-
-    @field_validator("rate", mode="before")
-    @classmethod
-    def _rate(cls, v: Any) -> int:
-        return units.parse_rate(v)
-
-    @field_validator("delay", mode="before")
-    @classmethod
-    def _delay(cls, v: Any) -> float:
-        return units.parse_duration(v)
-
-    @field_validator("buffer", mode="before")
-    @classmethod
-    def _buffer(cls, v: Any) -> dict[str, int]:
-        return units.parse_buffer(v)
-
-
-class TopologySpec(_Strict):
-    """The dumbbell of CATNIP Fig. 3 (section IV-A)."""
-
-    kind: Literal["dumbbell"] = "dumbbell"
-    clients: int = Field(ge=1, le=250)
-    servers: int = Field(ge=1, le=50)
-    client_link: LinkSpec
-    server_link: LinkSpec
-    bottleneck: LinkSpec
-    mss: int | None = Field(default=None, ge=88, le=8960,
-                            description="TCP MSS in bytes; interfaces get MTU = mss + 40. None: Linux default (MTU 1500)")
-    access_switch: Literal["auto", "ovs", "linuxbridge"] = "auto"
-    ovs_datapath: Literal["auto", "kernel", "user"] = "auto"
-
-    @model_validator(mode="after")
-    def _clients_per_server(self) -> "TopologySpec":
-        if self.clients < self.servers:
-            raise ValueError(f"clients ({self.clients}) must be at least servers ({self.servers}): "
-                             "each server serves its own set of clients (section IV-A)")
-        return self
-
-
-def _parse_threshold(v: Any) -> Any:
-    """A RED threshold: packets (a number) or a share of the buffer ('20%')."""
-    if v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
-        return v
-    if isinstance(v, str) and v.strip().endswith("%"):
-        try:
-            pct = float(v.strip()[:-1])
-        except ValueError:
-            pct = -1
-        if 0 <= pct <= 100:
-            return f"{pct:g}%"
-    raise ValueError(f"{v!r} is not a threshold; use a packet count (10) or a share of the buffer ('20%')")
-
-
-def _check_order(min_th: Any, max_th: Any) -> None:
-    if isinstance(min_th, str) == isinstance(max_th, str):
-        lo, hi = (float(str(t).rstrip("%")) for t in (min_th, max_th))
-        if not lo < hi:
-            raise ValueError(f"min_th ({min_th}) must be below max_th ({max_th})")
-
-
-class LevelSpec(_Strict):
-    """One drop precedence of RIO or 3-level RED."""
-
-    min_th: float | str
-    max_th: float | str
-    max_p: float = Field(default=0.1, gt=0, le=1)
-
-    @field_validator("min_th", "max_th", mode="before")
-    @classmethod
-    def _threshold(cls, v: Any) -> Any:
-        return _parse_threshold(v)
-
-    @model_validator(mode="after")
-    def _order(self) -> "LevelSpec":
-        _check_order(self.min_th, self.max_th)
-        return self
-
-
-class PolicySpec(_Strict):
-    """Drop policy of the router queues (CATNIP section III-C; RED: Floyd and Jacobson 1993).
-
-    RED thresholds are a fraction of each queue's buffer ('20%', CATNIP's choice) or a packet
-    count (10); CATNIP used min 20%, max 60%, weight 0.01 and does not give max_p: the default
-    0.1 is ns-2's (linterm 10). FRED and FRIO: TCP-friendly marking paper, section 5; WRR:
-    service-differentiation paper, section 5.
-    """
-
-    kind: Literal["droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "rio", "red3", "fred", "frio",
-                  "wrr", "bernoulli", "catnip_loss"] = "droptail"
-    min_th: float | str | None = None
-    max_th: float | str | None = None
-    w_q: float | None = Field(default=None, gt=0, le=1)
-    max_p: float = Field(default=0.1, gt=0, le=1)
-    mean_pkt_bytes: int = Field(default=1000, ge=40, le=9000,
-                                description="RED: bytes per packet, for idle decay and byte buffers")
-    levels: list[LevelSpec] | None = Field(default=None,
-                                           description="rio and frio (IN, OUT), red3 (HIGH, MED, LOW)")
-    min_q: float | None = Field(default=None, ge=0,
-                                description="fred, frio: packets a flow may queue without a random drop (engine: 2)")
-    weights: list[Annotated[int, Field(ge=1)]] | None = Field(
-        default=None, description="wrr: packets per round of each queue: 2 (AF11, rest) or 3 (AF11, AF12, AF13+rest)")
-    loss_p: float | None = Field(default=None, ge=0, lt=1,
-                                 description="bernoulli: loss probability; catnip_loss: p for non-AF11 packets")
-    loss_p_high: float | None = Field(default=None, ge=0, lt=1,
-                                      description="catnip_loss: p' for AF11 packets (hysteresis paper, section 4)")
-
-    RED_KINDS: ClassVar[tuple[str, ...]] = ("red", "catnip_red", "fred")
-    LEVEL_KINDS: ClassVar[dict[str, int]] = {"rio": 2, "red3": 3, "frio": 2}  # kind: number of levels
-
-    @field_validator("min_th", "max_th", mode="before")
-    @classmethod
-    def _threshold(cls, v: Any) -> Any:
-        return _parse_threshold(v)
-
-    @model_validator(mode="after")
-    def _red_needs_parameters(self) -> "PolicySpec":
-        if self.kind in self.RED_KINDS:
-            missing = [k for k in ("min_th", "max_th", "w_q") if getattr(self, k) is None]
-            if missing:
-                hint = " (CATNIP used min_th '20%', max_th '60%', w_q 0.01)" if self.kind != "fred" else ""
-                raise ValueError(f"policy '{self.kind}' needs {', '.join(missing)}{hint}")
-            _check_order(self.min_th, self.max_th)
-        elif self.min_th is not None or self.max_th is not None:
-            raise ValueError(f"min_th and max_th apply to red, catnip_red and fred, not '{self.kind}'"
-                             " (rio, red3 and frio take them per level)")
-        elif self.w_q is not None and self.kind not in self.LEVEL_KINDS:
-            raise ValueError(f"w_q applies to red, catnip_red, fred, rio, red3 and frio, not '{self.kind}'")
-        if self.kind in self.LEVEL_KINDS:
-            want = self.LEVEL_KINDS[self.kind]
-            if self.w_q is None or not self.levels or len(self.levels) != want:
-                raise ValueError(f"policy '{self.kind}' needs w_q and levels: {want} of {{min_th, max_th, max_p}},"
-                                 " highest precedence first")
-        elif self.levels is not None:
-            raise ValueError(f"levels apply to rio, red3 and frio, not '{self.kind}'")
-        if self.min_q is not None and self.kind not in ("fred", "frio"):
-            raise ValueError(f"min_q applies to fred and frio, not '{self.kind}'")
-        if self.kind == "wrr":
-            if self.weights is None or len(self.weights) not in (2, 3):
-                raise ValueError("policy 'wrr' needs weights: packets per round of 2 queues (AF11, the rest)"
-                                 " or 3 (AF11, AF12, AF13 and unmarked), e.g. [1, 4]")
-        elif self.weights is not None:
-            raise ValueError(f"weights apply to wrr, not '{self.kind}'")
-        needs = {"bernoulli": ["loss_p"], "catnip_loss": ["loss_p", "loss_p_high"]}.get(self.kind, [])
-        missing = [k for k in needs if getattr(self, k) is None]
-        if missing:
-            raise ValueError(f"policy '{self.kind}' needs {', '.join(missing)}")
-        extra = [k for k in ("loss_p", "loss_p_high") if getattr(self, k) is not None and k not in needs]
-        if extra:
-            raise ValueError(f"{', '.join(extra)} does not apply to policy '{self.kind}'")
-        return self
-
-    def engine_config(self, buffer: dict[str, int] | None) -> dict[str, Any]:
-        """The engine's policy block for one queue: thresholds resolved to packets."""
-        if self.kind in ("bernoulli", "catnip_loss"):
-            return {"kind": self.kind, "loss_p": self.loss_p,
-                    **({"loss_p_high": self.loss_p_high} if self.kind == "catnip_loss" else {})}
-        if self.kind == "wrr":
-            assert self.weights is not None
-            total = sum(self.weights)
-            for unit, size in (buffer or {}).items():
-                for i, w in enumerate(self.weights):
-                    if size * w // total == 0:
-                        raise ValueError(f"wrr: queue {i}'s share of the buffer ({w}/{total} of {size} {unit}) is"
-                                         " empty; enlarge the buffer or raise its weight")
-            return {"kind": "wrr", "weights": list(self.weights)}
-        if self.kind not in (*self.RED_KINDS, *self.LEVEL_KINDS):
-            return {"kind": self.kind}
-        if buffer is None:
-            capacity = None
-        else:
-            capacity = buffer.get("packets") or buffer["bytes"] / self.mean_pkt_bytes
-
-        def packets(th: float | str) -> float:
-            if isinstance(th, str):
-                if capacity is None:
-                    raise ValueError("RED thresholds given as a share need a buffer limit")
-                return float(th[:-1]) / 100 * capacity
-            return float(th)
-        def ordered(lo: float, hi: float) -> tuple[float, float]:
-            if not lo < hi:
-                raise ValueError(f"RED needs min_th < max_th (got {lo:g} and {hi:g} packets)")
-            return lo, hi
-        min_q = {} if self.min_q is None else {"min_q": self.min_q}
-        if self.levels:
-            levels = []
-            for level in self.levels:
-                lo, hi = ordered(packets(level.min_th), packets(level.max_th))
-                levels.append({"min_th": lo, "max_th": hi, "max_p": level.max_p})
-            return {"kind": self.kind, "levels": levels, "w_q": self.w_q, "mean_pkt_bytes": self.mean_pkt_bytes,
-                    **min_q}
-        lo, hi = ordered(packets(self.min_th), packets(self.max_th))
-        return {"kind": self.kind, "min_th": lo, "max_th": hi, "w_q": self.w_q, "max_p": self.max_p,
-                "mean_pkt_bytes": self.mean_pkt_bytes, **min_q}
-
-
 class RouterSpec(_Strict):
-    policy: PolicySpec = PolicySpec()
+    """The queue policy of every router egress queue whose link does not name its own."""
+    policy: PolicySpec = DropTail()
 
 
 class TcpSpec(_Strict):
@@ -275,73 +82,6 @@ class MarkingSpec(_Strict):
         return self
 
 
-class ThinkTimeSpec(_Strict):
-    model: Literal["zero", "fixed", "exponential", "empirical"] = "zero"
-    mean: float | None = Field(default=None, description="seconds: the fixed value or the exponential mean")
-    cdf: str | None = Field(default=None, description="empirical: a CDF file in ns-2's format (docs/workload.md)")
-
-    @field_validator("mean", mode="before")
-    @classmethod
-    def _mean(cls, v: Any) -> float | None:
-        return None if v is None else units.parse_duration(v)
-
-    @model_validator(mode="after")
-    def _needs_mean(self) -> "ThinkTimeSpec":
-        if self.model in ("fixed", "exponential") and self.mean is None:
-            raise ValueError(f"think time model '{self.model}' needs 'mean' (a duration such as '2s')")
-        if self.model == "empirical":
-            if not self.cdf:
-                raise ValueError("think time model 'empirical' needs 'cdf': a CDF file in ns-2's format")
-            from workloads.thinktime import ThinkTimeError, load_cdf
-            try:
-                load_cdf(self.cdf)
-            except ThinkTimeError as exc:
-                raise ValueError(str(exc)) from None
-        return self
-
-
-class WorkloadSpec(_Strict):
-    """Ten-page web sessions of Fig. 4, replayed by one client per client host (section IV-B)."""
-
-    http_version: Literal["1.0", "1.1"] = "1.0"
-    parallel: int = Field(default=1, ge=1, le=16,
-                          description="concurrent connections per client-server pair (simulation: 4, WAN: 1)")
-    rounds: int = Field(default=1, ge=1, le=100, description="passes over the page set per client")
-    pages: list[int] = Field(default_factory=lambda: list(range(1, 11)))
-    think_time: ThinkTimeSpec = ThinkTimeSpec()
-    start_stagger: float = Field(default=1.0, description="clients start uniformly spread over this many seconds")
-    object_timeout: float = 60.0
-    # Section V-F describes its HTTP/1.1 model twice: one connection "throughout the duration of a
-    # user session", and "each Web page ... using a single TCP connection". Both readings run.
-    persistent: Literal["session", "page"] = Field(
-        default="session", description="HTTP/1.1: one connection for the whole session, or a new one per page")
-
-    @field_validator("http_version", mode="before")
-    @classmethod
-    def _version(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, (int, float)) else v
-
-    @field_validator("start_stagger", "object_timeout", mode="before")
-    @classmethod
-    def _durations(cls, v: Any) -> float:
-        return units.parse_duration(v)
-
-    @model_validator(mode="after")
-    def _persistent_needs_http11(self) -> "WorkloadSpec":
-        if self.persistent != "session" and self.http_version != "1.1":
-            raise ValueError(f"persistent: {self.persistent!r} needs http_version '1.1' (HTTP/1.0 opens a"
-                             " connection per object)")
-        return self
-
-    @field_validator("pages")
-    @classmethod
-    def _pages(cls, v: list[int]) -> list[int]:
-        bad = [p for p in v if not 1 <= p <= 10]
-        if bad or not v:
-            raise ValueError(f"pages {bad or v} not allowed: pages are numbered 1 to 10 (Fig. 4)")
-        return v
-
-
 class RunSpec(_Strict):
     time_limit: float = Field(default=900.0, description="a sweep point still running after this is stopped")
     capture: bool = Field(default=False, description="tcpdump (headers only) at the bottleneck")
@@ -351,6 +91,9 @@ class RunSpec(_Strict):
     repetitions: int = Field(default=1, ge=1, le=100)
     engine_spin: float = Field(default=0.0002, le=0.01,
                                description="the engine polls without sleeping this long before each event")
+    link_backend: Literal["engine", "kernel"] = Field(
+        default="engine", description="who emulates the router links: the queue engine, or the kernel's tc"
+                                      " qdiscs where the kernel has them (netem, red; docs/architecture.md)")
 
     @field_validator("time_limit", "late_threshold", "engine_spin", mode="before")
     @classmethod
@@ -369,8 +112,48 @@ class Scenario(_Strict):
     router: RouterSpec = RouterSpec()
     tcp: TcpSpec = TcpSpec()
     marking: MarkingSpec = MarkingSpec()
-    workload: WorkloadSpec = WorkloadSpec()
+    applications: list[SerializeAsAny[AppSpec]] = Field(min_length=1, max_length=32)
     run: RunSpec = RunSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_forms(cls, raw: Any) -> Any:
+        return normalise(raw)[0]
+
+    @field_validator("applications", mode="before")
+    @classmethod
+    def _applications(cls, v: Any) -> Any:
+        if not isinstance(v, list):
+            return v
+        return [parse_spec(a) for a in v]
+
+    @model_validator(mode="after")
+    def _applications_fit_the_graph(self) -> "Scenario":
+        graph = self.graph()
+        names = graph.group_names()
+        seen = set()
+        for i, app in enumerate(self.applications):
+            for field_name in ("clients", "servers"):
+                group = getattr(app, field_name)
+                if group is not None and not graph.groups_named(group):
+                    raise ValueError(f"applications.{i}.{field_name}: no host group or role {group!r} in the"
+                                     f" topology (it has: {', '.join(names)})")
+            if app.instance in seen:
+                raise ValueError(f"applications.{i}.name: {app.instance!r} is used twice; give each a name")
+            seen.add(app.instance)
+        return self
+
+    def graph(self) -> Graph:
+        return self.topology.graph()
+
+    @property
+    def workload(self) -> Any:
+        """The web application (the `workload:` short form), or None."""
+        return self.app("web")
+
+    def app(self, kind: str) -> AppSpec | None:
+        """The first application of a kind (CATNIP's reports read the web sessions)."""
+        return next((a for a in self.applications if a.kind == kind), None)
 
 
 class Sweep(BaseModel):
@@ -417,9 +200,25 @@ def parse_override(text: str) -> tuple[str, Any]:
 def _format_errors(exc: ValidationError, prefix: str = "") -> str:
     lines = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
+        parts, kind = [], None
+        for i, p in enumerate(err["loc"]):
+            # A tagged union puts the chosen tag in the location (`router.policy.red.min_th`): drop it.
+            if isinstance(p, str) and i > 0 and str(err["loc"][i - 1]) in ("policy", "topology") and (
+                    p in POLICY_KINDS or p in {t.model_fields["kind"].default for t in LIBRARY}):
+                kind = p
+                continue
+            if isinstance(p, str) and "[" in p:  # pydantic's name of a validator-wrapped union member
+                continue
+            parts.append(str(p))
+        loc = ".".join(parts)
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
+        if err["type"] == "extra_forbidden" and kind in POLICY_KINDS:
+            takes = parameters(kind)
+            msg = f"not a parameter of policy '{kind}' (it takes {', '.join(takes) if takes else 'none'})"
+        elif err["type"] == "union_tag_invalid":
+            loc = f"{loc}.kind" if loc else "kind"
+            msg = f"{err['ctx']['tag']!r} not allowed: {err['ctx']['expected_tags'].replace(chr(39), '')}"
+        elif err["type"] == "extra_forbidden":
             msg = "unknown field (check the spelling; see docs/scenarios.md for the fields)"
         elif err["type"] == "literal_error":
             msg = f"{err['input']!r} not allowed: {msg.removeprefix('Input should be ')}"
@@ -429,7 +228,44 @@ def _format_errors(exc: ValidationError, prefix: str = "") -> str:
     return "\n".join(lines)
 
 
+def normalise(raw: Any) -> tuple[Any, bool]:
+    """The short forms of CATNIP's scenarios: `workload:` is the web application between the groups
+    `clients` and `servers`, and `topology.kind` defaults to CATNIP's dumbbell. Returns the raw
+    mapping with the long forms, and whether `workload:` was used."""
+    if not isinstance(raw, dict):
+        return raw, False
+    raw = dict(raw)
+    if isinstance(raw.get("topology"), dict) and "kind" not in raw["topology"]:
+        raw["topology"] = {"kind": "dumbbell", **raw["topology"]}
+    workload = raw.pop("workload", None)
+    short = workload is not None or "applications" not in raw
+    if short:
+        if "applications" in raw:
+            raise ScenarioError("workload and applications: give one (workload is the short form of"
+                                " applications: [{kind: web, clients: clients, servers: servers, ...}])")
+        if workload is not None and not isinstance(workload, dict):
+            raise ScenarioError(f"workload: a mapping of the web application's fields, got {workload!r}")
+        raw["applications"] = [{"kind": "web", "clients": "clients", "servers": "servers", **(workload or {})}]
+    return raw, short
+
+
 def validate(raw: dict[str, Any], context: str = "") -> Scenario:
+    raw, short = normalise(raw)
+    # Each application is checked by its own plug-in's schema first, so errors name its fields.
+    apps = raw.get("applications") if isinstance(raw, dict) else None
+    if isinstance(apps, list):
+        problems, parsed = [], []
+        for i, app in enumerate(apps):
+            where = "workload." if short else f"applications.{i}."
+            try:
+                parsed.append(parse_spec(app))
+            except ValidationError as exc:
+                problems.append(_format_errors(exc, context + where).replace(f"{where}(top level)", where.rstrip(".")))
+            except ValueError as exc:
+                problems.append(f"{context}{where.rstrip('.')}: {exc}")
+        if problems:
+            raise ScenarioError("\n".join(problems))
+        raw = {**raw, "applications": parsed}
     try:
         return Scenario.model_validate(raw)
     except ValidationError as exc:

@@ -102,3 +102,16 @@ def format_buffer(buffer: dict[str, int]) -> str:
         return f"{buffer['packets']}p"
     size = buffer["bytes"]
     return f"{size // 1024}KB" if size % 1024 == 0 else f"{size}B"
+
+
+def parse_size(value: object) -> int:
+    """A size in bytes, written with its unit ('6000B', '64KB'); bare numbers are ambiguous."""
+    if isinstance(value, (int, float, bool)):
+        raise ValueError(f"{value!r} is ambiguous; write a size with its unit, e.g. '6000B' or '64KB'")
+    parts = _split(str(value))
+    if parts is None or parts[1] not in _BYTE_UNITS:
+        raise ValueError(f"{value!r} is not a size; write e.g. '6000B' or '64KB' (1 KB = 1024 bytes)")
+    size = int(round(parts[0] * _BYTE_UNITS[parts[1]]))
+    if size < 1:
+        raise ValueError(f"{value!r}: a size must be at least one byte")
+    return size

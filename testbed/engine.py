@@ -37,6 +37,17 @@ class EngineLink:
     policy: dict
     match_dst: str | None = None
     match_src: str | None = None
+    loss: dict | None = None          # random loss before the policy: {"p", "p_high"}
+    edge: list | None = None          # edge functions, in order (docs/engine.md)
+
+    def config(self, queue_num: int) -> dict:
+        block = {"name": self.name, "queue_num": queue_num, "rate_bps": self.rate_bps,
+                 "delay_us": int(round(self.delay_s * 1e6)), "buffer": self.buffer, "policy": self.policy}
+        if self.loss:
+            block["loss"] = self.loss
+        if self.edge:
+            block["edge"] = self.edge
+        return block
 
     def iptables_rule(self, queue_num: int) -> list[str]:
         if self.hook == "egress":
@@ -84,11 +95,7 @@ class RouterEngine:
             # A delay line holds rate x delay worth of packets; the kernel's default 1024 is
             # too small for 100 hosts' links, and an overflow would drop silently.
             "queue_maxlen": 16384,
-            "links": [
-                {"name": link.name, "queue_num": num, "rate_bps": link.rate_bps,
-                 "delay_us": int(round(link.delay_s * 1e6)), "buffer": link.buffer, "policy": link.policy}
-                for num, link in enumerate(self.links)
-            ],
+            "links": [link.config(num) for num, link in enumerate(self.links)],
         }
 
     def start(self, timeout: float = 10.0) -> None:

@@ -10,15 +10,16 @@ import json
 import re
 import statistics
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import pytest
 
 from spec import scenario as s
 from testbed import capabilities, hostconfig
-from testbed.engine import RouterEngine
+from testbed import network as net_mod
+from testbed.links import EngineBackend
 from testbed.paths import REPO
 from tests.conftest import need_engine, need_root
-from topologies import dumbbell
 
 pytestmark = [pytest.mark.netns]
 
@@ -41,18 +42,16 @@ def scenario(**links) -> s.Scenario:
 @contextmanager
 def network(sc: s.Scenario, caps, tmp_path):
     prev = hostconfig.allow_congestion_control(sc.tcp.congestion_control)
-    d = dumbbell.build(sc, caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath))
-    engines = []
+    n = net_mod.build(sc, caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath))
+    backend = EngineBackend(tmp_path, 1, 0.001, 0.0002)
     try:
-        for r in d.routers:
-            e = RouterEngine(r, d.engine_links[r.name], tmp_path, seed=1)
-            engines.append(e)
-            e.start()
-        yield d, {e.router.name: e for e in engines}
+        backend.start(list(n.routers.values()), n.directions)
+        d = SimpleNamespace(clients=n.hosts_of("clients"), servers=n.hosts_of("servers"), router_c=n.routers["rc"],
+                            router_s=n.routers["rs"])
+        yield d, {e.router.name: e for e in backend.engines}
     finally:
-        for e in engines:
-            e.stop()
-        dumbbell.stop(d)
+        backend.stop()
+        net_mod.stop(n)
         if prev:
             hostconfig.restore_allowed_congestion_control(prev)
 
@@ -122,7 +121,7 @@ def test_bulk_tcp_reaches_bottleneck_rate_and_queue_respects_buffer(caps, tmp_pa
         try:
             client.node.cmd("sleep 0.3")
             # Data flows server -> client, as web transfers do (through the bottleneck queue at routerS).
-            res = server.node.cmd(f"iperf3 -c {client.ip} -t {seconds} -O 2 -J")
+            server.node.cmd(f"iperf3 -c {client.ip} -t {seconds} -O 2 -J")
         finally:
             out, _ = iperf_server.communicate(timeout=30)
         stats_rs = engines[d.router_s.name]

@@ -1,1 +1,17 @@
-"""topologies package."""
+"""The topology library: each entry is a small schema of the parameters a paper gives, expanded
+into a `spec.graph.Graph` (routers, host groups, links). A scenario names an entry by `kind`, or
+describes a graph itself (`kind: graph`). Building the network from a graph is the testbed's job
+(testbed/network.py); nothing here starts anything.
+"""
+
+from topologies.base import TopologyBase
+from topologies.catnip import Dumbbell
+from topologies.explicit import ExplicitGraph
+from topologies.newcwv import TwoPairDumbbell
+from topologies.tcpf import EdgeBottleneck
+from topologies.tree import AggregationTree
+
+LIBRARY: tuple[type[TopologyBase], ...] = (Dumbbell, TwoPairDumbbell, EdgeBottleneck, AggregationTree, ExplicitGraph)
+
+__all__ = ["LIBRARY", "TopologyBase", "Dumbbell", "TwoPairDumbbell", "EdgeBottleneck", "AggregationTree",
+           "ExplicitGraph"]

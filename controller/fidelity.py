@@ -1,0 +1,56 @@
+"""Whether a point kept real time, judged once for every kind of run from the engines' own
+counters (docs/fidelity.md): at most `max_late_fraction` of the engine's events later than its
+late threshold, no packet dropped by the kernel's NFQUEUE, and every engine's closing counters
+written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+QUANTILES = ("late_p50_us", "late_p99_us", "late_p999_us")
+CAUSE_SUMS = ("late_at_issue_events", "verdict_calls", "slow_verdict_calls")
+CAUSE_MAXES = ("verdict_call_p99_us", "late_at_issue_p99_us", "max_verdict_call_us", "max_late_at_issue_us")
+
+
+def engine_fidelity(finals: dict[str, dict], kernel: dict[str, dict[str, dict]]) -> dict[str, Any]:
+    """Fold each router's final stats record and kernel queue counters into one fidelity record."""
+    late = events = kdrops = 0
+    max_late = 0.0
+    quantiles: dict[str, int] = {}
+    causes: dict[str, float] = {}  # what made verdicts late (engine/src/stats.rs, LatenessCauses)
+    no_final: list[str] = []       # engines that did not write their closing counters
+    for router, final in finals.items():
+        eng = final.get("engine", {})
+        late += eng.get("late_events", 0)
+        events += eng.get("events", 0)
+        max_late = max(max_late, eng.get("max_late_us", 0) or 0)
+        for q in QUANTILES:  # the worse router's
+            if eng.get(q) is not None:
+                quantiles[q] = max(quantiles.get(q, 0), eng[q])
+        for k in CAUSE_SUMS:
+            if eng.get(k) is not None:
+                causes[k] = causes.get(k, 0) + eng[k]
+        for k in CAUSE_MAXES:
+            if eng.get(k) is not None:
+                causes[k] = max(causes.get(k, 0), eng[k])
+        kdrops += sum(r["queue_dropped"] + r["user_dropped"] for r in kernel.get(router, {}).values())
+        if not final.get("final"):
+            no_final.append(router)
+    return {"engine_events": events, "late_events": late, "late_fraction": late / events if events else 0.0,
+            "max_late_us": max_late, **quantiles, **causes, "kernel_queue_drops": kdrops,
+            "engines_without_final_stats": no_final}
+
+
+def cpu_fidelity(start: list[int], end: list[int]) -> dict[str, float]:
+    """How busy the machine was (user nice system idle iowait irq softirq steal from /proc/stat),
+    and how much of its CPU the hypervisor took away (steal), between two readings."""
+    delta = [b - a for a, b in zip(start, end)]
+    total = sum(delta) or 1
+    return {"cpu_busy_fraction": round(1 - (delta[3] + delta[4]) / total, 4),
+            "cpu_steal_fraction": round(delta[7] / total, 4)}
+
+
+def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:
+    return (fidelity["late_fraction"] <= max_late_fraction and fidelity["kernel_queue_drops"] == 0
+            and not fidelity["engines_without_final_stats"])

@@ -1,0 +1,288 @@
+"""One sweep point on one freshly built network, for any topology and any applications.
+
+    build the network (testbed/network.py) -> start its link backend (testbed/links.py)
+    -> per-host settings and the sender-side BPF (SPM marker, document sizes)
+    -> every application's servers -> wait until ready -> its clients (one common start)
+    -> watch progress, processes and engines until the applications finish or the time limit
+    -> collect samples and records -> engines' counters -> the real-time verdict (controller/fidelity.py)
+
+Teardown runs on every exit path (failure, Ctrl-C, SIGTERM) and a cancel cannot cut it short.
+What the applications measured before a failure or a cancel is recorded all the same; a point
+whose applications lost data (a client died, pages missing) fails with what was missing.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from controller import fidelity as fidelity_mod
+from controller.skeleton import RunCancelled, TeardownStack
+from results.store import Store
+from testbed import hostconfig, metadata, network, paths, sender, spm
+from testbed.capabilities import Capabilities
+from testbed.links import EngineBackend, KernelBackend
+from workloads.apps.base import AppContext, AppError, Application, lookup
+
+if TYPE_CHECKING:
+    from controller.runner import PointPlan, Progress
+
+START_DELAY_S = 2.0  # launching 100 client processes takes a moment: they start on a common clock
+
+
+def cpu_times() -> list[int]:
+    """The machine's CPU jiffies: user nice system idle iowait irq softirq steal (/proc/stat)."""
+    with open("/proc/stat") as fh:
+        return [int(x) for x in fh.readline().split()[1:9]]
+
+
+class PointRun:
+    """One sweep point on one freshly built network."""
+
+    def __init__(self, run_id: str, plan: "PointPlan", caps: Capabilities, store: Store, artifacts: Path,
+                 progress: Callable, cancelled: Callable[[], bool], concurrency: dict | None = None):
+        self.run_id, self.index, self.sc, self.seed = run_id, plan.index, plan.scenario, plan.seed
+        self.concurrency = concurrency  # how crowded the machine was when the point started (parallel.py)
+        self.caps, self.store, self.workdir, self.artifacts = caps, store, plan.workdir, artifacts
+        self.progress, self.cancelled = progress, cancelled
+        self.net: network.Network | None = None
+        self.backend: EngineBackend | KernelBackend | None = None
+        self.apps: list[Application] = []
+        self.capture: subprocess.Popen | None = None
+        self.marker: spm.SpmMarker | None = None
+        self.recorded = False
+
+    # --- the point -----------------------------------------------------------------------
+    def execute(self, prog: "Progress") -> None:
+        sc = self.sc
+        switch = self.caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath)
+        self.store.update_point(self.run_id, self.index, switch_kind=switch, link_backend=sc.run.link_backend)
+        with TeardownStack() as stack:
+            self._phase(prog, "building network")
+            self.net = net = network.build(sc, switch)
+            stack.callback(network.stop, net)
+            stack.callback(self._stop_processes)
+            engines = EngineBackend(self.workdir, self.seed, sc.run.late_threshold, sc.run.engine_spin)
+            self.backend = (KernelBackend(self.caps.qdiscs, engines) if sc.run.link_backend == "kernel" else engines)
+            routers = list(net.routers.values())
+            if isinstance(self.backend, KernelBackend):
+                self.backend.start(routers, net.directions, net.mtu)
+            else:
+                self.backend.start(routers, net.directions)
+            servers = self._web_servers()
+            for i, server in enumerate(servers):
+                hostconfig.set_sysctls(server.node, {"net.ipv4.tcp_congestion_control": sc.tcp.server_cc(i)})
+            if sc.marking.spm or sc.tcp.all_cc() & set(sender.NEED_DOCUMENTS):
+                self._phase(prog, "loading the SPM marker" if sc.marking.spm else "loading the document-size program")
+                self._load_marker(servers, stack)
+            self._phase(prog, "starting servers")
+            self._make_apps()
+            for app in self.apps:
+                app.start_servers()
+            for app in self.apps:
+                app.wait_ready(timeout=10)
+            if sc.run.capture:
+                self._start_capture()
+            self._record_environment()
+            prog.phase = "running workload"
+            self.cpu_start = cpu_times()
+            start_at = time.monotonic() + START_DELAY_S
+            for app in self.apps:
+                app.ctx.start_at = start_at
+                app.start_clients()
+            try:
+                self._watch(prog)
+            except BaseException:
+                self._record_apps(partial=True)
+                raise
+            self.cpu_end = cpu_times()
+            self._phase(prog, "collecting")
+            self._record_apps(partial=False)
+            self._collect_counters()
+
+    def _phase(self, prog: "Progress", phase: str) -> None:
+        prog.phase = phase
+        self.progress(prog)
+
+    # --- set-up --------------------------------------------------------------------------
+    def _web_servers(self):
+        """The hosts serving CATNIP's web sessions: SPM marks them, `tcp.server_congestion_control` applies."""
+        web = self.sc.app("web")
+        return self.net.hosts_of(web.servers) if web and web.servers else []
+
+    def _load_marker(self, servers, stack: TeardownStack) -> None:
+        m = self.sc.marking
+        self.marker = spm.SpmMarker(spm.SpmRules(enabled=m.spm, first=m.first, last=m.last, small_cwnd=m.small_cwnd,
+                                                 scope=m.scope, control=m.control, retransmissions=m.retransmissions),
+                                    name=f"{self.run_id[-4:]}-p{self.index}")
+        stack.callback(self._unload_marker)
+        self.marker.load()
+        self.marker.make_cgroup()
+        for i, server in enumerate(servers):
+            intf = f"{server.name}-eth0"
+            hostconfig.one_packet_per_skb(server.node, intf)
+            self.marker.attach_tc(intf, ["nsenter", "-t", str(server.node.pid), "-n"])
+            if self.sc.tcp.server_cc(i) in sender.PACING:
+                # TCP paces at cwnd x MSS / RTT x ratio: 100% spreads the last window over one RTT.
+                hostconfig.set_sysctls(server.node, {"net.ipv4.tcp_pacing_ss_ratio": 100,
+                                                     "net.ipv4.tcp_pacing_ca_ratio": 100})
+
+    def _unload_marker(self) -> None:
+        problems = self.marker.unload() if self.marker else []
+        if problems:
+            print("catnip: SPM teardown: " + "; ".join(problems), file=sys.stderr)
+
+    def _make_apps(self) -> None:
+        rng = random.Random(self.seed)
+        for spec in self.sc.applications:
+            cls = lookup(spec.kind)
+            ctx = AppContext(workdir=self.workdir / spec.instance if len(self.sc.applications) > 1 else self.workdir,
+                             seed=rng.randrange(2**31), time_limit=self.sc.run.time_limit, python=paths.python(),
+                             repo=paths.REPO, start_at=0.0, docroot=paths.docroot(),
+                             server_preexec=spm.joiner(self.marker.cgroup) if self.marker else None,
+                             catnip_module=spm.MOD_CATNIP if self.marker else None)
+            servers = self.net.hosts_of(spec.servers) if spec.servers else []
+            self.apps.append(cls(spec, ctx, self.net.hosts_of(spec.clients), servers))
+
+    def _start_capture(self) -> None:
+        data = self.net.directions_with_role("bottleneck-data")
+        if not data:
+            raise ValueError("run.capture: the topology has no link with role 'bottleneck' to capture at")
+        path = self.artifacts / f"point{self.index}-bottleneck.pcap"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.capture = data[0].router.popen(["tcpdump", "-i", data[0].interface, "-s", "128", "-U", "-w", str(path)],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.store.update_point(self.run_id, self.index, capture=str(path))
+
+    def _record_environment(self) -> None:
+        net = self.net
+        first = {}
+        for h in net.hosts.values():
+            first.setdefault(h.group, h)
+        some_router = next(iter(net.routers.values()))
+        self.store.update_point(
+            self.run_id, self.index,
+            sysctls={**{g: hostconfig.read_sysctls(h.node) for g, h in first.items()},
+                     "router": hostconfig.read_sysctls(some_router)},
+            offloads={g: hostconfig.offloads(h.node, f"{h.name}-eth0") for g, h in first.items()},
+            environment=metadata.point_environment(net, self._engines(), "before"))
+
+    def _engines(self) -> list:
+        b = self.backend
+        return (b.engine if isinstance(b, KernelBackend) else b).engines if b else []
+
+    # --- while it runs -------------------------------------------------------------------
+    def _watch(self, prog: "Progress") -> None:
+        start = time.monotonic()
+        limit = self.sc.run.time_limit
+        data = self.net.directions_with_role("bottleneck-data")
+        watched = [(d, next((e for e in self._engines() if e.router is d.router), None)) for d in data]
+        last_t: dict[str, float] = {}
+        while True:
+            time.sleep(0.5)  # the progress display's pace; nothing waits for readiness here
+            if self.cancelled():
+                raise RunCancelled("cancelled")
+            self.backend.check()
+            for app in self.apps:
+                app.check()
+            for d, engine in watched:
+                stats = engine.latest_stats() if engine else None
+                if stats and stats.get("t") != last_t.get(d.name):
+                    last_t[d.name] = stats["t"]
+                    s = stats["links"].get(d.name, {})
+                    sent = sum(v[1] for v in s.get("sent", {}).values())
+                    drops = {cls: v[0] for cls, v in s.get("dropped", {}).items()}
+                    dropped = sum(drops.values())
+                    # Written as it comes, so the dashboard can draw the run live.
+                    self.store.add_queue_samples(self.run_id, self.index, [(
+                        d.router.name, d.name, stats["t"], s.get("queue_pkts"), s.get("queue_bytes"), sent, dropped,
+                        drops.get("high", 0), dropped - drops.get("high", 0))])
+                    prog.bottleneck = {"queue_pkts": s.get("queue_pkts"), "sent_bytes": sent, "dropped": dropped}
+            done = [app.progress() for app in self.apps]
+            prog.pages_done, prog.pages_total = sum(d for d, _ in done), sum(t for _, t in done)
+            prog.elapsed = time.monotonic() - start
+            self.progress(prog)
+            if all(app.done() for app in self.apps):
+                return
+            if prog.elapsed > limit:
+                raise RuntimeError(f"time limit {limit:.0f} s reached with {prog.pages_done} of "
+                                   f"{prog.pages_total} {self._units()} done (run.time_limit)")
+
+    def _units(self) -> str:
+        units = {app.progress_unit for app in self.apps}
+        return units.pop() if len(units) == 1 else "units"
+
+    # --- after ---------------------------------------------------------------------------
+    def _record_apps(self, partial: bool) -> None:
+        """Every application's samples and records into the store, once; missing data fails the point."""
+        if self.recorded:
+            return
+        self.recorded = True
+        missing = []
+        for app in self.apps:
+            if partial:
+                app.stop()  # outputs complete before they are read
+            try:
+                result = app.collect()
+            except Exception as exc:  # noqa: BLE001 - the other applications' data is still kept
+                missing.append(f"{app.spec.instance}: its results could not be read ({exc})")
+                continue
+            if "objects" in result.records or "pages" in result.records:
+                self.store.add_transfers(self.run_id, self.index, result.records.get("objects", []),
+                                         result.records.get("pages", []))
+            self.store.add_samples(self.run_id, self.index, result.samples)
+            missing += result.missing
+        if missing and not partial:
+            raise AppError("data missing: " + "; ".join(missing[:10]) + (f" (and {len(missing) - 10} more)"
+                                                                         if len(missing) > 10 else ""))
+
+    def _collect_counters(self) -> None:
+        net = self.net
+        if self.marker and self.sc.marking.spm:
+            try:
+                marking = self.marker.counters()
+            except spm.SpmError as exc:  # the run's other records are worth keeping
+                marking = {"error": str(exc)}
+            self.store.update_point(self.run_id, self.index, marking=marking)
+        for h in net.hosts.values():
+            self.store.add_tcp_counters(self.run_id, self.index, h.name, hostconfig.nstat(h.node))
+        engines = self._engines()
+        kernel = {e.router.name: {r["link"]: r for r in e.kernel_queue_counters()} for e in engines}
+        for e in engines:
+            e.stop()
+        roles = {d.name: d.role for d in net.directions}
+        finals = {}
+        for e in engines:
+            final = e.latest_stats() or {}
+            finals[e.router.name] = final
+            configs = {link["name"]: link for link in e.config()["links"]}
+            self.store.add_link_stats(self.run_id, self.index, e.router.name, final, roles, configs,
+                                      kernel[e.router.name])
+        after = metadata.point_environment(net, [], "after")
+        fidelity = {**fidelity_mod.cpu_fidelity(self.cpu_start, self.cpu_end),
+                    **fidelity_mod.engine_fidelity(finals, kernel),
+                    "failed_clients": [p.host.name for app in self.apps for p in app.procs
+                                       if p.role == "client" and p.popen.returncode not in (0, None)],
+                    "late_threshold_us": int(self.sc.run.late_threshold * 1e6)}
+        if self.concurrency is not None:
+            fidelity["concurrency"] = self.concurrency
+        ok = fidelity_mod.realtime_ok(fidelity, self.sc.run.max_late_fraction)
+        self.store.update_point(self.run_id, self.index, fidelity=fidelity, realtime_ok=int(ok),
+                                environment_after=after)
+
+    def _stop_processes(self) -> None:
+        for app in self.apps:
+            app.stop()
+        if self.capture and self.capture.poll() is None:
+            self.capture.send_signal(signal.SIGINT)
+            try:
+                self.capture.wait(5)
+            except subprocess.TimeoutExpired:
+                self.capture.kill()
+        if self.backend:
+            self.backend.stop()

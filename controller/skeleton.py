@@ -1,0 +1,174 @@
+"""The skeleton every run shares (scenario runs, transfer measurements, `catnip fig2`): one run at
+a time on the machine (a lock), Ctrl-C and SIGTERM as a clean cancel, teardown that a second
+signal cannot cut short, the kernel-global resources of a run, run ids, and how a point's end
+is recorded. Written once here so the three kinds of runs cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import sys
+import time
+import uuid
+from contextlib import ExitStack, contextmanager
+from typing import Callable, Iterable, Iterator
+
+from results.store import Store
+from testbed import hostconfig, paths, processes, sender, spm
+
+
+class RunCancelled(Exception):
+    """Ctrl-C, SIGTERM or a cancel request: the point is torn down and recorded as cancelled."""
+
+
+class RunBusy(RuntimeError):
+    pass
+
+
+
+
+def close_abandoned_runs(store: Store) -> list[str]:
+    """Runs recorded as running whose runner has gone (SIGKILL, a crash, a reboot) are marked
+    interrupted, with their running points, so lists and the dashboard stop waiting for them;
+    returns their ids. Runs recorded before runners were named cannot be told and stay as they are."""
+    closed = []
+    for run in store.running_runs():
+        if run["runner"] and not processes.alive(run["runner"]):
+            pid = run["runner"].split("/")[1]
+            store.interrupt_run(run["id"], f"its runner (pid {pid}) ended without finishing it (killed, or the"
+                                           " machine restarted); `catnip clean` removes what it left")
+            closed.append(run["id"])
+    return closed
+
+
+@contextmanager
+def machine_lock() -> Iterator[None]:
+    """Two runs must never fight over the machine unnoticed."""
+    paths.state_dir().mkdir(parents=True, exist_ok=True)
+    fh = open(paths.state_dir() / "lock", "w")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise RunBusy("another catnip run is using this machine (lock held on "
+                      f"{paths.state_dir() / 'lock'}); wait for it or stop it") from None
+    try:
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+
+def machine_busy() -> bool:
+    """Whether a run holds the machine lock now (the dashboard waits instead of failing)."""
+    path = paths.state_dir() / "lock"
+    if not path.exists():
+        return False
+    with open(path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+
+
+@contextmanager
+def signals_cancel() -> Iterator[None]:
+    """SIGINT (Ctrl-C) and SIGTERM cancel the run cleanly, even where the shell that started us
+    ignored SIGINT (background jobs of a non-interactive shell inherit SIG_IGN)."""
+    def handler(signum, frame):
+        # Only the first signal cancels; later ones must not break the teardown it starts.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: print("catnip: tearing down, please wait", file=sys.stderr))
+        raise RunCancelled(f"stopped by {signal.Signals(signum).name}")
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextmanager
+def cancel_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM while tearing down (a cancel cutting teardown short would leave
+    detached processes behind); one that came meanwhile is delivered afterwards."""
+    got: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: got.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        if got:
+            signal.raise_signal(got[0])
+
+
+class TeardownStack(ExitStack):
+    """An ExitStack whose unwinding a cancel signal cannot interrupt (cancel_deferred)."""
+
+    def __exit__(self, *exc):
+        with cancel_deferred():
+            return super().__exit__(*exc)
+
+
+@contextmanager
+def kernel_resources(ccs: Iterable[str]) -> Iterator[None]:
+    """What the kernel holds globally for a run, set up once and undone on every exit path: the
+    CATNIP congestion controls (kernel-global names) and the global list of allowed congestion
+    controls, whose value before the first change is saved where `catnip clean` finds it, so it is
+    restored even after a SIGKILL. Runs, transfer measurements and `catnip fig2` all use this."""
+    ccs = set(ccs)
+    with TeardownStack() as stack:
+        if ccs & set(sender.NAMES):
+            stack.callback(_unregister_senders)
+            sender.register()
+        for cc in sorted(ccs):
+            previous_cc = hostconfig.allow_congestion_control(cc)
+            if previous_cc is not None:
+                paths.state_dir().mkdir(parents=True, exist_ok=True)
+                orig = paths.state_dir() / "allowed_cc.orig"
+                if not orig.exists():  # the list before the first change: what `catnip clean` restores
+                    orig.write_text(previous_cc)
+                stack.callback(_restore_cc, previous_cc)
+        yield
+
+
+def _unregister_senders() -> None:
+    sender.unregister()
+    if not spm.PIN_ROOT.exists():  # no marker left that shares the document map
+        sender.release_shared_map()
+
+
+def _restore_cc(previous: str) -> None:
+    hostconfig.restore_allowed_congestion_control(previous)
+    (paths.state_dir() / "allowed_cc.orig").unlink(missing_ok=True)
+
+
+
+
+def new_run_id(name: str) -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{name[:24]}-{uuid.uuid4().hex[:4]}"
+
+
+
+
+def record_point(store: Store, run_id: str, index: int, execute: Callable[[], None]) -> str | None:
+    """Run one point and record how it ended: done; cancelled (raised again as RunCancelled); or
+    failed, returned as the run's error while the next point still runs."""
+    try:
+        execute()
+        store.update_point(run_id, index, status="done", finished=time.time())
+        return None
+    except (RunCancelled, KeyboardInterrupt) as exc:
+        store.update_point(run_id, index, status="cancelled", error=str(exc) or "interrupted", finished=time.time())
+        raise RunCancelled(str(exc) or "interrupted") from None
+    except Exception as exc:  # noqa: BLE001 - recorded; the next point still runs
+        store.update_point(run_id, index, status="failed", error=f"{type(exc).__name__}: {exc}", finished=time.time())
+        return f"point {index}: {exc}"

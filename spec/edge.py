@@ -1,0 +1,157 @@
+"""Edge functions on a link direction, applied in order to every packet before the drop policy:
+classify/mark -> meter/police or shape (design: mark -> meter/police or shape -> drop -> schedule).
+
+These run in the queue engine, which rewrites the DS field of a packet it releases (with a
+correct checksum; docs/engine.md). Markers that need TCP state (SPM, TCP-state marking) run as
+tc BPF programs on the hosts instead (`marking` in the scenario; docs/spm.md).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from spec import units
+
+DSCP_NAMES = {"be": 0, "af11": 10, "af12": 12, "af13": 14, "af21": 18, "af22": 20, "af23": 22, "af31": 26,
+              "af32": 28, "af33": 30, "af41": 34, "af42": 36, "af43": 38, "ef": 46}
+
+
+def parse_dscp(v: Any) -> int:
+    """A DSCP as a number 0-63 or a name (AF11, AF12, AF13, EF, BE, ...)."""
+    if isinstance(v, str) and v.strip().lower() in DSCP_NAMES:
+        return DSCP_NAMES[v.strip().lower()]
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 63:
+        return v
+    raise ValueError(f"{v!r} is not a DSCP; use 0-63 or a name ({', '.join(n.upper() for n in DSCP_NAMES)})")
+
+
+def parse_ports(v: Any) -> list[int] | None:
+    """A port (80), a range ('5000-5099') or [lo, hi]."""
+    if v is None:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool):
+        lo = hi = v
+    elif isinstance(v, str) and "-" in v:
+        a, _, b = v.partition("-")
+        try:
+            lo, hi = int(a), int(b)
+        except ValueError:
+            raise ValueError(f"{v!r} is not a port range; use 80, '5000-5099' or [5000, 5099]") from None
+    elif isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        lo, hi = v
+    else:
+        raise ValueError(f"{v!r} is not a port range; use 80, '5000-5099' or [5000, 5099]")
+    if not 0 <= lo <= hi <= 65535:
+        raise ValueError(f"{v!r}: ports run 0-65535, low end first")
+    return [lo, hi]
+
+
+class _Edge(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: str
+
+    def engine_config(self, subnets: dict[str, str]) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class MarkRule(BaseModel):
+    """Packets matching every given field get `dscp`."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    proto: Literal["tcp", "udp"] | None = None
+    src: str | None = Field(default=None, description="an address block (10.1.0.0/16) or a host group's name")
+    dst: str | None = Field(default=None, description="an address block or a host group's name")
+    sport: Any = Field(default=None, description="a port, 'lo-hi' or [lo, hi]")
+    dport: Any = Field(default=None, description="a port, 'lo-hi' or [lo, hi]")
+    dscp: int
+
+    _dscp = field_validator("dscp", mode="before")(lambda cls, v: parse_dscp(v))
+    _ports = field_validator("sport", "dport", mode="before")(lambda cls, v: parse_ports(v))
+
+    @field_validator("src", "dst")
+    @classmethod
+    def _block(cls, v: str | None) -> str | None:
+        if v is None or "/" not in v and not any(c.isdigit() for c in v.split(".")[0][:1]):
+            return v  # a group name, resolved once the graph is known
+        try:
+            return str(ipaddress.ip_network(v, strict=False))
+        except ValueError:
+            raise ValueError(f"{v!r} is neither an address block (10.1.0.0/16) nor a host group name") from None
+
+    def engine_rule(self, subnets: dict[str, str]) -> dict[str, Any]:
+        def block(v: str | None) -> str | None:
+            if v is None or v[0].isdigit():
+                return v
+            if v not in subnets:
+                raise ValueError(f"mark rule names host group {v!r}, which the topology does not have"
+                                 f" (groups: {', '.join(sorted(subnets))})")
+            return subnets[v]
+        return {"proto": {"tcp": 6, "udp": 17}.get(self.proto or "", None), "src": block(self.src),
+                "dst": block(self.dst), "sport": self.sport, "dport": self.dport, "dscp": self.dscp}
+
+
+class Mark(_Edge):
+    """Set the DSCP by address, protocol and port (e.g. Nouredine-Tobagi's application-based
+    marking, section 5: Telnet AF11, HTTP AF12, FTP AF13). The first matching rule wins."""
+    kind: Literal["mark"] = "mark"
+    rules: list[MarkRule] = Field(min_length=1)
+    default: int | None = Field(default=None, description="DSCP of packets no rule matches (none: unchanged)")
+
+    _default = field_validator("default", mode="before")(lambda cls, v: None if v is None else parse_dscp(v))
+
+    def engine_config(self, subnets):
+        return {"kind": "mark", "rules": [r.engine_rule(subnets) for r in self.rules], "default": self.default}
+
+
+class Police(_Edge):
+    """A token-bucket meter: packets beyond `rate` with bursts of `bucket` are dropped or remarked
+    (Nouredine-Tobagi's edge policer and ER-TBM, section 6.3)."""
+    kind: Literal["police"] = "police"
+    rate: int = Field(description="token rate, e.g. '250kbit'")
+    bucket: int = Field(description="bucket depth in bytes, e.g. '6000B'")
+    dscp: list[int] | None = Field(default=None, description="the packets metered (default: all)")
+    per: Literal["link", "src", "flow"] = Field(default="link", description="one bucket per link, source or flow")
+    exceed: Any = Field(default="drop", description="'drop' or {remark: DSCP}")
+
+    _rate = field_validator("rate", mode="before")(lambda cls, v: units.parse_rate(v))
+    _bucket = field_validator("bucket", mode="before")(lambda cls, v: v if type(v) is int else units.parse_size(v))
+
+    @field_validator("dscp", mode="before")
+    @classmethod
+    def _dscps(cls, v):
+        return None if v is None else [parse_dscp(x) for x in (v if isinstance(v, list) else [v])]
+
+    @field_validator("exceed", mode="before")
+    @classmethod
+    def _exceed(cls, v):
+        if v == "drop" or v == {"action": "drop"}:
+            return {"action": "drop"}
+        if isinstance(v, dict) and v.get("action") == "remark" and set(v) == {"action", "dscp"}:
+            return {"action": "remark", "dscp": parse_dscp(v["dscp"])}
+        if isinstance(v, dict) and set(v) == {"remark"}:
+            return {"action": "remark", "dscp": parse_dscp(v["remark"])}
+        raise ValueError(f"{v!r}: exceed is 'drop' or {{remark: DSCP}}")
+
+    def engine_config(self, subnets):
+        return {"kind": "police", "rate_bps": self.rate, "bucket_bytes": self.bucket, "dscp": self.dscp,
+                "per": self.per, "exceed": dict(self.exceed)}
+
+
+class Shape(_Edge):
+    """A token-bucket shaper that holds packets in a buffer of its own before the link's queue."""
+    kind: Literal["shape"] = "shape"
+    rate: int
+    bucket: int
+    buffer: dict[str, int] | None = None
+
+    _rate = field_validator("rate", mode="before")(lambda cls, v: units.parse_rate(v))
+    _bucket = field_validator("bucket", mode="before")(lambda cls, v: v if type(v) is int else units.parse_size(v))
+    _buffer = field_validator("buffer", mode="before")(lambda cls, v: None if v is None else units.parse_buffer(v))
+
+    def engine_config(self, subnets):
+        return {"kind": "shape", "rate_bps": self.rate, "bucket_bytes": self.bucket, "buffer": self.buffer}
+
+
+EdgeSpec = Annotated[Union[Mark, Police, Shape], Field(discriminator="kind")]

@@ -1,0 +1,265 @@
+"""Topologies as data: routers, host groups and links, each link direction with its rate,
+one-way delay, buffer, queue policy, random loss and edge functions. Routing follows from the
+graph (fewest hops). Library topologies (topologies/) expand into a `Graph`; a scenario may
+also describe one itself (`topology: {kind: graph, ...}`).
+
+Direction names: a router link `a`-`b` has `forward` (a -> b) and `reverse` (b -> a); a host
+group's access link has `down` (router -> host) and `up` (host -> router). Fields given on the
+link apply to both directions; a direction's own block overrides them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from spec import units
+from spec.edge import EdgeSpec
+from spec.policy import PolicySpec
+
+NAME = r"^[a-z][a-z0-9]{0,5}$"  # node names: 'ctp' + name + '-ethN' must fit IFNAMSIZ (15)
+MAX_RATE = 100 * 10**9          # 100 Gbit/s: far above what one machine emulates
+MAX_DELAY = 10.0                # seconds, one way
+MAX_HOSTS = 1000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _rate(v: Any) -> int:
+    bps = units.parse_rate(v)
+    if bps > MAX_RATE:
+        raise ValueError(f"{v!r}: above {units.format_rate(MAX_RATE)}, more than any link this testbed can emulate")
+    return bps
+
+
+def _delay(v: Any) -> float:
+    s = units.parse_duration(v)
+    if s > MAX_DELAY:
+        raise ValueError(f"{v!r}: a one-way delay above {MAX_DELAY:g} s is not a network path")
+    return s
+
+
+class LossSpec(_Strict):
+    """Random loss before the queue: p for every packet, p_high for AF11 packets (default p)."""
+    p: float = Field(ge=0, lt=1)
+    p_high: float | None = Field(default=None, ge=0, lt=1)
+
+    def engine_config(self) -> dict[str, float]:
+        return {"p": self.p, "p_high": self.p if self.p_high is None else self.p_high}
+
+
+class Direction(_Strict):
+    """One direction's overrides of its link's fields."""
+    rate: int | None = None
+    delay: float | None = None
+    buffer: dict[str, int] | None = None
+    policy: PolicySpec | None = None
+    loss: LossSpec | None = None
+    edge: list[EdgeSpec] | None = None
+
+    _r = field_validator("rate", mode="before")(lambda cls, v: None if v is None else _rate(v))
+    _d = field_validator("delay", mode="before")(lambda cls, v: None if v is None else _delay(v))
+    _b = field_validator("buffer", mode="before")(lambda cls, v: None if v is None else units.parse_buffer(v))
+
+
+class LinkSpec(_Strict):
+    """An emulated link: rate, one-way propagation delay and the buffer of its egress queue."""
+    rate: int = Field(description="bit/s; written like '10Mbit'")
+    delay: float = Field(description="one-way propagation delay in seconds; written like '5ms'")
+    buffer: dict[str, int] = Field(description="{'packets': N} or {'bytes': N}; written '50p' or '64KB'")
+    policy: PolicySpec | None = Field(default=None, description="queue policy (default: the scenario's router.policy)")
+    loss: LossSpec | None = None
+    edge: list[EdgeSpec] = Field(default_factory=list, description="edge functions, applied in order")
+
+    _r = field_validator("rate", mode="before")(lambda cls, v: _rate(v))
+    _d = field_validator("delay", mode="before")(lambda cls, v: _delay(v))
+    _b = field_validator("buffer", mode="before")(lambda cls, v: units.parse_buffer(v))
+
+
+class AccessLinkSpec(LinkSpec):
+    down: Direction | None = Field(default=None, description="router -> host")
+    up: Direction | None = Field(default=None, description="host -> router (the host's own qdisc serializes it,"
+                                                           " the router adds delay and edge functions)")
+
+    @model_validator(mode="after")
+    def _up_has_no_queue(self):
+        if self.up and (self.up.buffer is not None or self.up.policy is not None):
+            raise ValueError("up: buffer and policy do not apply: the host's own queue serializes its uplink"
+                             " (put a queue policy on the router's egress links instead)")
+        return self
+
+
+class CoreLinkSpec(LinkSpec):
+    forward: Direction | None = Field(default=None, description="a -> b")
+    reverse: Direction | None = Field(default=None, description="b -> a")
+
+    def between(self, a: str, b: str, role: str | None, data: str = "forward") -> "RouterLink":
+        """This link's parameters placed between routers a and b."""
+        return RouterLink(a=a, b=b, role=role, data=data, **{k: getattr(self, k) for k in CoreLinkSpec.model_fields})
+
+
+class DelayClass(_Strict):
+    delay: float = Field(description="one-way delay of the host's access link")
+    tag: str = Field(pattern=r"^[A-Za-z0-9_.=-]{1,24}$", description="label copied to the host's samples")
+
+    _d = field_validator("delay", mode="before")(lambda cls, v: _delay(v))
+
+
+class HostGroup(_Strict):
+    """`count` hosts, each with a dedicated access link to `router`."""
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,15}$")
+    count: int = Field(ge=1, le=MAX_HOSTS)
+    router: str
+    prefix: str = Field(pattern=r"^[a-z][a-z]{0,3}$", description="host names: prefix + number (c1, c2, ...)")
+    first: int = Field(default=1, ge=1, description="number of the group's first host (groups may share a prefix)")
+    role: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,15}$",
+                             description="a name several groups share (applications may name it instead of a group)")
+    link: AccessLinkSpec
+    delay_classes: list[DelayClass] | None = Field(
+        default=None, min_length=1, description="host i gets class i mod n: its access delay and tag")
+
+    def host_names(self) -> list[str]:
+        return [f"{self.prefix}{self.first + i}" for i in range(self.count)]
+
+    def delay_class(self, index: int) -> DelayClass | None:
+        return self.delay_classes[index % len(self.delay_classes)] if self.delay_classes else None
+
+
+class RouterLink(CoreLinkSpec):
+    a: str
+    b: str
+    role: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_-]{0,31}$",
+                             description="label of the link in the results; 'bottleneck' links are watched live")
+    data: Literal["forward", "reverse"] = Field(
+        default="forward", description="the direction carrying the measured data (role-data; the other is role-ack)")
+
+
+class Graph(_Strict):
+    routers: list[str] = Field(min_length=1)
+    groups: list[HostGroup] = Field(min_length=1)
+    links: list[RouterLink] = Field(default_factory=list)
+
+    @field_validator("routers")
+    @classmethod
+    def _router_names(cls, v: list[str]) -> list[str]:
+        import re
+        for name in v:
+            if not re.match(NAME, name):
+                raise ValueError(f"router name {name!r}: 1-6 lower-case letters and digits, a letter first")
+        dup = sorted({n for n in v if v.count(n) > 1})
+        if dup:
+            raise ValueError(f"router names must be unique: {', '.join(dup)} repeated")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Graph":
+        routers = set(self.routers)
+        names = [g.name for g in self.groups]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"groups: names must be unique: {', '.join(dup)} repeated")
+        hosts: dict[str, str] = {}
+        for g in self.groups:
+            if g.router not in routers:
+                raise ValueError(f"groups.{g.name}.router: unknown router {g.router!r} (routers: {', '.join(self.routers)})")
+            last = g.host_names()[-1]
+            if len(last) > 7:
+                raise ValueError(f"groups.{g.name}: host name {last!r} is too long (prefix + number at most 7"
+                                 " characters: interface names are limited to 15)")
+            for h in g.host_names():
+                if h in hosts or h in routers:
+                    raise ValueError(f"groups.{g.name}: host name {h!r} also used by "
+                                     f"{'group ' + hosts[h] if h in hosts else 'a router'}; choose another prefix")
+                hosts[h] = g.name
+        if len(hosts) > MAX_HOSTS:
+            raise ValueError(f"{len(hosts)} hosts: at most {MAX_HOSTS}")
+        seen = set()
+        for i, link in enumerate(self.links):
+            for end in (link.a, link.b):
+                if end not in routers:
+                    raise ValueError(f"links.{i}: unknown router {end!r} (routers: {', '.join(self.routers)})")
+            if link.a == link.b:
+                raise ValueError(f"links.{i}: a link joins two different routers (both ends are {link.a!r})")
+            pair = frozenset((link.a, link.b))
+            if pair in seen:
+                raise ValueError(f"links.{i}: {link.a} and {link.b} are already linked")
+            seen.add(pair)
+        unreached = set(self.routers) - self._reachable(self.routers[0])
+        if unreached:
+            raise ValueError(f"the graph is not connected: no path from {self.routers[0]} to "
+                             f"{', '.join(sorted(unreached))}")
+        no_hosts = routers - {g.router for g in self.groups} - {e for l in self.links for e in (l.a, l.b)}
+        if no_hosts:
+            raise ValueError(f"routers {', '.join(sorted(no_hosts))} have neither hosts nor links")
+        return self
+
+    def neighbours(self, router: str) -> list[str]:
+        out = []
+        for link in self.links:
+            if link.a == router:
+                out.append(link.b)
+            elif link.b == router:
+                out.append(link.a)
+        return out
+
+    def _reachable(self, start: str) -> set[str]:
+        seen, todo = {start}, deque([start])
+        while todo:
+            for n in self.neighbours(todo.popleft()):
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        return seen
+
+    def next_hops(self, router: str) -> dict[str, str]:
+        """For every other router, the neighbour of `router` on a path with the fewest hops
+        (ties broken by the order of `links`, so routing is deterministic)."""
+        first: dict[str, str] = {}
+        seen, todo = {router}, deque()
+        for n in self.neighbours(router):
+            if n not in seen:
+                seen.add(n)
+                first[n] = n
+                todo.append(n)
+        while todo:
+            cur = todo.popleft()
+            for n in self.neighbours(cur):
+                if n not in seen:
+                    seen.add(n)
+                    first[n] = first[cur]
+                    todo.append(n)
+        return first
+
+    def groups_named(self, name: str) -> list[HostGroup]:
+        """The groups an application means by `name`: the group of that name, or every group of that role."""
+        by_name = [g for g in self.groups if g.name == name]
+        return by_name or [g for g in self.groups if g.role == name]
+
+    def group_names(self) -> list[str]:
+        return [g.name for g in self.groups] + sorted({g.role for g in self.groups if g.role})
+
+
+class ResolvedDirection(_Strict):
+    """Everything one emulated link direction needs, defaults applied."""
+    rate: int
+    delay: float
+    buffer: dict[str, int] | None
+    policy: PolicySpec
+    loss: LossSpec | None = None
+    edge: list[EdgeSpec] = Field(default_factory=list)
+
+
+def resolve(link: LinkSpec, direction: Direction | None, default_policy: Any,
+            delay: float | None = None) -> ResolvedDirection:
+    d = direction or Direction()
+    return ResolvedDirection(
+        rate=d.rate if d.rate is not None else link.rate,
+        delay=d.delay if d.delay is not None else delay if delay is not None else link.delay,
+        buffer=d.buffer if d.buffer is not None else link.buffer,
+        policy=d.policy or link.policy or default_policy,
+        loss=d.loss or link.loss,
+        edge=list(d.edge if d.edge is not None else link.edge))

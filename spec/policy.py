@@ -1,0 +1,277 @@
+"""Queue policies of a link direction: one schema class per policy, the Python half of the typed
+contract whose other half is the engine's tagged enum (docs/engine.md).
+
+Each class checks its own parameters and writes its own engine block (`engine_config`). Adding a
+policy is one class here (plus its entry in `POLICIES`) and one Rust file in engine/src/policy/.
+
+Thresholds (RED family) are a packet count (10), a share of the queue's buffer ('20%', CATNIP's
+choice, section V-A) or a size ('50KB': the engine then averages the queue in bytes, as the
+TCP-friendly marking paper's Table 1 gives its RIO thresholds).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from spec import units
+
+
+class _Policy(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: str
+
+    def engine_config(self, buffer: dict[str, int] | None) -> dict[str, Any]:
+        """The engine's `policy` block for a queue with this buffer."""
+        return {"kind": self.kind}
+
+
+class DropTail(_Policy):
+    """Tail drop: the arrival is refused when the buffer is full."""
+    kind: Literal["droptail"] = "droptail"
+
+
+class CatnipGood(_Policy):
+    """CATNIP-Good (CATNIP section III-C): a high-priority arrival at a full buffer pushes out a
+    random low-priority packet."""
+    kind: Literal["catnip_good"] = "catnip_good"
+
+
+class CatnipBad(_Policy):
+    """CATNIP-Bad (section III-C): the opposite rule, low pushes out high."""
+    kind: Literal["catnip_bad"] = "catnip_bad"
+
+
+def _threshold(v: Any) -> Any:
+    """A packet count, a share of the buffer ('20%') or a size ('50KB')."""
+    if isinstance(v, bool):
+        raise ValueError(f"{v!r} is not a threshold")
+    if isinstance(v, (int, float)):
+        if v >= 0 and v == v and v != float("inf"):
+            return float(v)
+        raise ValueError(f"{v!r} is not a threshold; a packet count must be a finite number >= 0")
+    if isinstance(v, str):
+        text = v.strip()
+        if text.endswith("%"):
+            try:
+                pct = float(text[:-1])
+            except ValueError:
+                pct = -1
+            if 0 <= pct <= 100:
+                return f"{pct:g}%"
+        else:
+            try:
+                size = units.parse_buffer(text)
+            except ValueError:
+                size = None
+            if size and "bytes" in size:
+                return {"bytes": size["bytes"]}
+    raise ValueError(f"{v!r} is not a threshold; use a packet count (10), a share of the buffer ('20%')"
+                     " or a size ('50KB')")
+
+
+Threshold = Annotated[Any, Field(description="packets (10), share of the buffer ('20%') or size ('50KB')")]
+
+
+def _unit(th: Any) -> str:
+    return "bytes" if isinstance(th, dict) else "share" if isinstance(th, str) else "packets"
+
+
+def _check_order(min_th: Any, max_th: Any) -> None:
+    if _unit(min_th) != _unit(max_th):
+        if "bytes" in (_unit(min_th), _unit(max_th)):
+            raise ValueError(f"min_th ({_show(min_th)}) and max_th ({_show(max_th)}) must both be sizes or neither")
+        return  # a count and a share: compared once the buffer is known (engine_config)
+    lo, hi = (_value(t) for t in (min_th, max_th))
+    if not lo < hi:
+        raise ValueError(f"min_th ({_show(min_th)}) must be below max_th ({_show(max_th)})")
+
+
+def _value(th: Any) -> float:
+    return float(th["bytes"]) if isinstance(th, dict) else float(str(th).rstrip("%"))
+
+
+def _show(th: Any) -> str:
+    return f"{th['bytes']}B" if isinstance(th, dict) else str(th)
+
+
+class _RedFamily(_Policy):
+    """Shared by the RED policies: averaging weight and the packet size used for idle decay and
+    for shares of a byte buffer."""
+    w_q: float = Field(gt=0, le=1, description="weight of the moving average")
+    mean_pkt_bytes: int = Field(default=1000, ge=40, le=9000,
+                                description="bytes per packet, for idle decay and shares of byte buffers")
+
+    def _resolve(self, th: Any, buffer: dict[str, int] | None) -> Any:
+        """A threshold as the engine takes it: packets (a number) or {"bytes": N}."""
+        if isinstance(th, dict):
+            return dict(th)
+        if isinstance(th, str):
+            if buffer is None:
+                raise ValueError(f"{self.kind}: thresholds given as a share need a buffer limit")
+            capacity = buffer.get("packets") or buffer["bytes"] / self.mean_pkt_bytes
+            return float(th[:-1]) / 100 * capacity
+        return float(th)
+
+    def _pair(self, min_th: Any, max_th: Any, buffer: dict[str, int] | None) -> tuple[Any, Any]:
+        lo, hi = self._resolve(min_th, buffer), self._resolve(max_th, buffer)
+        lv = lo["bytes"] if isinstance(lo, dict) else lo
+        hv = hi["bytes"] if isinstance(hi, dict) else hi
+        if not lv < hv:
+            raise ValueError(f"{self.kind} needs min_th < max_th (got {lv:g} and {hv:g})")
+        return lo, hi
+
+
+class _Red(_RedFamily):
+    min_th: Threshold
+    max_th: Threshold
+    max_p: float = Field(default=0.1, gt=0, le=1, description="drop probability at max_th (ns-2's default 0.1)")
+
+    _th = field_validator("min_th", "max_th", mode="before")(lambda cls, v: _threshold(v))
+
+    @model_validator(mode="after")
+    def _order(self):
+        _check_order(self.min_th, self.max_th)
+        return self
+
+    def engine_config(self, buffer):
+        lo, hi = self._pair(self.min_th, self.max_th, buffer)
+        return {"kind": self.kind, "min_th": lo, "max_th": hi, "w_q": self.w_q, "max_p": self.max_p,
+                "mean_pkt_bytes": self.mean_pkt_bytes}
+
+
+class Red(_Red):
+    """RED (Floyd and Jacobson 1993). CATNIP used min 20%, max 60%, weight 0.01 (section V-A)."""
+    kind: Literal["red"] = "red"
+
+
+class CatnipRed(_Red):
+    """CATNIP-RED (section III-C): RED that drops low-priority packets first."""
+    kind: Literal["catnip_red"] = "catnip_red"
+
+
+class Fred(_Red):
+    """FRED (Lin and Morris 1997; TCP-friendly marking paper, section 5)."""
+    kind: Literal["fred"] = "fred"
+    min_q: float | None = Field(default=None, ge=0, description="packets a flow may queue without a random drop"
+                                                                " (engine default 2)")
+
+    def engine_config(self, buffer):
+        return {**super().engine_config(buffer), **({} if self.min_q is None else {"min_q": self.min_q})}
+
+
+class Level(BaseModel):
+    """One drop precedence of RIO, FRIO or 3-level RED."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    min_th: Threshold
+    max_th: Threshold
+    max_p: float = Field(default=0.1, gt=0, le=1)
+
+    _th = field_validator("min_th", "max_th", mode="before")(lambda cls, v: _threshold(v))
+
+    @model_validator(mode="after")
+    def _order(self):
+        _check_order(self.min_th, self.max_th)
+        return self
+
+
+class _Levels(_RedFamily):
+    LEVELS: ClassVar[int] = 2
+    levels: list[Level] = Field(description="highest precedence first")
+
+    @model_validator(mode="after")
+    def _count(self):
+        if len(self.levels) != self.LEVELS:
+            raise ValueError(f"policy '{self.kind}' needs levels: {self.LEVELS} of {{min_th, max_th, max_p}},"
+                             f" highest precedence first (got {len(self.levels)})")
+        units_used = {_unit(t) == "bytes" for lv in self.levels for t in (lv.min_th, lv.max_th)}
+        if len(units_used) > 1:
+            raise ValueError(f"policy '{self.kind}': every level's thresholds must be sizes, or none")
+        return self
+
+    def engine_config(self, buffer):
+        levels = []
+        for level in self.levels:
+            lo, hi = self._pair(level.min_th, level.max_th, buffer)
+            levels.append({"min_th": lo, "max_th": hi, "max_p": level.max_p})
+        return {"kind": self.kind, "levels": levels, "w_q": self.w_q, "mean_pkt_bytes": self.mean_pkt_bytes}
+
+
+class Rio(_Levels):
+    """RIO (Clark and Fang 1998): IN (AF11) and OUT levels; the IN average counts IN packets only."""
+    kind: Literal["rio"] = "rio"
+
+
+class Red3(_Levels):
+    """3-level RED (Nouredine and Tobagi, section 4.2): each level's average counts its level and higher."""
+    kind: Literal["red3"] = "red3"
+    LEVELS: ClassVar[int] = 3
+
+
+class Frio(_Levels):
+    """FRIO (TCP-friendly marking paper, section 5): RIO with FRED's per-flow accounting."""
+    kind: Literal["frio"] = "frio"
+    min_q: float | None = Field(default=None, ge=0, description="as FRED's min_q")
+
+    def engine_config(self, buffer):
+        return {**super().engine_config(buffer), **({} if self.min_q is None else {"min_q": self.min_q})}
+
+
+class Wrr(_Policy):
+    """Weighted round robin over 2 queues (AF11, the rest) or 3 (AF11, AF12, AF13 and unmarked)
+    (Nouredine and Tobagi, section 5); the buffer is split among the queues by weight."""
+    kind: Literal["wrr"] = "wrr"
+    weights: list[Annotated[int, Field(ge=1)]] = Field(description="packets per round of each queue")
+
+    @field_validator("weights")
+    @classmethod
+    def _two_or_three(cls, v):
+        if len(v) not in (2, 3):
+            raise ValueError("policy 'wrr' needs weights: packets per round of 2 queues (AF11, the rest)"
+                             " or 3 (AF11, AF12, AF13 and unmarked), e.g. [1, 4]")
+        return v
+
+    def engine_config(self, buffer):
+        total = sum(self.weights)
+        for unit, size in (buffer or {}).items():
+            for i, w in enumerate(self.weights):
+                if size * w // total == 0:
+                    raise ValueError(f"wrr: queue {i}'s share of the buffer ({w}/{total} of {size} {unit}) is"
+                                     " empty; enlarge the buffer or raise its weight")
+        return {"kind": "wrr", "weights": list(self.weights)}
+
+
+class Bernoulli(_Policy):
+    """Random loss with probability loss_p, then tail drop (hysteresis paper, section 4). The same
+    as droptail with `loss: {p: ...}` on the link."""
+    kind: Literal["bernoulli"] = "bernoulli"
+    loss_p: float = Field(ge=0, lt=1)
+
+    def engine_config(self, buffer):
+        return {"kind": "bernoulli", "loss_p": self.loss_p}
+
+
+class CatnipLoss(_Policy):
+    """The CATNIP error model (hysteresis paper, section 4): p for non-AF11 packets, p' for AF11."""
+    kind: Literal["catnip_loss"] = "catnip_loss"
+    loss_p: float = Field(ge=0, lt=1)
+    loss_p_high: float = Field(ge=0, lt=1)
+
+    def engine_config(self, buffer):
+        return {"kind": "catnip_loss", "loss_p": self.loss_p, "loss_p_high": self.loss_p_high}
+
+
+POLICIES: tuple[type[_Policy], ...] = (DropTail, CatnipGood, CatnipBad, Red, CatnipRed, Fred, Rio, Red3, Frio, Wrr,
+                                       Bernoulli, CatnipLoss)
+KINDS = tuple(p.model_fields["kind"].default for p in POLICIES)
+
+PolicySpec = Annotated[Union[tuple(POLICIES)], Field(discriminator="kind")]
+
+
+def parameters(kind: str) -> list[str]:
+    """The parameters a policy takes (for error messages)."""
+    for p in POLICIES:
+        if p.model_fields["kind"].default == kind:
+            return [f for f in p.model_fields if f != "kind"]
+    return []

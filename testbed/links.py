@@ -1,0 +1,132 @@
+"""Emulated link directions and the backends that carry them.
+
+A `LinkDirection` is one direction of one scenario link, with everything needed to emulate it:
+where it sits (the router that owns it, the hook and interface, the addresses it matches), its
+parameters (rate, one-way delay, buffer, queue policy, random loss, edge functions), and the
+host-side serialization of a host's uplink. Backends turn directions into running emulation:
+
+* `EngineBackend`: one queue-engine process per router (testbed/engine.py) owning every direction
+  of that router: NFQUEUE steering rules, serialization, delay, buffer, policy, edge functions.
+  It carries every direction and every policy.
+* `KernelBackend`: tc qdiscs (htb rate, pfifo/bfifo or red, netem delay) on the egress interface
+  of router-to-router directions, where the kernel has those qdiscs (the Debian 12 VM does; this
+  machine lacks netem and red). Access links stay on the engine (they need per-host queues on a
+  shared interface); policies and edge functions the kernel has no qdisc for are refused.
+
+Hosts serialize their own uplinks with htb (`shape_host`): the router's engine adds the uplink's
+delay and edge functions at its ingress.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testbed import hostconfig
+from testbed.engine import EngineLink, RouterEngine
+
+
+@dataclass
+class LinkDirection:
+    name: str                   # "ctprs>ctprc": owner>next hop
+    role: str                   # "bottleneck-data", "access-client", "ingress-delay", ...
+    router: Any                 # Mininet node of the router owning the direction
+    hook: str                   # "egress" (FORWARD -o) or "ingress" (mangle PREROUTING -i)
+    interface: str
+    rate_bps: int               # 0: serialized elsewhere (the host's own qdisc)
+    delay_s: float
+    buffer: dict[str, int] | None
+    policy: dict                # the engine's policy block
+    loss: dict | None = None
+    edge: list[dict] = field(default_factory=list)
+    match_dst: str | None = None
+    match_src: str | None = None
+    point_to_point: bool = False  # a router-router interface: the kernel backend can own its root qdisc
+
+    def engine_link(self) -> EngineLink:
+        return EngineLink(name=self.name, hook=self.hook, interface=self.interface, rate_bps=self.rate_bps,
+                          delay_s=self.delay_s, buffer=self.buffer, policy=self.policy, match_dst=self.match_dst,
+                          match_src=self.match_src, loss=self.loss, edge=self.edge)
+
+
+class EngineBackend:
+    """Every direction a router owns, in one engine process per router."""
+
+    name = "engine"
+
+    def __init__(self, workdir: Path, seed: int, late_threshold_s: float, spin_s: float):
+        self.workdir, self.seed, self.late_threshold_s, self.spin_s = workdir, seed, late_threshold_s, spin_s
+        self.engines: list[RouterEngine] = []
+
+    def start(self, routers: list[Any], directions: list[LinkDirection]) -> None:
+        for router in routers:
+            mine = [d.engine_link() for d in directions if d.router is router]
+            if not mine:
+                continue
+            engine = RouterEngine(router, mine, self.workdir, self.seed, late_threshold_s=self.late_threshold_s,
+                                  spin_s=self.spin_s)
+            self.engines.append(engine)
+            engine.start()
+
+    def check(self) -> None:
+        for e in self.engines:
+            if not e.alive():
+                raise RuntimeError(f"queue engine on {e.router.name} died (exit {e.proc.returncode}); log: {e.log_path}")
+
+    def stop(self) -> None:
+        for e in self.engines:
+            e.stop()
+
+
+class KernelBackendError(RuntimeError):
+    pass
+
+
+class KernelBackend:
+    """Router-to-router directions as tc qdiscs; the rest on the engine (see the module doc)."""
+
+    name = "kernel"
+
+    def __init__(self, qdiscs: dict[str, bool], engine: EngineBackend):
+        self.qdiscs, self.engine = qdiscs, engine
+        self.applied: list[tuple[Any, str]] = []
+
+    def plan(self, direction: LinkDirection, mtu: int):
+        from testbed.tc_backend import TcLink
+        policy = direction.policy.get("kind")
+        if direction.edge or direction.loss or policy not in ("droptail", "red"):
+            raise KernelBackendError(f"{direction.name}: the kernel backend has droptail and red without edge"
+                                     f" functions or random loss (this direction has {policy}"
+                                     f"{', edge functions' if direction.edge else ''}{', loss' if direction.loss else ''});"
+                                     " use run.link_backend: engine")
+        buf = direction.buffer or {}
+        red = None
+        if policy == "red":
+            p = direction.policy
+            if isinstance(p["min_th"], dict) or isinstance(p["max_th"], dict):
+                raise KernelBackendError(f"{direction.name}: kernel red takes thresholds in packets here")
+            red = {k: p[k] for k in ("min_th", "max_th", "w_q", "max_p", "mean_pkt_bytes")}
+        return TcLink(intf=direction.interface, rate_bps=direction.rate_bps, delay_us=int(round(direction.delay_s * 1e6)),
+                      buffer_packets=buf.get("packets"), buffer_bytes=buf.get("bytes"), policy=policy, red=red, mtu=mtu)
+
+    def start(self, routers: list[Any], directions: list[LinkDirection], mtu: int) -> None:
+        kernel = [d for d in directions if d.point_to_point]
+        plans = [(d, self.plan(d, mtu)) for d in kernel]
+        missing = sorted({q for _, tc in plans for q in tc.needed() if not self.qdiscs.get(q)})
+        if missing:
+            raise KernelBackendError(f"run.link_backend: kernel needs the qdiscs {', '.join(missing)}, which this"
+                                     " kernel lacks (`catnip check`); use run.link_backend: engine")
+        for d, tc in plans:
+            for cmd in tc.commands():
+                hostconfig.run(d.router, *cmd)
+            self.applied.append((d.router, d.interface))
+        self.engine.start(routers, [d for d in directions if not d.point_to_point])
+
+    def check(self) -> None:
+        self.engine.check()
+
+    def stop(self) -> None:
+        self.engine.stop()
+        for router, intf in self.applied:
+            router.cmd(f"tc qdisc del dev {intf} root 2>/dev/null")

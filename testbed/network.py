@@ -1,0 +1,246 @@
+"""Builds the Mininet network of any topology graph (spec/graph.py) and plans its emulated link
+directions (testbed/links.py).
+
+Layout: every router is a Mininet host with IP forwarding; every host group has its own access
+switch (Open vSwitch, or the Linux bridge) on its router, and every host keeps a dedicated
+emulated access link to that router: the router's engine has one direction per host, selected
+by address (docs/architecture.md, "How a link is emulated"). Router links are direct veth pairs.
+
+Addressing: group g (in graph order) is 10.(g+1).0.0/16 with its router at .0.1 (CATNIP's
+dumbbell keeps clients 10.1/16 and servers 10.2/16); router link k is 172.16.0.0/12's k-th /30.
+Routing follows the graph: each router reaches every other group's block through the neighbour
+on a path with the fewest hops (Graph.next_hops); hosts route everything through their router.
+Names: 'ctp' + the graph's name for every node; a router's interfaces are NAME-ethN.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import subprocess
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from spec.graph import Graph, RouterLink, resolve
+from spec.scenario import Scenario
+from testbed import hostconfig
+from testbed.links import LinkDirection
+from testbed.paths import PREFIX
+from workloads.apps.base import Host
+
+CORE_NET = ipaddress.ip_network("172.16.0.0/12")
+
+
+def host_ip(net: ipaddress.IPv4Network, index: int) -> str:
+    """Index 0 is the router (.1); hosts count from 1 (.2 onwards; .0 and .255 of each /24 skipped)."""
+    return str(net.network_address + (index // 254) * 256 + (index % 254) + 1)
+
+
+def group_net(position: int) -> ipaddress.IPv4Network:
+    return ipaddress.ip_network(f"10.{position + 1}.0.0/16")
+
+
+@dataclass
+class Network:
+    """A built network: the Mininet object, hosts by name, routers, the link directions."""
+
+    net: Any
+    switch_kind: str
+    graph: Graph
+    hosts: dict[str, Host] = field(default_factory=dict)       # by short name (c1)
+    routers: dict[str, Any] = field(default_factory=dict)      # short name -> Mininet node
+    subnets: dict[str, str] = field(default_factory=dict)      # group -> address block
+    directions: list[LinkDirection] = field(default_factory=list)
+    mtu: int = 1500
+
+    def hosts_of(self, name: str) -> list[Host]:
+        """The hosts of a group, or of every group with that role, in graph order."""
+        groups = {g.name for g in self.graph.groups_named(name)}
+        return [h for h in self.hosts.values() if h.group in groups]
+
+    def directions_with_role(self, prefix: str) -> list[LinkDirection]:
+        return [d for d in self.directions if d.role.startswith(prefix)]
+
+    def node_name(self, short: str) -> str:
+        return PREFIX + short
+
+
+def _switch_class(kind: str):
+    from mininet.node import OVSSwitch
+    from mininet.nodelib import LinuxBridge
+    if kind == "linuxbridge":
+        return LinuxBridge
+    # No controller: the switch learns MAC addresses itself (standalone fail mode).
+    return partial(OVSSwitch, failMode="standalone", datapath="user" if kind == "ovs-user" else "kernel")
+
+
+def build(scenario: Scenario, switch_kind: str) -> Network:
+    """Create and start the network; the caller must call `stop(n)` (also on failure)."""
+    from mininet.log import setLogLevel
+    from mininet.net import Mininet
+    from mininet.node import Host as MnHost
+
+    # Mininet's warnings (e.g. about br_netfilter sysctls of the root namespace, which see no
+    # rules of ours) would drown the progress display; its errors still show.
+    setLogLevel("error")
+    graph = scenario.graph()
+    net = Mininet(topo=None, controller=None, build=False, switch=_switch_class(switch_kind), host=MnHost,
+                  autoSetMacs=False, waitConnected=False)
+    n = Network(net=net, switch_kind=switch_kind, graph=graph,
+                mtu=scenario.topology.mss + 40 if scenario.topology.mss else 1500)
+    try:
+        ports: dict[str, int] = {}
+
+        def port(router: str) -> str:
+            ports[router] = ports.get(router, -1) + 1
+            return f"{PREFIX}{router}-eth{ports[router]}"
+
+        for r in graph.routers:
+            n.routers[r] = net.addHost(PREFIX + r, ip=None)
+        lan: dict[str, str] = {}
+        for gi, group in enumerate(graph.groups):
+            sw = net.addSwitch(f"{PREFIX}s{gi + 1}")
+            lan[group.name] = port(group.router)
+            net.addLink(n.routers[group.router], sw, intfName1=lan[group.name])
+            n.subnets[group.name] = str(group_net(gi))
+            for i, short in enumerate(group.host_names()):
+                cls = group.delay_class(i)
+                node = net.addHost(PREFIX + short, ip=None)
+                net.addLink(node, sw, intfName1=f"{PREFIX}{short}-eth0")
+                n.hosts[short] = Host(name=PREFIX + short, ip=host_ip(group_net(gi), i + 1), group=group.name,
+                                      index=i, tag=cls.tag if cls else "", node=node)
+        core_intf: list[tuple[str, str]] = []
+        for link in graph.links:
+            ia, ib = port(link.a), port(link.b)
+            net.addLink(n.routers[link.a], n.routers[link.b], intfName1=ia, intfName2=ib)
+            core_intf.append((ia, ib))
+        net.build()
+        net.start()
+        _configure(n, scenario, lan, core_intf)
+        _plan_directions(n, scenario, lan, core_intf)
+    except BaseException:
+        stop(n)
+        raise
+    return n
+
+
+def _core_ips(k: int) -> tuple[str, str, int]:
+    base = CORE_NET.network_address + 4 * k
+    return str(base + 1), str(base + 2), 30
+
+
+def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: list[tuple[str, str]]) -> None:
+    topo, tcp, graph = scenario.topology, scenario.tcp, n.graph
+    run = hostconfig.run
+    # Switch-side veth ends live in the root namespace; they carry our prefix.
+    for sw in n.net.switches:
+        for intf in sw.intfList():
+            if intf.name != "lo" and intf.name.startswith(PREFIX):
+                hostconfig.disable_offloads(sw, intf.name)
+                if topo.mss:
+                    hostconfig.set_mtu(sw, intf.name, n.mtu)
+                    if n.switch_kind.startswith("ovs"):
+                        sw.cmd(f"ovs-vsctl set interface {intf.name} mtu_request={n.mtu}")
+    addr: dict[str, str] = {}  # router -> its address on each link, by neighbour: "a>b" -> ip of b
+    for k, (link, (ia, ib)) in enumerate(zip(graph.links, core_intf)):
+        ip_a, ip_b, plen = _core_ips(k)
+        run(n.routers[link.a], "ip", "addr", "add", f"{ip_a}/{plen}", "dev", ia)
+        run(n.routers[link.b], "ip", "addr", "add", f"{ip_b}/{plen}", "dev", ib)
+        addr[f"{link.a}>{link.b}"], addr[f"{link.b}>{link.a}"] = ip_b, ip_a
+    for gi, group in enumerate(graph.groups):
+        net = group_net(gi)
+        run(n.routers[group.router], "ip", "addr", "add", f"{host_ip(net, 0)}/{net.prefixlen}", "dev", lan[group.name])
+    for name, router in n.routers.items():
+        for intf in router.intfList():
+            if intf.name == "lo":
+                continue
+            hostconfig.disable_offloads(router, intf.name)
+            if topo.mss:
+                hostconfig.set_mtu(router, intf.name, n.mtu)
+            run(router, "ip", "link", "set", intf.name, "up")
+        hostconfig.set_sysctls(router, {"net.ipv4.ip_forward": 1, "net.ipv4.conf.all.rp_filter": 0,
+                                        "net.ipv4.conf.default.rp_filter": 0})
+        hops = graph.next_hops(name)
+        for gi, group in enumerate(graph.groups):
+            if group.router != name:
+                run(router, "ip", "route", "add", str(group_net(gi)), "via", addr[f"{name}>{hops[group.router]}"])
+    sysctls = hostconfig.tcp_sysctls(tcp.congestion_control, tcp.sack, tcp.timestamps)
+    for gi, group in enumerate(graph.groups):
+        net = group_net(gi)
+        up = resolve(group.link, group.link.up, scenario.router.policy)
+        for short in group.host_names():
+            h = n.hosts[short]
+            intf = f"{h.name}-eth0"
+            run(h.node, "ip", "addr", "add", f"{h.ip}/{net.prefixlen}", "dev", intf)
+            hostconfig.disable_offloads(h.node, intf)
+            if topo.mss:
+                hostconfig.set_mtu(h.node, intf, n.mtu)
+            run(h.node, "ip", "link", "set", intf, "up")
+            route = ["ip", "route", "add", "default", "via", host_ip(net, 0)]
+            if tcp.initial_cwnd:
+                route += ["initcwnd", tcp.initial_cwnd]
+            run(h.node, *route)
+            hostconfig.set_sysctls(h.node, sysctls)
+            hostconfig.shape_egress(h.node, intf, up.rate, n.mtu)
+
+
+def _engine_policy(policy: Any, buffer: dict | None, where: str) -> dict:
+    try:
+        return policy.engine_config(buffer)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _plan_directions(n: Network, sc: Scenario, lan: dict[str, str], core_intf: list[tuple[str, str]]) -> None:
+    graph, default = n.graph, sc.router.policy
+    for group in graph.groups:
+        router = n.routers[group.router]
+        rname = PREFIX + group.router
+        for i, short in enumerate(group.host_names()):
+            h = n.hosts[short]
+            cls = group.delay_class(i)
+            delay = cls.delay if cls else None
+            down = resolve(group.link, group.link.down, default, delay)
+            up = resolve(group.link, group.link.up, default, delay)
+            n.directions.append(LinkDirection(
+                name=f"{rname}>{h.name}", role=f"access-{group.role or group.name}", router=router, hook="egress",
+                interface=lan[group.name], rate_bps=down.rate, delay_s=down.delay, buffer=down.buffer,
+                policy=_engine_policy(down.policy, down.buffer, f"groups.{group.name}.link"),
+                loss=down.loss.engine_config() if down.loss else None,
+                edge=[e.engine_config(n.subnets) for e in down.edge], match_dst=h.ip))
+            # The host's htb serializes its uplink; the router adds its delay and edge functions.
+            n.directions.append(LinkDirection(
+                name=f"{h.name}>{rname}", role="ingress-delay", router=router, hook="ingress",
+                interface=lan[group.name], rate_bps=0, delay_s=up.delay, buffer=None, policy={"kind": "droptail"},
+                loss=up.loss.engine_config() if up.loss else None,
+                edge=[e.engine_config(n.subnets) for e in up.edge], match_src=h.ip))
+    for link, (ia, ib) in zip(graph.links, core_intf):
+        for (src, dst, intf, d), label in ((( link.a, link.b, ia, link.forward), "forward"),
+                                           ((link.b, link.a, ib, link.reverse), "reverse")):
+            r = resolve(link, d, default)
+            n.directions.append(LinkDirection(
+                name=f"{PREFIX}{src}>{PREFIX}{dst}", role=_core_role(link, label), router=n.routers[src],
+                hook="egress", interface=intf, rate_bps=r.rate, delay_s=r.delay, buffer=r.buffer,
+                policy=_engine_policy(r.policy, r.buffer, f"links {link.a}-{link.b} ({label})"),
+                loss=r.loss.engine_config() if r.loss else None, edge=[e.engine_config(n.subnets) for e in r.edge],
+                point_to_point=True))
+
+
+def _core_role(link: RouterLink, direction: str) -> str:
+    """`bottleneck-data` / `bottleneck-ack` (CATNIP's dumbbell: data from the servers' side, rs -> rc)."""
+    return f"{link.role or 'core'}-{'data' if direction == link.data else 'ack'}"
+
+
+def stop(n: Network) -> None:
+    """Tear the network down; safe to call on a half-built network."""
+    try:
+        n.net.stop()
+    except Exception:  # noqa: BLE001 - cleanup continues; `catnip clean` catches the rest
+        pass
+    # A run cancelled while Mininet was starting the switches can leave a Linux bridge that
+    # net.stop() did not take down (seen: Ctrl-C in "building network"); ours carry our prefix.
+    for sw in n.net.switches:
+        subprocess.run(["ip", "link", "del", sw.name], capture_output=True, timeout=10)
+
+
+

@@ -1,0 +1,279 @@
+"""Applications as plug-ins: what every application of a scenario provides to the runner.
+
+An application is one class: its schema (`Spec`, a pydantic model with a unique `kind`), the
+processes it starts in the hosts of two host groups (servers first, then clients), how it knows
+they are ready (never a sleep: a READY line or a listening socket), its progress, and the
+samples it measured (`Sample`, one row of the results' `samples` table). The runner drives every
+application of a scenario through the same steps:
+
+    start_servers -> wait_ready -> start_clients -> (progress, check) until done -> collect -> stop
+
+`stop` runs on every exit path and must be safe to call twice. Plug-ins do not import the
+testbed: hosts come as `Host` objects whose `node` can `popen(argv, ...)` and `cmd(text)` in the
+host's namespace (a Mininet node), so a toy application fits in a few lines (tests/test_plugins.py).
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class AppError(RuntimeError):
+    """An application that cannot go on: a server died, a client failed, data went missing."""
+
+
+class AppSpec(BaseModel):
+    """Fields every application has; each plug-in's `Spec` adds its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: str
+    name: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_-]{0,31}$",
+                             description="instance name in the results (default: the kind)")
+    clients: str = Field(description="host group whose hosts run the clients (they open the connections)")
+    servers: str | None = Field(default=None, description="host group whose hosts run the servers")
+
+    @property
+    def instance(self) -> str:
+        return self.name or self.kind
+
+    def groups(self) -> list[str]:
+        return [g for g in (self.clients, self.servers) if g]
+
+
+@dataclass
+class Host:
+    """One emulated host as an application sees it."""
+
+    name: str
+    ip: str
+    group: str
+    index: int            # position in its group, from 0
+    tag: str = ""         # the host's delay class (e.g. "rtt80ms"), copied to its samples
+    node: Any = None      # Mininet node: popen(argv, **kw), cmd(text)
+
+
+@dataclass
+class AppContext:
+    """What the run gives every application."""
+
+    workdir: Path         # this application's own directory (configs, logs, outputs)
+    seed: int             # this application's seed (derived from the point's seed and its position)
+    time_limit: float     # seconds the point may run
+    python: str           # the interpreter for `python -m workloads....`
+    repo: Path            # working directory of those processes
+    start_at: float       # time.monotonic() at which clients should begin (a common clock)
+    docroot: Path | None = None
+    server_preexec: Any = None        # run in a server process before exec (e.g. join the SPM marker's cgroup)
+    catnip_module: Path | None = None  # mod_catnip.so when the servers announce document sizes (SPM)
+
+
+@dataclass
+class Proc:
+    host: Host
+    role: str             # "server" or "client"
+    popen: subprocess.Popen
+    log: Path
+    out: Path | None = None
+
+
+@dataclass
+class AppResult:
+    samples: list[dict] = field(default_factory=list)   # rows for the samples table
+    missing: list[str] = field(default_factory=list)    # data expected but not measured: fails the point
+    records: dict[str, list[dict]] = field(default_factory=dict)  # application-specific tables (web: objects, pages)
+
+
+class Application:
+    """Base class of every application plug-in."""
+
+    kind: ClassVar[str]
+    Spec: ClassVar[type[AppSpec]]
+    progress_unit: ClassVar[str] = "samples"
+
+    def __init__(self, spec: AppSpec, ctx: AppContext, clients: list[Host], servers: list[Host]):
+        self.spec, self.ctx, self.clients, self.servers = spec, ctx, clients, servers
+        self.procs: list[Proc] = []
+        ctx.workdir.mkdir(parents=True, exist_ok=True)
+
+    # --- the steps the runner calls -------------------------------------------------------
+    def start_servers(self) -> None:
+        """Start the server processes (none by default)."""
+
+    def wait_ready(self, timeout: float) -> None:
+        """Return once every server accepts work; raise AppError otherwise."""
+
+    def start_clients(self) -> None:
+        raise NotImplementedError
+
+    def progress(self) -> tuple[int, int]:
+        """(units done, units expected; 0 when open-ended)."""
+        return 0, 0
+
+    def done(self) -> bool:
+        """Every client process has exited."""
+        return all(p.popen.poll() is not None for p in self.procs if p.role == "client")
+
+    def check(self) -> None:
+        """Raise AppError when a process this application needs died before its work was done."""
+        for p in self.procs:
+            code = p.popen.poll()
+            if code is None:
+                continue
+            if p.role == "server":
+                raise AppError(f"{self.spec.instance}: server on {p.host.name} exited ({code}) while the"
+                               f" workload ran; log {p.log}: {tail(p.log)}")
+            if code != 0:
+                raise AppError(f"{self.spec.instance}: client on {p.host.name} failed (exit {code});"
+                               f" log {p.log}: {tail(p.log)}")
+
+    def collect(self) -> AppResult:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Terminate every process still running (clients first); safe to call twice."""
+        for role in ("client", "server"):
+            group = [p for p in self.procs if p.role == role and p.popen.poll() is None]
+            for p in group:
+                p.popen.terminate()
+            deadline = time.monotonic() + 5
+            for p in group:
+                try:
+                    p.popen.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    p.popen.kill()
+                    p.popen.wait()
+
+    # --- helpers for plug-ins -------------------------------------------------------------
+    def pairs(self) -> list[tuple[Host, Host]]:
+        """Each client with its server: one to one when the groups are as large, otherwise each
+        server takes a contiguous block of clients (CATNIP section IV-A: 10 clients per server)."""
+        if not self.servers:
+            raise AppError(f"{self.spec.instance}: needs a server group")
+        per = len(self.clients) / len(self.servers)
+        return [(c, self.servers[min(int(i / per), len(self.servers) - 1)]) for i, c in enumerate(self.clients)]
+
+    def spawn(self, host: Host, role: str, argv: list[str], name: str, out: Path | None = None,
+              stdout_pipe: bool = False) -> Proc:
+        """Start a process in a host's namespace, its output in a log of its own."""
+        log = self.ctx.workdir / f"{name}.log"
+        fh = open(log, "w")
+        popen = host.node.popen([str(a) for a in argv], stdout=subprocess.PIPE if stdout_pipe else fh,
+                                stderr=fh if stdout_pipe else subprocess.STDOUT, cwd=str(self.ctx.repo),
+                                text=stdout_pipe)
+        fh.close()
+        proc = Proc(host, role, popen, log, out)
+        self.procs.append(proc)
+        return proc
+
+    def write_config(self, name: str, cfg: dict) -> Path:
+        path = self.ctx.workdir / f"{name}.json"
+        path.write_text(json.dumps(cfg, indent=1))
+        return path
+
+
+def wait_for_line(proc: Proc, word: str, deadline: float) -> None:
+    """Wait until a process started with stdout_pipe prints a line starting with `word`."""
+    stream = proc.popen.stdout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AppError(f"{proc.host.name}: no {word} line from {proc.role} within the time allowed;"
+                           f" log {proc.log}: {tail(proc.log)}")
+        ready, _, _ = select.select([stream], [], [], min(left, 0.5))
+        if ready:
+            line = stream.readline()
+            if line.startswith(word):
+                return
+            if not line and proc.popen.poll() is not None:
+                raise AppError(f"{proc.host.name}: {proc.role} exited ({proc.popen.returncode}) before {word};"
+                               f" log {proc.log}: {tail(proc.log)}")
+
+
+def wait_listening(host: Host, port: int, deadline: float, proc: Proc | None = None) -> None:
+    """Wait until a TCP socket listens on `port` in the host's namespace (ss polled, not slept on)."""
+    while time.monotonic() < deadline:
+        if proc is not None and proc.popen.poll() is not None:
+            raise AppError(f"{host.name}: server exited ({proc.popen.returncode}) before listening on {port};"
+                           f" log {proc.log}: {tail(proc.log)}")
+        if f":{port} " in host.node.cmd(f"ss -Hltn sport = :{int(port)}") + " ":
+            return
+        select.select([], [], [], 0.05)
+    raise AppError(f"{host.name}: nothing listens on TCP port {port} in time")
+
+
+def read_jsonl(path: Path | None) -> list[dict]:
+    """The complete JSON lines of an output file (a line cut by a kill is skipped)."""
+    if path is None:
+        return []
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def tail(path: Path, chars: int = 300) -> str:
+    try:
+        return path.read_text()[-chars:].strip().replace("\n", " | ")
+    except OSError:
+        return "(no log)"
+
+
+def quote(argv: list[object]) -> str:
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+# --- the registry ----------------------------------------------------------------------------
+REGISTRY: dict[str, type[Application]] = {}
+
+
+def register(cls: type[Application]) -> type[Application]:
+    """Class decorator: make an application available to scenarios under `cls.kind`."""
+    kind = cls.Spec.model_fields["kind"].default
+    if not isinstance(kind, str) or kind != cls.kind:
+        raise TypeError(f"{cls.__name__}.Spec must default `kind` to {cls.kind!r}")
+    if kind in REGISTRY and REGISTRY[kind] is not cls:
+        raise TypeError(f"application kind {kind!r} is registered twice")
+    REGISTRY[kind] = cls
+    return cls
+
+
+def unregister(kind: str) -> None:
+    REGISTRY.pop(kind, None)
+
+
+def lookup(kind: Any) -> type[Application]:
+    from workloads import apps  # noqa: F401 - registers the built-in applications
+    if kind not in REGISTRY:
+        raise ValueError(f"application kind {kind!r} not allowed: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[kind]
+
+
+def parse_spec(raw: Any) -> AppSpec:
+    """A scenario's application entry, validated by its plug-in's schema (errors name the field)."""
+    if isinstance(raw, AppSpec):
+        return raw
+    if not isinstance(raw, dict):
+        raise ValueError(f"an application is a mapping with a 'kind', got {raw!r}")
+    cls = lookup(raw.get("kind"))
+    return cls.Spec.model_validate(raw)
+
+
+__all__ = ["AppContext", "AppError", "AppResult", "AppSpec", "Application", "Host", "Proc", "REGISTRY",
+           "ValidationError", "lookup", "parse_spec", "read_jsonl", "register", "tail", "unregister",
+           "wait_for_line", "wait_listening"]
