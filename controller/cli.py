@@ -212,7 +212,7 @@ def list_cmd(db: str | None, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("run_id")
+@click.argument("run_ids", nargs=-1, metavar="RUN_ID...")
 @click.option("--db", type=click.Path(dir_okay=False), default=None)
 @click.option("--json", "fmt", flag_value="json", help="JSON")
 @click.option("--csv", "fmt", flag_value="csv", help="CSV, one row per point and page")
@@ -225,23 +225,51 @@ def list_cmd(db: str | None, as_json: bool) -> None:
               "did not keep real time")
 @click.option("--against", "base", type=click.IntRange(min=0), default=None,
               help="with --pool: the sweep point the others are compared with  [default: 0]")
-def report(run_id: str, db: str | None, fmt: str | None, realtime_only: bool, base: int | None) -> None:
+@click.option("--apps", is_flag=True, help="application metrics per point, app, metric and tag (the app-metrics "
+              "layout); with --json or --csv")
+@click.option("--layout", "layout_name", metavar="NAME", default=None,
+              help="a registered layout (see --layouts); with --json or --csv; catnip-table-xi takes the "
+                   "baseline run, then the runs compared with it")
+@click.option("--layouts", "list_layouts", is_flag=True, help="list the registered layouts")
+def report(run_ids: tuple[str, ...], db: str | None, fmt: str | None, realtime_only: bool, base: int | None,
+           apps: bool, layout_name: str | None, list_layouts: bool) -> None:
     """The report of RUN_ID (an id or an unambiguous prefix) in the layout of Table II.
 
     With --pool, RUN_ID may join runs of one scenario with '+' (e.g. the same scenario with seeds
     1, 2 and 3): their points are pooled per sweep point, and each point is compared with point 0
-    (or --against N) page by page, with 95% intervals."""
+    (or --against N) page by page, with 95% intervals.
+
+    With --apps, the applications' metrics of each point; with --layout NAME, any registered
+    layout (--layouts lists them) as text, --json or --csv."""
+    if list_layouts:
+        if run_ids or apps or layout_name or fmt not in (None, "json"):
+            raise click.UsageError("--layouts lists the layouts: no RUN_ID, and no option but --json")
+        _list_layouts(fmt == "json")
+        return
+    if apps:
+        if layout_name not in (None, "app-metrics"):
+            raise click.UsageError("--apps is --layout app-metrics: choose one of them")
+        layout_name = "app-metrics"
+    if layout_name is not None:
+        _layout_report(layout_name, run_ids, db, fmt, realtime_only, base)
+        return
+    if len(run_ids) != 1:
+        raise click.UsageError("Missing argument 'RUN_ID' (or --layouts to list the layouts)." if not run_ids else
+                               f"one RUN_ID, not {len(run_ids)}: join runs of one scenario with '+' and add --pool,"
+                               " or compare runs with --layout catnip-table-xi (or `catnip compare`)")
+    run_id = run_ids[0]
     if realtime_only and fmt != "pool":
         raise click.UsageError("--realtime-only goes with --pool")
     if base is not None and fmt != "pool":
         raise click.UsageError("--against goes with --pool")
     if "+" in run_id and fmt != "pool":
         raise click.UsageError("runs joined with '+' are pooled: add --pool")
+    from results import layouts
     from results import report as report_mod
     if fmt == "pool":
         _pooled_report(run_id, db, realtime_only, base)
         return
-    with _store(db) as store:
+    with _report_store(db) as store:
         found = store.find_run(run_id)
         if found is not None and json.loads(found["scenario"]).get("kind") == "transfers":
             raise click.ClickException(f"run {found['id']} is a transfer measurement: "
@@ -254,12 +282,56 @@ def report(run_id: str, db: str | None, fmt: str | None, realtime_only: bool, ba
                 raise click.ClickException(exc.args[0]) from None
             return
         try:
-            rep = report_mod.run_report(store, run_id)
+            table = layouts.build("catnip-loss" if fmt == "loss" else "catnip-table-ii", store, run_id)
         except KeyError as exc:
             raise click.ClickException(exc.args[0]) from None
-    click.echo({"json": report_mod.render_json, "csv": report_mod.render_csv,
-                "loss": report_mod.render_loss_table}.get(fmt, report_mod.render_text)(rep),
-               nl=fmt != "csv")
+    if fmt == "json":  # the whole report, beyond the table's rows
+        click.echo(report_mod.render_json(table.source))
+    else:
+        click.echo(layouts.RENDERERS["csv" if fmt == "csv" else "text"](table), nl=fmt != "csv")
+
+
+def _report_store(db: str | None):
+    from results.store import StoreVersionError
+    try:
+        return _store(db)
+    except StoreVersionError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _list_layouts(as_json: bool) -> None:
+    from results import layouts
+    found = list(layouts.LAYOUTS.values())
+    if as_json:
+        click.echo(json.dumps([{"name": x.name, "title": x.title, "paper": x.paper, "min_runs": x.min_runs,
+                                "max_runs": x.max_runs} for x in found], indent=2))
+        return
+    for x in found:
+        runs = " ".join(["RUN"] * x.min_runs) + ("..." if x.max_runs is None else "")
+        click.echo(f"{x.name:<16} {x.paper:<28} {x.title}; catnip report {runs} --layout {x.name}")
+
+
+def _layout_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str | None, realtime_only: bool,
+                   base: int | None) -> None:
+    from results import layouts
+    if fmt not in (None, "json", "csv") or realtime_only or base is not None:
+        what = f"--{fmt}" if fmt not in (None, "json", "csv") else "--realtime-only" if realtime_only else "--against"
+        raise click.UsageError(f"{what} does not go with --layout or --apps: they print one layout, as text, "
+                               "--json or --csv")
+    try:
+        layouts.get(name)
+    except layouts.UnknownLayout as exc:
+        raise click.BadParameter(str(exc), param_hint="--layout") from None
+    if not run_ids:
+        raise click.UsageError(f"Missing argument 'RUN_ID': the runs of layout {name}.")
+    with _report_store(db) as store:
+        try:
+            table = layouts.build(name, store, *run_ids)
+        except KeyError as exc:
+            raise click.ClickException(exc.args[0]) from None
+        except ValueError as exc:  # LayoutError too: the wrong number or kind of runs
+            raise click.BadParameter(str(exc), param_hint="RUN_ID") from None
+    click.echo(layouts.RENDERERS[fmt or "text"](table), nl=fmt != "csv")
 
 
 def _pooled_report(spec: str, db: str | None, realtime_only: bool, base: int | None) -> None:
@@ -269,7 +341,7 @@ def _pooled_report(spec: str, db: str | None, realtime_only: bool, base: int | N
         ids = compare.split_run_ids(spec)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="RUN_ID") from None
-    with _store(db) as store:
+    with _report_store(db) as store:
         try:
             rep = pooled.pooled_runs_report(store, ids, realtime_only)
         except KeyError as exc:

@@ -202,18 +202,10 @@ def render_json(report: dict[str, Any]) -> str:
 
 
 def render_csv(report: dict[str, Any]) -> str:
-    """One row per (point, page): the Table II columns plus the point's sweep values and loss."""
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["run_id", "point", "rep", "assignment", "page", "conns", "bytes", "n", "min", "median", "max",
-                "mean", "sdev", "failed", "bottleneck_loss", "realtime_ok", "ci95"])
-    for p in report["points"]:
-        data = p["loss"].get("bottleneck-data", {})
-        for r in p["table"]:
-            w.writerow([report["run_id"], p["point"], p["rep"], json.dumps(p["assignment"], sort_keys=True),
-                        r["page"], r["conns"], r["bytes"], r["n"], r.get("min"), r.get("median"), r.get("max"),
-                        r.get("mean"), r.get("sdev"), r["failed"], data.get("loss"), p["realtime_ok"], r.get("ci95")])
-    return buf.getvalue()
+    """One row per (point, page): the Table II columns plus the point's sweep values and loss (the
+    rows of the catnip-table-ii layout, results/layouts.py)."""
+    from results.layouts import render_csv as table_csv, table_ii_from_report
+    return table_csv(table_ii_from_report(report))
 
 
 def loss_table(report: dict[str, Any], role: str = "bottleneck-data") -> list[dict[str, Any]]:

@@ -202,3 +202,14 @@ def test_migrations_are_append_only_steps():
     assert SCHEMA_VERSION == len(store_mod.MIGRATIONS) >= 5
     assert [m.what for m in store_mod.MIGRATIONS[:4]] == [f"{t}.{c}" for t, c, _ in ADDED]
     assert "samples" in store_mod.MIGRATIONS[4].what
+
+
+def test_report_names_the_versions_of_a_newer_file(tmp_path):
+    from click.testing import CliRunner
+
+    from controller.cli import main
+    path = tmp_path / "newer.db"
+    _old_file(path, version=SCHEMA_VERSION + 3)
+    res = CliRunner().invoke(main, ["report", "r1", "--db", str(path)])
+    assert res.exit_code == 1 and f"schema version {SCHEMA_VERSION + 3}" in res.output, res.output
+    assert f"versions up to {SCHEMA_VERSION}" in res.output

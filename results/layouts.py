@@ -1,0 +1,317 @@
+"""Report layouts, registered per paper table: each is a function (store, run ids...) returning a
+typed `Table` (columns with a type and a unit, rows of values), which text, CSV and JSON render
+alike, so the numbers come from one aggregation. A layout reproducing a paper table may register
+its own text renderer (`text`), given the data it built the rows from (`Table.source`): the text
+of `catnip report RUN` and `catnip compare` is that renderer's, unchanged.
+
+    @layout("my-table", "What it shows", "Paper, Table N")
+    def my_table(store, run_id) -> Table: ...
+
+`catnip report --layouts` lists them, `catnip report RUN --layout NAME [--json|--csv]` prints one.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from spec.scenario import point_label
+from results import compare as compare_mod
+from results import pooled as pooled_mod
+from results import report as report_mod
+from results.samples import summaries
+from results.store import Store
+
+TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "json": (object,)}
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: `type` one of TYPES; `unit` of its values ("s", "B", "pkt", "bit/s", "1" for a
+    dimensionless ratio or fraction), or None for labels and counts; `unit_from` names the column
+    that holds each row's unit where it varies by row (application metrics); `fmt` how text shows
+    a number: a format spec (".2f") or "%" (a fraction as a percentage)."""
+    name: str
+    type: str
+    unit: str | None = None
+    unit_from: str | None = None
+    fmt: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in TYPES:
+            raise ValueError(f"column {self.name}: type {self.type!r} is not one of {', '.join(TYPES)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in (("name", self.name), ("type", self.type), ("unit", self.unit),
+                                  ("unit_from", self.unit_from)) if v is not None}
+
+
+@dataclass(frozen=True)
+class Table:
+    """A layout's result: rows are tuples in column order; None is a missing value in any column."""
+    layout: str
+    title: str
+    paper: str
+    run_ids: tuple[str, ...]
+    columns: tuple[Column, ...]
+    rows: tuple[tuple, ...]
+    notes: tuple[str, ...] = ()
+    source: Any = field(default=None, repr=False, compare=False)  # what the layout's own text renders
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.layout}: a column name twice in {names}")
+        for i, row in enumerate(self.rows):
+            if len(row) != len(self.columns):
+                raise ValueError(f"{self.layout}: row {i} has {len(row)} values for {len(self.columns)} columns")
+            for c, v in zip(self.columns, row):
+                if v is not None and (not isinstance(v, TYPES[c.type]) or (c.type in ("int", "float")
+                                                                            and isinstance(v, bool))):
+                    raise TypeError(f"{self.layout}: row {i}, column {c.name} ({c.type}) holds {v!r}")
+
+    def column(self, name: str) -> list[Any]:
+        i = [c.name for c in self.columns].index(name)
+        return [r[i] for r in self.rows]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip((c.name for c in self.columns), r)) for r in self.rows]
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    title: str
+    paper: str
+    build: Callable[..., Table]
+    min_runs: int
+    max_runs: int | None
+    text: Callable[[Any], str] | None
+
+
+LAYOUTS: dict[str, Layout] = {}
+
+
+class UnknownLayout(LookupError):
+    pass
+
+
+class LayoutError(ValueError):
+    """A layout that does not apply to the runs given (the wrong kind or number of runs)."""
+
+
+def layout(name: str, title: str, paper: str, runs: tuple[int, int | None] = (1, 1),
+           text: Callable[[Any], str] | None = None):
+    """Registers a layout function (store, *run_ids) -> Table; `runs` the least and most run ids
+    it takes (None: no most); `text` renders the table's `source` in the paper's own layout."""
+    def register(fn: Callable[..., Table]) -> Callable[..., Table]:
+        if name in LAYOUTS:
+            raise ValueError(f"layout {name!r} registered twice")
+        LAYOUTS[name] = Layout(name, title, paper, fn, runs[0], runs[1], text)
+        return fn
+    return register
+
+
+def get(name: str) -> Layout:
+    if name not in LAYOUTS:
+        raise UnknownLayout(f"unknown layout {name!r}; the layouts are: {', '.join(LAYOUTS)}")
+    return LAYOUTS[name]
+
+
+def build(name: str, store: Store, *run_ids: str) -> Table:
+    """Layout `name` of the runs. Raises UnknownLayout, LayoutError (wrong number or kind of runs),
+    KeyError (an unknown run) or ValueError (runs that do not go together)."""
+    lay = get(name)
+    n = len(run_ids)
+    if n < lay.min_runs or (lay.max_runs is not None and n > lay.max_runs):
+        want = (f"{lay.min_runs}" if lay.max_runs == lay.min_runs else
+                f"{lay.min_runs} or more" if lay.max_runs is None else f"{lay.min_runs} to {lay.max_runs}")
+        raise LayoutError(f"layout {name} takes {want} run id(s), not {n}")
+    return lay.build(store, *run_ids)
+
+
+def _table(name: str, run_ids: list[str] | tuple[str, ...], columns: list[Column], rows: list[tuple],
+           notes: list[str] = (), source: Any = None) -> Table:
+    lay = LAYOUTS[name]
+    return Table(name, lay.title, lay.paper, tuple(run_ids), tuple(columns), tuple(tuple(r) for r in rows),
+                 tuple(notes), source)
+
+
+# --- renderers ------------------------------------------------------------------------------
+def render_json(table: Table) -> str:
+    return json.dumps({"layout": table.layout, "title": table.title, "paper": table.paper,
+                       "run_ids": list(table.run_ids), "columns": [c.to_dict() for c in table.columns],
+                       "rows": table.records(), "notes": list(table.notes)}, indent=2, default=str)
+
+
+def render_csv(table: Table) -> str:
+    """A header of column names, a line per row; json columns as sorted JSON, None empty."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow([c.name for c in table.columns])
+    for row in table.rows:
+        w.writerow([json.dumps(v, sort_keys=True) if c.type == "json" and v is not None else v
+                    for c, v in zip(table.columns, row)])
+    return buf.getvalue()
+
+
+def _cell(c: Column, v: Any) -> str:
+    if v is None:
+        return "-"
+    if c.type == "bool":
+        return "yes" if v else "no"
+    if c.type == "json":
+        return json.dumps(v, sort_keys=True)
+    if c.type == "float":
+        if c.fmt == "%":
+            return f"{100 * v:.2f}%"
+        return format(v, c.fmt or ".4g")
+    if c.type == "int":
+        return format(v, c.fmt or "")
+    return str(v)
+
+
+def render_generic_text(table: Table) -> str:
+    """Aligned columns, units in the header: any layout's table."""
+    heads = [c.name + (f" ({c.unit})" if c.unit and c.unit != "1" else "") for c in table.columns]
+    cells = [[_cell(c, v) for c, v in zip(table.columns, row)] for row in table.rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
+    left = [c.type in ("str", "json") for c in table.columns]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.ljust(w) if lf else v.rjust(w) for v, w, lf in zip(values, widths, left)).rstrip()
+    out = [f"{table.title} ({table.paper}): {', '.join(table.run_ids)}", "", line(heads)]
+    out += [line(r) for r in cells]
+    out += [""] + list(table.notes) if table.notes else []
+    return "\n".join(out)
+
+
+def render_text(table: Table) -> str:
+    """The layout's own text where it has one (the paper's layout), else aligned columns."""
+    lay = LAYOUTS.get(table.layout)
+    if lay is not None and lay.text is not None and table.source is not None:
+        return lay.text(table.source)
+    return render_generic_text(table)
+
+
+RENDERERS: dict[str, Callable[[Table], str]] = {"text": render_text, "json": render_json, "csv": render_csv}
+
+
+# --- the layouts ----------------------------------------------------------------------------
+def _one_run(store: Store, run_id: str, name: str, pages: bool = True):
+    if "+" in run_id:
+        raise LayoutError(f"layout {name} takes one run, not {run_id!r}: pooled runs are `catnip report"
+                          f" {run_id} --pool`")
+    run = store.find_run(run_id)
+    if run is None:
+        raise KeyError(f"no run {run_id!r} in {store.path} (see `catnip list`)")
+    if pages and json.loads(run["scenario"]).get("kind") == "transfers":
+        raise LayoutError(f"run {run['id']} is a transfer measurement: `catnip model validate {run['id']}` reports it")
+    return run
+
+
+SECONDS = dict(type="float", unit="s")
+
+TABLE_II_COLUMNS = [
+    Column("run_id", "str"), Column("point", "int"), Column("rep", "int"), Column("assignment", "json"),
+    Column("page", "int"), Column("conns", "int"), Column("bytes", "int", "B"), Column("n", "int"),
+    Column("min", **SECONDS), Column("median", **SECONDS), Column("max", **SECONDS), Column("mean", **SECONDS),
+    Column("sdev", **SECONDS), Column("failed", "int"), Column("bottleneck_loss", "float", "1", fmt="%"),
+    Column("realtime_ok", "bool"), Column("ci95", **SECONDS)]
+
+
+def table_ii_from_report(rep: dict[str, Any]) -> Table:
+    """The rows of Table II per point and page of a `report.run_report` (what `catnip report RUN
+    --csv` writes: one row per point and page with the point's sweep values and loss)."""
+    rows = []
+    for p in rep["points"]:
+        data = p["loss"].get("bottleneck-data", {})
+        for r in p["table"]:
+            rows.append((rep["run_id"], p["point"], p["rep"], p["assignment"], r["page"], r["conns"], r["bytes"],
+                         r["n"], r.get("min"), r.get("median"), r.get("max"), r.get("mean"), r.get("sdev"),
+                         r["failed"], data.get("loss"), p["realtime_ok"], r.get("ci95")))
+    return _table("catnip-table-ii", [rep["run_id"]], TABLE_II_COLUMNS, rows, source=rep)
+
+
+@layout("catnip-table-ii", "Web page download times per page", "CATNIP Table II", text=report_mod.render_text)
+def catnip_table_ii(store: Store, run_id: str) -> Table:
+    """Per point and page: connections, bytes, completed pages, min/median/max/mean/sdev and 95%
+    interval of the download time, failed pages, bottleneck loss (what `catnip report RUN` shows)."""
+    run = _one_run(store, run_id, "catnip-table-ii")
+    return table_ii_from_report(report_mod.run_report(store, run["id"]))
+
+
+PKTS = dict(type="int", unit="pkt")
+FRACTION = dict(type="float", unit="1", fmt="%")
+
+
+@layout("catnip-loss", "Packet loss at the bottleneck by priority", "CATNIP Tables IV, VII, X",
+        text=report_mod.render_loss_table)
+def catnip_loss(store: Store, run_id: str) -> Table:
+    """Per point: packets offered to the bottleneck queue, drops and loss, in all and for high
+    (AF11) and low priority. RUN1+RUN2 pools runs of one scenario per sweep point."""
+    if "+" in run_id:
+        rep = pooled_mod.pooled_runs_report(store, compare_mod.split_run_ids(run_id))
+    else:
+        rep = report_mod.run_report(store, _one_run(store, run_id, "catnip-loss")["id"])
+    columns = [Column("point", "int"), Column("label", "str"), Column("sent", **PKTS), Column("drops", **PKTS),
+               Column("loss", **FRACTION), Column("high_sent", **PKTS), Column("high_drops", **PKTS),
+               Column("high_loss", **FRACTION), Column("low_sent", **PKTS), Column("low_drops", **PKTS),
+               Column("low_loss", **FRACTION), Column("realtime_ok", "bool")]
+    rows = [tuple(r[c.name] for c in columns) for r in report_mod.loss_table(rep)]
+    return _table("catnip-loss", [rep["run_id"]], columns, rows, source=rep)
+
+
+RATIO = dict(type="float", unit="1", fmt=".2f")
+
+
+@layout("catnip-table-xi", "Page download times relative to a baseline run", "CATNIP Table XI",
+        runs=(2, None), text=compare_mod.render_text)
+def catnip_table_xi(store: Store, baseline: str, *runs: str) -> Table:
+    """Per compared point and page: the page's mean time over the baseline point's, with its 95%
+    interval, and the column's mean and sdev over pages and bottleneck loss (what `catnip compare
+    BASELINE RUNS...` shows; RUN1+RUN2 pools runs per sweep point)."""
+    cmp = compare_mod.compare(store, [baseline, *runs])
+    columns = [Column("run_id", "str"), Column("point", "int"), Column("label", "str"),
+               Column("baseline_run_id", "str"), Column("baseline_point", "int"), Column("baseline_label", "str"),
+               Column("page", "int"), Column("conns", "int"), Column("bytes", "int", "B"),
+               Column("mean_time", **SECONDS), Column("baseline_mean_time", **SECONDS),
+               Column("relative", **RATIO), Column("relative_ci95", **RATIO),
+               Column("relative_mean", **RATIO), Column("relative_mean_ci95", **RATIO),
+               Column("relative_sdev", **RATIO), Column("loss", **FRACTION), Column("baseline_loss", **FRACTION),
+               Column("realtime_ok", "bool"), Column("baseline_realtime_ok", "bool")]
+    base_id = cmp["baseline"]["run_id"]
+    rows = []
+    for c in cmp["columns"]:
+        for pg in cmp["pages"]:
+            page = pg["page"]
+            rows.append((c["run_id"], c["point"], c["label"], base_id, c["baseline_point"], c["baseline_label"],
+                         page, pg["conns"], pg["bytes"], c["mean_time"].get(page), c["baseline_mean_time"].get(page),
+                         c["relative"].get(page), c["relative_ci95"].get(page), c["relative_mean"],
+                         c["relative_mean_ci95"], c["relative_sdev"], c["loss"], c["baseline_loss"],
+                         c["realtime_ok"], c["baseline_realtime_ok"]))
+    return _table("catnip-table-xi", [baseline, *runs], columns, rows, source=cmp)
+
+
+@layout("app-metrics", "Application metrics per point", "samples of any application")
+def app_metrics(store: Store, run_id: str) -> Table:
+    """Per point, application, metric and tag: samples, errors (counted, not averaged), mean with
+    its 95% interval (Student t), sdev, p50/p90/p99, min and max, in the unit of each row."""
+    run = _one_run(store, run_id, "app-metrics", pages=False)
+    by_unit = dict(type="float", unit_from="unit")
+    columns = [Column("point", "int"), Column("label", "str"), Column("app", "str"), Column("metric", "str"),
+               Column("tag", "str"), Column("unit", "str"), Column("n", "int"), Column("errors", "int"),
+               *(Column(name, **by_unit) for name in ("mean", "ci95", "sdev", "p50", "p90", "p99", "min", "max"))]
+    rows = []
+    for pt in store.points(run["id"]):
+        label = point_label(json.loads(pt["assignment"]), "single point")
+        for s in summaries(store, run["id"], pt["point"], by_tag=True):
+            rows.append((pt["point"], label, s.app, s.metric, s.tag, s.unit, s.n, s.errors, s.mean, s.ci95, s.sdev,
+                         s.p50, s.p90, s.p99, s.min, s.max))
+    notes = ["Errors are counted, not averaged; ci95 is the half-width of the mean's 95% interval (Student t)."]
+    if not rows:
+        notes.insert(0, f"No application samples recorded in run {run['id']}.")
+    return _table("app-metrics", [run["id"]], columns, rows, notes)
