@@ -6,6 +6,7 @@ section V-G) and decimal prefixes for bit rates (1 Mbit/s = 10^6 bit/s, as link 
 
 from __future__ import annotations
 
+import math
 import re
 
 _NUMBER = r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*"
@@ -44,8 +45,13 @@ def parse_rate(value: object) -> int:
             raise ValueError(f"{value!r} is not a rate; use {RATE_HELP}")
         number, unit = parts
     bps = number * _RATE_UNITS[unit]
+    if not math.isfinite(bps):
+        raise ValueError(f"{value!r} is not a finite rate")
     if bps <= 0:
         raise ValueError(f"{value!r}: a link rate must be above zero")
+    if round(bps) < 1:
+        # 0 bit/s would mean an unshaped link to the engine: never let a rate round to it.
+        raise ValueError(f"{value!r} rounds to 0 bit/s; the smallest rate is 1bit")
     return int(round(bps))
 
 
@@ -60,6 +66,8 @@ def parse_duration(value: object) -> float:
         if parts is None or parts[1] not in _TIME_UNITS:
             raise ValueError(f"{value!r} is not a duration; use {TIME_HELP}")
         seconds = parts[0] * _TIME_UNITS[parts[1]]
+    if not math.isfinite(seconds):
+        raise ValueError(f"{value!r} is not a finite duration")
     if seconds < 0:
         raise ValueError(f"{value!r}: a duration cannot be negative")
     return seconds

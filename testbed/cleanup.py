@@ -21,7 +21,8 @@ BPF_PIN_DIR = Path("/sys/fs/bpf/catnip")
 
 
 def _markers() -> list[str]:
-    return [str(paths.engine_binary()), "workloads.client", "workloads.transfers", f"mininet:{PREFIX}",
+    return [str(paths.engine_binary()), "workloads.client", "workloads.transfers", "workloads.telnet",
+            "workloads.burst", "workloads.ftp", f"mininet:{PREFIX}",
             str(paths.data_dir()) + "/", str(paths.state_dir()) + "/"]
 
 
