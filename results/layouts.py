@@ -15,15 +15,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from spec.scenario import point_label
 from results import compare as compare_mod
 from results import pooled as pooled_mod
 from results import report as report_mod
 from results.samples import summaries
 from results.store import Store
+from spec.scenario import point_label
 
 TYPES = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,), "json": (object,)}
 
@@ -213,7 +214,7 @@ def _one_run(store: Store, run_id: str, name: str, pages: bool = True):
     return run
 
 
-SECONDS = dict(type="float", unit="s")
+SECONDS = {"type": "float", "unit": "s"}
 
 TABLE_II_COLUMNS = [
     Column("run_id", "str"), Column("point", "int"), Column("rep", "int"), Column("assignment", "json"),
@@ -244,8 +245,8 @@ def catnip_table_ii(store: Store, run_id: str) -> Table:
     return table_ii_from_report(report_mod.run_report(store, run["id"]))
 
 
-PKTS = dict(type="int", unit="pkt")
-FRACTION = dict(type="float", unit="1", fmt="%")
+PKTS = {"type": "int", "unit": "pkt"}
+FRACTION = {"type": "float", "unit": "1", "fmt": "%"}
 
 
 @layout("catnip-loss", "Packet loss at the bottleneck by priority", "CATNIP Tables IV, VII, X",
@@ -265,7 +266,7 @@ def catnip_loss(store: Store, run_id: str) -> Table:
     return _table("catnip-loss", [rep["run_id"]], columns, rows, source=rep)
 
 
-RATIO = dict(type="float", unit="1", fmt=".2f")
+RATIO = {"type": "float", "unit": "1", "fmt": ".2f"}
 
 
 @layout("catnip-table-xi", "Page download times relative to a baseline run", "CATNIP Table XI",
@@ -301,7 +302,7 @@ def app_metrics(store: Store, run_id: str) -> Table:
     """Per point, application, metric and tag: samples, errors (counted, not averaged), mean with
     its 95% interval (Student t), sdev, p50/p90/p99, min and max, in the unit of each row."""
     run = _one_run(store, run_id, "app-metrics", pages=False)
-    by_unit = dict(type="float", unit_from="unit")
+    by_unit = {"type": "float", "unit_from": "unit"}
     columns = [Column("point", "int"), Column("label", "str"), Column("app", "str"), Column("metric", "str"),
                Column("tag", "str"), Column("unit", "str"), Column("n", "int"), Column("errors", "int"),
                *(Column(name, **by_unit) for name in ("mean", "ci95", "sdev", "p50", "p90", "p99", "min", "max"))]

@@ -6,15 +6,13 @@ it. Page statistics use only pages that completed without error; failed pages ar
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import statistics
 from typing import Any
 
-from spec.scenario import point_label
 from results.store import Store
+from spec.scenario import point_label
 from workloads.pages import catnip_pages
 
 
@@ -204,7 +202,8 @@ def render_json(report: dict[str, Any]) -> str:
 def render_csv(report: dict[str, Any]) -> str:
     """One row per (point, page): the Table II columns plus the point's sweep values and loss (the
     rows of the catnip-table-ii layout, results/layouts.py)."""
-    from results.layouts import render_csv as table_csv, table_ii_from_report
+    from results.layouts import render_csv as table_csv
+    from results.layouts import table_ii_from_report
     return table_csv(table_ii_from_report(report))
 
 

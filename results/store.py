@@ -19,9 +19,10 @@ import json
 import re
 import sqlite3
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 # Version 0, created where missing. Later tables and columns are MIGRATIONS, never edits here.
 SCHEMA = """
@@ -203,7 +204,7 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:
