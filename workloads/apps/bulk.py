@@ -1,0 +1,409 @@
+"""`bulk`: long-lived TCP flows measured with iperf3 (FTP cross traffic of newCWV section 4.4,
+the 50/100 long flows of TCP-friendly marking, Nouredine-Tobagi's FTPlong).
+
+Each flow has its own one-off iperf3 server (`iperf3 -s -1 --json`, ports counted up from `port`
+on each server host) and its own client, launched at `start_at + start + U(0, stagger)`:
+
+    iperf3 -s -1 -p PORT -B SERVER_IP -i INTERVAL --json --logfile WORKDIR/bulk-server-HOST-PORT.json
+    PYTHON -c LAUNCH T iperf3 -c SERVER_IP -p PORT --json --get-server-output
+        --logfile WORKDIR/bulk-CLIENT-K.json -i INTERVAL --connect-timeout 10000
+        (-t DURATION | -n BYTES) [-R] [-C CC]
+
+(LAUNCH sleeps until the monotonic instant T, then execs iperf3.)
+
+`upload` sends client -> server, `download` server -> client (iperf3 -R). Samples (flow =
+"CLIENT/K", K the client's flow number from 0):
+
+* `start`    (s): at the client host, t = the flow's launch, value = seconds after start_at
+  (the instant the launcher really exec'd iperf3: later than planned on an overloaded machine).
+* `goodput`  (bit/s): one per iperf3 interval at the RECEIVER (host = receiver, peer = sender),
+  t = launch + the interval's start. iperf3 counts its intervals from its test start, which
+  follows the launch by the control exchange (about 2-3 RTTs), so t is early by that much. The
+  last interval of a flow may be shorter than `interval`.
+* `flow_goodput` (bit/s): the receiver's bytes over the receiver's time for the whole flow;
+  for a flow that did not complete, value None and `error` set (and the flow in `missing`).
+* `retransmits` (segments): the sender's count over the whole flow, where iperf3 reports it.
+
+The iperf3 client exits 0 even when its test fails (3.12), so a flow counts as complete only when
+its JSON holds no `error` and the receiver's totals (and, with `bytes`, all the bytes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import select
+import time
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from spec import units
+from spec.units import parse_duration
+from workloads.apps.base import (AppContext, AppError, AppResult, AppSpec, Application, Host, Proc, read_jsonl,
+                                 register, tail, wait_for_line)
+
+# --- shared by the plug-ins bulk, telnet, burst and ftp (they would sit well in base.py) --------
+
+
+def parse_size(value: object) -> int:
+    """Bytes: a whole number of bytes (what a validated spec dumps), or a size with its unit,
+    read by spec.units.parse_size ('40KB', '1.5MB'; 1 KB = 1024 bytes)."""
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(f"{value!r} is not a size; write e.g. '40KB' or a whole number of bytes")
+    if isinstance(value, (int, float)):
+        if value < 1:
+            raise ValueError(f"{value!r}: a size must be at least one byte")
+        return int(value)
+    return units.parse_size(value)
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]   # seconds; '200ms', '2s', 0.5
+Size = Annotated[int, BeforeValidator(parse_size)]              # bytes; '40KB', 1500
+
+
+def host_seed(seed: int, host: Host, role: str) -> int:
+    """A host's own seed, derived from the application's: the same for the same run and host."""
+    return int.from_bytes(hashlib.sha256(f"{seed}/{host.name}/{role}".encode()).digest()[:8], "big")
+
+
+def sample(app: str, metric: str, host: Host, peer: Host | None, flow: str | None, t: float | None,
+           value: float | None, unit: str, error: str | None = None, tag: str | None = None) -> dict:
+    """One row of the samples table; tag defaults to the measuring host's tag."""
+    return {"app": app, "metric": metric, "host": host.name, "peer": peer.name if peer else None, "flow": flow,
+            "tag": host.tag if tag is None else tag, "t": t, "value": value, "unit": unit, "error": error}
+
+
+def need_servers(spec: AppSpec) -> AppSpec:
+    if not spec.servers:
+        raise ValueError(f"servers: the {spec.kind} application needs a server host group")
+    return spec
+
+
+def wait_ports(app: Application, wanted: list[tuple[Host, int, Proc]], deadline: float) -> None:
+    """Wait until every (host, port) listens: one `ss` per host per round, not one per port."""
+    left = list(wanted)
+    while left:
+        for host, port, proc in left:
+            if proc.popen.poll() is not None:
+                raise AppError(f"{app.spec.instance}: server on {host.name} exited ({proc.popen.returncode})"
+                               f" before listening on {port}; log {proc.log}: {tail(proc.log)}")
+        listening: dict[str, set[int]] = {}
+        for host in {h.name: h for h, _, _ in left}.values():
+            ports = set()
+            for line in host.node.cmd("ss -Hltn").splitlines():
+                fields = line.split()
+                if len(fields) >= 4 and fields[3].rpartition(":")[2].isdigit():
+                    ports.add(int(fields[3].rpartition(":")[2]))
+            listening[host.name] = ports
+        left = [(h, p, proc) for h, p, proc in left if p not in listening[h.name]]
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise AppError(f"{app.spec.instance}: nothing listens on " +
+                           ", ".join(f"{h.name}:{p}" for h, p, _ in left[:5]) + " in time")
+        select.select([], [], [], 0.05)
+
+
+def check_fits(spec: AppSpec, ctx: AppContext, field: str, seconds: float) -> None:
+    """The planned work must end within the point's time limit."""
+    if seconds > ctx.time_limit:
+        raise AppError(f"{spec.instance}: {field}: the planned {seconds:g} s do not fit in the point's time limit"
+                       f" of {ctx.time_limit:g} s")
+
+
+class ClientServerApp(Application):
+    """One server per server host, `python -m workloads.<module> server IP PORT ...`, ready once it
+    prints READY; one client per client host, `python -m workloads.<module> client CONFIG OUT`,
+    writing one JSON line per unit of work (`unit` records) and an `end` line when it is done."""
+
+    module: ClassVar[str]       # workloads.<module>
+    unit: ClassVar[str]         # the kind of the records that are units of work
+    unit_name: ClassVar[str]    # their name in messages, plural
+
+    def __init__(self, spec, ctx: AppContext, clients: list[Host], servers: list[Host]):
+        super().__init__(spec, ctx, clients, servers)
+        self.outputs: list[tuple[Host, Host, Path, Proc]] = []
+        planned = self.planned_seconds()
+        if planned is not None:
+            check_fits(spec, ctx, planned[0], planned[1])
+
+    # hooks
+    def planned_seconds(self) -> tuple[str, float] | None:
+        """(field, seconds) of the work the spec plans, when known in advance."""
+        return None
+
+    def server_args(self) -> list[Any]:
+        return []
+
+    def client_config(self, client: Host, server: Host) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def expected(self, client: Host) -> int | None:
+        """Units of work a client must record (None when it runs for a duration)."""
+        return None
+
+    def samples_of(self, rec: dict, client: Host, server: Host) -> list[dict]:
+        raise NotImplementedError
+
+    # the steps
+    def start_servers(self) -> None:
+        for host in {s.name: s for _, s in self.pairs()}.values():
+            self.spawn(host, "server", [self.ctx.python, "-m", f"workloads.{self.module}", "server", host.ip,
+                                        self.spec.port, *self.server_args()],
+                       f"{self.kind}-server-{host.name}", stdout_pipe=True)
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for p in self.procs:
+            if p.role == "server":
+                wait_for_line(p, "READY", deadline)
+
+    def start_clients(self) -> None:
+        for client, server in self.pairs():
+            cfg = {"client": client.name, "server": server.ip, "port": self.spec.port,
+                   "seed": host_seed(self.ctx.seed, client, self.kind), "start_at": self.ctx.start_at,
+                   "deadline": self.ctx.start_at + self.ctx.time_limit, **self.client_config(client, server)}
+            name = f"{self.kind}-{client.name}"
+            out = self.ctx.workdir / f"{name}.jsonl"
+            proc = self.spawn(client, "client", [self.ctx.python, "-m", f"workloads.{self.module}", "client",
+                                                 self.write_config(name, cfg), out], name, out=out)
+            self.outputs.append((client, server, out, proc))
+
+    def progress(self) -> tuple[int, int]:
+        done = 0
+        for _, _, out, _ in self.outputs:
+            try:
+                with open(out, "rb") as fh:
+                    done += fh.read().count(f'"kind": "{self.unit}"'.encode())
+            except FileNotFoundError:
+                pass
+        wanted = [self.expected(c) for c, _ in self.pairs()]
+        return done, 0 if None in wanted else sum(wanted)
+
+    def collect(self) -> AppResult:
+        res = AppResult()
+        app = self.spec.instance
+        for client, server, out, proc in self.outputs:
+            recs = read_jsonl(out)
+            units = [r for r in recs if r.get("kind") == self.unit]
+            for rec in units:
+                res.samples.extend(self.samples_of(rec, client, server))
+            failed = [r for r in units if r.get("error")]
+            if failed:
+                res.missing.append(f"{app}: {len(failed)} of {len(units)} {self.unit_name} of {client.name}"
+                                   f" failed (first: {failed[0]['error']})")
+            end = next((r for r in recs if r.get("kind") == "end"), None)
+            wanted = self.expected(client)
+            if end is None:
+                res.missing.append(f"{app}: the client on {client.name} ended early after {len(units)}"
+                                   f" {self.unit_name} (exit {proc.popen.poll()}); log {proc.log}: {tail(proc.log)}")
+            elif end.get("reason") != "done":
+                res.missing.append(f"{app}: the client on {client.name} stopped ({end.get('reason')}) after"
+                                   f" {len(units)} {self.unit_name}")
+            elif wanted is not None and len(units) < wanted:
+                res.missing.append(f"{app}: {client.name} recorded {len(units)} of {wanted} {self.unit_name}")
+        return res
+
+
+# --- the bulk application ----------------------------------------------------------------------
+
+
+class BulkSpec(AppSpec):
+    kind: Literal["bulk"] = "bulk"
+    flows_per_client: int = Field(default=1, ge=1, le=1000, description="parallel flows each client host opens")
+    direction: Literal["upload", "download"] = Field(
+        default="download", description="'upload': data from client to server; 'download': server to client (iperf3 -R)")
+    duration: Duration | None = Field(default=None, description="seconds each flow sends (iperf3 -t, whole"
+                                      " seconds); exactly one of duration and bytes")
+    bytes: Size | None = Field(default=None, description="bytes each flow sends (iperf3 -n), e.g. '1MB';"
+                               " exactly one of duration and bytes")
+    start: Duration = Field(default=0.0, description="delay of every flow's launch after the common start")
+    stagger: Duration = Field(default=0.0, description="each flow launches at start + U(0, stagger), drawn"
+                              " from the seed")
+    interval: Duration = Field(default=1.0, ge=0.1, le=60.0, description="goodput sampling interval"
+                               " (iperf3 -i), 0.1 s to 60 s")
+    congestion_control: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,15}$",
+                                           description="TCP congestion control of the flows (iperf3 -C)")
+    port: int = Field(default=5201, ge=1024, le=65535, description="first TCP port of the iperf3 servers;"
+                      " each server host counts up from it, one port per flow")
+
+    @model_validator(mode="after")
+    def _check(self) -> "BulkSpec":
+        need_servers(self)
+        if (self.duration is None) == (self.bytes is None):
+            raise ValueError("duration, bytes: give exactly one (a duration for unlimited flows, bytes for finite ones)")
+        if self.duration is not None and (self.duration < 1 or not float(self.duration).is_integer()):
+            raise ValueError(f"duration: iperf3 runs whole seconds, at least 1 (got {self.duration:g} s)")
+        return self
+
+
+# Sleeps until a time.monotonic() instant, notes the instant it really launches on stderr (the
+# log), then becomes the program: one process, so a terminate while it waits ends it (a shell's
+# `sleep` child would outlive it).
+LAUNCH = ("import os, sys, time; time.sleep(max(0.0, float(sys.argv[1]) - time.monotonic()));"
+          " print('LAUNCH %.6f' % time.monotonic(), file=sys.stderr, flush=True);"
+          " os.execvp(sys.argv[2], sys.argv[2:])")
+
+
+def launched_at(log: Path) -> float | None:
+    """The instant LAUNCH wrote in a client's log."""
+    try:
+        with open(log) as fh:
+            for line in fh:
+                if line.startswith("LAUNCH "):
+                    return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+class Flow:
+    def __init__(self, fid: str, client: Host, server: Host, port: int, index: int):
+        self.id, self.client, self.server, self.port, self.index = fid, client, server, port, index
+        self.server_proc: Proc | None = None
+        self.client_proc: Proc | None = None
+        self.launch: float | None = None
+        self.offset: float = 0.0
+        self.client_out: Path | None = None
+        self.server_out: Path | None = None
+
+
+def _load_json(path: Path | None) -> dict | None:
+    try:
+        return json.loads(path.read_text()) if path else None
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def parse_flow(client_json: dict | None, server_json: dict | None, direction: str) -> dict[str, Any]:
+    """What one flow's iperf3 outputs say: receiver intervals [(start, bit/s)], the receiver's
+    total (bytes, seconds, bit/s), the sender's retransmits, and the error if any."""
+    out: dict[str, Any] = {"intervals": [], "received": None, "retransmits": None, "error": None}
+    if client_json is None:
+        out["error"] = "no iperf3 client output"
+        return out
+    server = client_json.get("server_output_json") or server_json or {}
+    receiver, sender = (server, client_json) if direction == "upload" else (client_json, server)
+    for side in (client_json, server):  # the receiver's intervals are the ones with sender False
+        ivs = [iv.get("sum", {}) for iv in side.get("intervals", [])]
+        if ivs and all(s.get("sender") is False for s in ivs):
+            out["intervals"] = [(float(s["start"]), float(s["bits_per_second"]), float(s["seconds"])) for s in ivs]
+            break
+    end = client_json.get("end") or {}
+    recv = end.get("sum_received") or (receiver.get("end") or {}).get("sum_received")
+    if recv and recv.get("seconds", 0) > 0:
+        out["received"] = {"bytes": int(recv["bytes"]), "seconds": float(recv["seconds"]),
+                           "bps": float(recv["bits_per_second"])}
+    sent = (sender.get("end") or {}).get("sum_sent") or end.get("sum_sent") or {}
+    if "retransmits" in sent:
+        out["retransmits"] = int(sent["retransmits"])
+    if client_json.get("error"):
+        out["error"] = f"iperf3: {client_json['error']}"
+    elif out["received"] is None:
+        out["error"] = "iperf3 reported no received total"
+    return out
+
+
+@register
+class Bulk(Application):
+    kind = "bulk"
+    Spec = BulkSpec
+    progress_unit = "flows"
+
+    def __init__(self, spec: BulkSpec, ctx, clients: list[Host], servers: list[Host]):
+        super().__init__(spec, ctx, clients, servers)
+        self.flows: list[Flow] = []
+        next_port: dict[str, int] = {}
+        for client, server in self.pairs():
+            for k in range(spec.flows_per_client):
+                port = next_port.get(server.name, spec.port)
+                if port > 65535:
+                    raise AppError(f"{spec.instance}: port: too many flows on {server.name} from port {spec.port}")
+                next_port[server.name] = port + 1
+                self.flows.append(Flow(f"{client.name}/{k}", client, server, port, k))
+        if spec.duration is not None:
+            check_fits(spec, ctx, "duration", spec.start + spec.stagger + spec.duration)
+
+    def start_servers(self) -> None:
+        for f in self.flows:
+            f.server_out = self.ctx.workdir / f"bulk-server-{f.server.name}-{f.port}.json"
+            f.server_out.unlink(missing_ok=True)  # iperf3 appends to its log file
+            f.server_proc = self.spawn(f.server, "server", ["iperf3", "-s", "-1", "-p", f.port, "-B", f.server.ip,
+                                                            "-i", f"{self.spec.interval:g}", "--json",
+                                                            "--logfile", f.server_out],
+                                       f"bulk-server-{f.server.name}-{f.port}", out=f.server_out)
+
+    def wait_ready(self, timeout: float) -> None:
+        wait_ports(self, [(f.server, f.port, f.server_proc) for f in self.flows], time.monotonic() + timeout)
+
+    def client_argv(self, f: Flow) -> list[Any]:
+        s = self.spec
+        argv: list[Any] = ["iperf3", "-c", f.server.ip, "-p", f.port, "--json", "--get-server-output",
+                           "--logfile", f.client_out, "-i", f"{s.interval:g}", "--connect-timeout", 10000]
+        argv += ["-t", int(s.duration)] if s.duration is not None else ["-n", s.bytes]
+        if s.direction == "download":
+            argv.append("-R")
+        if s.congestion_control:
+            argv += ["-C", s.congestion_control]
+        return argv
+
+    def start_clients(self) -> None:
+        rngs: dict[str, random.Random] = {}
+        for f in self.flows:
+            rng = rngs.setdefault(f.client.name, random.Random(host_seed(self.ctx.seed, f.client, "bulk")))
+            f.offset = self.spec.start + (rng.uniform(0, self.spec.stagger) if self.spec.stagger else 0.0)
+        for f in sorted(self.flows, key=lambda f: f.offset):
+            f.client_out = self.ctx.workdir / f"bulk-{f.client.name}-{f.index}.json"
+            f.client_out.unlink(missing_ok=True)
+            f.launch = self.ctx.start_at + f.offset
+            f.client_proc = self.spawn(f.client, "client", [self.ctx.python, "-c", LAUNCH, f"{f.launch:.6f}",
+                                                            *self.client_argv(f)],
+                                       f"bulk-{f.client.name}-{f.index}", out=f.client_out)
+
+    def progress(self) -> tuple[int, int]:
+        return sum(1 for f in self.flows if f.client_proc and f.client_proc.popen.poll() is not None), len(self.flows)
+
+    def check(self) -> None:
+        """A one-off server ends by itself (exit 0) once its flow is over: only a failed exit counts."""
+        for p in self.procs:
+            code = p.popen.poll()
+            if code is None or code == 0:
+                continue
+            who = "server" if p.role == "server" else "client"
+            raise AppError(f"{self.spec.instance}: {who} on {p.host.name} exited ({code}) while the workload ran;"
+                           f" log {p.log}: {tail(p.log)}")
+
+    def collect(self) -> AppResult:
+        res = AppResult()
+        app = self.spec.instance
+        for f in self.flows:
+            if f.launch is None:
+                res.missing.append(f"{app}: flow {f.id} was never launched")
+                continue
+            rec, snd = (f.server, f.client) if self.spec.direction == "upload" else (f.client, f.server)
+            launch = launched_at(f.client_proc.log) or f.launch  # late under load: the real instant
+            res.samples.append(sample(app, "start", f.client, f.server, f.id, launch, launch - self.ctx.start_at, "s"))
+            parsed = parse_flow(_load_json(f.client_out), _load_json(f.server_out), self.spec.direction)
+            for start, bps, _ in parsed["intervals"]:
+                res.samples.append(sample(app, "goodput", rec, snd, f.id, launch + start, bps, "bit/s"))
+            error = parsed["error"]
+            got = parsed["received"]
+            if error is None and self.spec.bytes is not None and got["bytes"] < self.spec.bytes:
+                error = f"received {got['bytes']} of {self.spec.bytes} bytes"
+            if error is None and (f.client_proc is None or f.client_proc.popen.poll() is None):
+                error = "iperf3 client still running"
+            if error:
+                if f.client_proc is not None and f.client_proc.popen.poll() not in (None, 0):
+                    error += f" (client exit {f.client_proc.popen.returncode}: {tail(f.client_proc.log, 120)})"
+                res.samples.append(sample(app, "flow_goodput", rec, snd, f.id, launch, None, "bit/s", error))
+                res.missing.append(f"{app}: flow {f.id} ({f.client.name} - {f.server.name}:{f.port}) did not"
+                                   f" complete: {error}")
+            else:
+                res.samples.append(sample(app, "flow_goodput", rec, snd, f.id, launch, got["bps"], "bit/s"))
+            if parsed["retransmits"] is not None:
+                res.samples.append(sample(app, "retransmits", snd, rec, f.id, launch, parsed["retransmits"],
+                                          "segments"))
+        return res

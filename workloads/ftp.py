@@ -1,0 +1,262 @@
+"""FTPshort of Nouredine & Tobagi (section 2.2.3; reading notes 3.2): files of Pareto sizes
+separated by exponential gaps, each file on a new TCP connection.
+
+    python -m workloads.ftp server ADDRESS PORT
+    python -m workloads.ftp client CONFIG.json OUT.jsonl
+
+Runs inside the hosts' network namespaces. A connection carries one request line, then the file:
+"GET SIZE\\n" and the server sends SIZE bytes (download), or "PUT SIZE\\n" followed by SIZE bytes
+from the client (upload), after which the server answers "OK T\\n", T its time.monotonic() when the
+last byte arrived (CLOCK_MONOTONIC is one clock for every namespace of the machine). The server
+prints READY once it listens.
+
+The client runs one stream per direction (`directions`: ["down"], ["up"] or both, concurrently),
+each with its own sizes and gaps drawn from the seed: it waits a gap after `start_at`, transfers
+a file, waits a gap after that file's end, and so on, for `files` files per stream or until
+`duration` seconds after start_at (no file starts later; the one under way ends). Sizes are
+Pareto (`shape`, `mean`, capped at `max_size`: a draw above the cap becomes the cap, which
+lowers the mean) or fixed (`size`, the paper's 200 KB probes); gaps exponential or fixed.
+
+Each file is one JSON line {"kind": "file", "dir", "seq", "size", "t" (connection start: just
+before connect), "time" (t to the last byte at the receiver, s), "received" (bytes the receiver
+got; None when unknown: an upload that failed), "error"}. The last line is {"kind": "end",
+"count", "errors", "reason"}; a client without it ended early.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import socketserver
+import sys
+import threading
+import time
+from typing import Any, Iterator, TextIO
+
+MAX_SIZE = 1 << 34
+CHUNK = b"x" * 65536
+REQUIRED = {"client", "server", "port", "directions", "sizes", "gaps", "seed", "start_at", "deadline", "timeout"}
+OPTIONAL = {"files", "duration"}
+
+
+# --- the samplers ------------------------------------------------------------------------------
+
+def pareto_scale(mean: float, shape: float) -> float:
+    """The minimum x_m of a Pareto distribution with this mean (shape > 1): mean (a - 1) / a."""
+    return mean * (shape - 1) / shape
+
+
+def sizes(spec: dict[str, Any], seed: Any) -> Iterator[int]:
+    """File sizes in bytes: {"model": "fixed", "size"} or {"model": "pareto", "mean", "shape",
+    "max_size" (or None)}; Pareto by inversion, x_m / U^(1/a) with U in (0, 1]."""
+    rng = random.Random(seed)
+    if spec["model"] == "fixed":
+        while True:
+            yield int(spec["size"])
+    xm, shape, cap = pareto_scale(spec["mean"], spec["shape"]), spec["shape"], spec.get("max_size")
+    while True:
+        size = max(1, round(xm / (1.0 - rng.random()) ** (1.0 / shape)))
+        yield min(size, cap) if cap else size
+
+
+def gaps(spec: dict[str, Any], seed: Any) -> Iterator[float]:
+    """Gaps in seconds: {"model": "exponential" | "fixed", "mean"}."""
+    rng = random.Random(seed)
+    while True:
+        mean = float(spec["mean"])
+        yield rng.expovariate(1.0 / mean) if spec["model"] == "exponential" and mean > 0 else mean
+
+
+# --- the server --------------------------------------------------------------------------------
+
+class _Handler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        conn: socket.socket = self.request
+        conn.settimeout(self.server.timeout_s)  # type: ignore[attr-defined]
+        try:
+            buf = b""
+            while b"\n" not in buf:
+                part = conn.recv(64)
+                if not part or len(buf) > 64:
+                    return
+                buf += part
+            line, _, rest = buf.partition(b"\n")
+            verb, _, arg = line.decode("ascii", "replace").partition(" ")
+            size = int(arg) if arg.isdigit() else 0
+            if verb not in ("GET", "PUT") or not 0 < size <= MAX_SIZE:
+                return
+            if verb == "GET":
+                left = size
+                while left:
+                    left -= conn.send(CHUNK[:min(left, len(CHUNK))])
+            else:
+                got = len(rest)
+                sink = bytearray(1 << 18)
+                while got < size:
+                    n = conn.recv_into(sink, min(len(sink), size - got))
+                    if not n:
+                        return
+                    got += n
+                conn.sendall(b"OK %.9f\n" % time.monotonic())
+            # The client closes first, once it has everything (as in workloads/transfers.py).
+            conn.shutdown(socket.SHUT_WR)
+            while conn.recv(4096):
+                pass
+        except OSError:
+            return
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 1024
+
+
+def serve(address: str, port: int, timeout: float) -> None:
+    with _Server((address, port), _Handler) as srv:
+        srv.timeout_s = timeout  # type: ignore[attr-defined]
+        print("READY", flush=True)
+        srv.serve_forever()
+
+
+# --- the client --------------------------------------------------------------------------------
+
+def load_config(path: str) -> dict[str, Any]:
+    with open(path) as fh:
+        cfg = json.load(fh)
+    missing, unknown = REQUIRED - cfg.keys(), cfg.keys() - REQUIRED - OPTIONAL
+    if missing or unknown:
+        raise ValueError(f"{path}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}")
+    if (cfg.get("files") is None) == (cfg.get("duration") is None):
+        raise ValueError(f"{path}: give exactly one of files and duration")
+    if not cfg["directions"] or set(cfg["directions"]) - {"down", "up"}:
+        raise ValueError(f"{path}: directions must be a non-empty list of 'down' and 'up'")
+    return cfg
+
+
+def _error(exc: BaseException) -> str:
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "timeout"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Client:
+    def __init__(self, cfg: dict[str, Any], out: TextIO):
+        self.cfg, self.out = cfg, out
+        self.lock = threading.Lock()
+        self.count = self.errors = 0
+        self.reason = "done"
+
+    def emit(self, rec: dict[str, Any]) -> None:
+        with self.lock:
+            self.out.write(json.dumps(rec) + "\n")
+            self.out.flush()
+
+    def transfer(self, direction: str, seq: int, size: int) -> dict[str, Any]:
+        cfg = self.cfg
+        rec: dict[str, Any] = {"kind": "file", "dir": direction, "seq": seq, "size": size, "t": time.monotonic(),
+                               "time": None, "received": 0 if direction == "down" else None, "error": None}
+        t0 = rec["t"]
+        end_by = min(t0 + cfg["timeout"], cfg["deadline"])
+
+        def left() -> float:
+            remaining = end_by - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("file timeout")
+            return remaining
+
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.settimeout(left())
+                s.connect((cfg["server"], cfg["port"]))
+                if direction == "down":
+                    s.sendall(b"GET %d\n" % size)
+                    buf = bytearray(1 << 18)
+                    while rec["received"] < size:
+                        s.settimeout(left())
+                        n = s.recv_into(buf, min(len(buf), size - rec["received"]))
+                        if not n:
+                            raise ConnectionError(f"connection closed after {rec['received']} of {size} bytes")
+                        rec["received"] += n
+                    rec["time"] = time.monotonic() - t0
+                else:
+                    s.sendall(b"PUT %d\n" % size)
+                    sent = 0
+                    while sent < size:
+                        s.settimeout(left())
+                        sent += s.send(CHUNK[:min(size - sent, len(CHUNK))])
+                    reply = b""
+                    while not reply.endswith(b"\n"):
+                        s.settimeout(left())
+                        part = s.recv(64)
+                        if not part or len(reply) > 64:
+                            raise ConnectionError(f"no acknowledgement from the server after {sent} bytes")
+                        reply += part
+                    verb, _, stamp = reply.decode("ascii", "replace").strip().partition(" ")
+                    if verb != "OK":
+                        raise ConnectionError(f"unexpected reply {reply[:40]!r}")
+                    rec["received"], rec["time"] = size, float(stamp) - t0
+        except (OSError, ConnectionError, ValueError) as exc:
+            rec["error"] = _error(exc)
+        return rec
+
+    def stream(self, direction: str) -> None:
+        cfg = self.cfg
+        size_of = sizes(cfg["sizes"], f"{cfg['seed']}/{direction}/size")
+        gap_of = gaps(cfg["gaps"], f"{cfg['seed']}/{direction}/gap")
+        stop_at = cfg["start_at"] + cfg["duration"] if cfg.get("duration") is not None else None
+        wake = cfg["start_at"] + next(gap_of)
+        seq = 0
+        while cfg.get("files") is None or seq < cfg["files"]:
+            if stop_at is not None and wake >= stop_at:
+                break
+            if wake >= cfg["deadline"]:
+                self.reason = "deadline"
+                break
+            time.sleep(max(0.0, wake - time.monotonic()))
+            rec = self.transfer(direction, seq, next(size_of))
+            self.emit(rec)
+            with self.lock:
+                self.count += 1
+                self.errors += rec["error"] is not None
+            seq += 1
+            wake = time.monotonic() + next(gap_of)
+
+    def run(self) -> int:
+        threads = [threading.Thread(target=self.stream, args=(d,), daemon=True) for d in self.cfg["directions"]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.emit({"kind": "end", "count": self.count, "errors": self.errors, "reason": self.reason,
+                   "mono": time.monotonic()})
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="role", required=True)
+    s = sub.add_parser("server")
+    s.add_argument("address")
+    s.add_argument("port", type=int)
+    s.add_argument("--timeout", type=float, default=600.0, help="seconds a connection may stay silent")
+    c = sub.add_parser("client")
+    c.add_argument("config")
+    c.add_argument("out")
+    args = ap.parse_args(argv)
+    if args.role == "server":
+        serve(args.address, args.port, args.timeout)
+        return 0
+    try:
+        cfg = load_config(args.config)
+    except (OSError, ValueError) as exc:
+        print(f"workloads.ftp: {exc}", file=sys.stderr)
+        return 2
+    with open(args.out, "w") as out:
+        return Client(cfg, out).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
