@@ -43,7 +43,7 @@ def python() -> str:
     return sys.executable
 
 
-CODE_PACKAGES = ("controller", "testbed", "topologies", "workloads", "results")
+CODE_PACKAGES = ("spec", "controller", "testbed", "topologies", "workloads", "results")
 
 
 def code_fingerprint() -> str:
