@@ -1,6 +1,10 @@
 //! The engine's configuration file (docs/architecture.md, "Queue engine contract").
 
+use crate::edge::EdgeConfig;
+pub use crate::policy::PolicyConfig;
+use crate::policy::{LinkEnv, LossConfig};
 use anyhow::{bail, Context, Result};
+use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::path::Path;
@@ -12,51 +16,86 @@ pub enum Buffer {
     Bytes(u64),
 }
 
-/// One drop-precedence level of RIO, 3-level RED or FRIO (thresholds in packets).
-#[derive(Debug, Deserialize, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct LevelConfig {
-    pub min_th: f64,
-    pub max_th: f64,
-    pub max_p: f64,
+/// Unit of a RED-family policy's thresholds, and so of its average queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Packets,
+    Bytes,
 }
 
-/// A policy and its parameters; which parameters apply depends on `kind` (src/policy/mod.rs).
-#[derive(Debug, Deserialize, Clone, Default)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyConfig {
-    pub kind: String,
-    /// RED and FRED: thresholds on the average queue, in packets.
-    #[serde(default)]
-    pub min_th: Option<f64>,
-    #[serde(default)]
-    pub max_th: Option<f64>,
-    /// RED, RIO, 3-level RED, FRED and FRIO: weight of the moving average.
-    #[serde(default)]
-    pub w_q: Option<f64>,
-    /// RED and FRED: drop probability at max_th.
-    #[serde(default)]
-    pub max_p: Option<f64>,
-    /// The RED family: packet size (bytes) for the idle-time correction's "typical transmission time".
-    #[serde(default)]
-    pub mean_pkt_bytes: Option<u32>,
-    /// RIO, 3-level RED and FRIO: per-level parameters, highest precedence first.
-    #[serde(default)]
-    pub levels: Option<Vec<LevelConfig>>,
-    /// FRED and FRIO: packets a flow may queue between the thresholds without a random drop
-    /// (default 2, Lin and Morris's value for small buffers).
-    #[serde(default)]
-    pub min_q: Option<f64>,
-    /// WRR: packets each queue may send per round, 2 queues (AF11, rest) or 3 (AF11, AF12,
-    /// AF13 and unmarked); the link's buffer is split among the queues in the same proportion.
-    #[serde(default)]
-    pub weights: Option<Vec<u32>>,
-    /// Loss models: probability of losing a packet (all packets, or the low-priority ones).
-    #[serde(default)]
-    pub loss_p: Option<f64>,
-    /// CATNIP error model: loss probability p' of high-priority (AF11) packets.
-    #[serde(default)]
-    pub loss_p_high: Option<f64>,
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Packets => "packets",
+            Unit::Bytes => "bytes",
+        }
+    }
+}
+
+/// A queue threshold: a number (packets), `{"packets": x}` or `{"bytes": x}`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Threshold {
+    pub value: f64,
+    pub unit: Unit,
+}
+
+impl Threshold {
+    pub fn packets(value: f64) -> Threshold {
+        Threshold { value, unit: Unit::Packets }
+    }
+
+    pub fn bytes(value: f64) -> Threshold {
+        Threshold { value, unit: Unit::Bytes }
+    }
+}
+
+impl<'de> Deserialize<'de> for Threshold {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Threshold, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Threshold;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(r#"a number of packets, {"packets": x} or {"bytes": x}"#)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Threshold, E> {
+                Ok(Threshold::packets(v as f64))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Threshold, E> {
+                Ok(Threshold::packets(v as f64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Threshold, E> {
+                Ok(Threshold::packets(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Threshold, A::Error> {
+                let key: String = map.next_key()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                let unit = match key.as_str() {
+                    "packets" => Unit::Packets,
+                    "bytes" => Unit::Bytes,
+                    _ => return Err(de::Error::unknown_field(&key, &["packets", "bytes"])),
+                };
+                let value: f64 = map.next_value()?;
+                if let Some(other) = map.next_key::<String>()? {
+                    return Err(de::Error::custom(format!("one unit only, not {key:?} and {other:?}")));
+                }
+                Ok(Threshold { value, unit })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The one unit of a policy's thresholds: the first one's, and an error naming the first field
+/// that differs.
+pub fn one_unit(fields: &[(String, Threshold)]) -> std::result::Result<Unit, String> {
+    let (first, t0) = &fields[0];
+    match fields.iter().find(|(_, t)| t.unit != t0.unit) {
+        None => Ok(t0.unit),
+        Some((name, t)) => Err(format!(
+            "{name}: in {} but {first} is in {}; one policy's thresholds take one unit",
+            t.unit.name(),
+            t0.unit.name()
+        )),
+    }
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -70,6 +109,25 @@ pub struct LinkConfig {
     /// None: unlimited.
     pub buffer: Option<Buffer>,
     pub policy: PolicyConfig,
+    /// Random loss drawn on every arrival before the policy.
+    #[serde(default)]
+    pub loss: Option<LossConfig>,
+    /// Edge functions applied in order to every arrival, before the loss and the policy.
+    #[serde(default)]
+    pub edge: Vec<EdgeConfig>,
+}
+
+impl LinkConfig {
+    /// A link with the given policy and no loss or edge functions.
+    pub fn new(name: &str, rate_bps: u64, delay_us: u64, buffer: Option<Buffer>, policy: PolicyConfig) -> LinkConfig {
+        LinkConfig { name: name.into(), queue_num: 0, rate_bps, delay_us, buffer, policy, loss: None, edge: Vec::new() }
+    }
+
+    /// Whether an edge function of this link may change a packet's DSCP (the live engine then
+    /// copies whole packets from the kernel, to give them back rewritten).
+    pub fn may_rewrite(&self) -> bool {
+        self.edge.iter().any(EdgeConfig::may_rewrite)
+    }
 }
 
 fn default_verdict_batch() -> usize {
@@ -120,8 +178,14 @@ impl Config {
     pub fn parse(text: &str) -> Result<Config> {
         let value: serde_json::Value = serde_json::from_str(text)?;
         let config: Config = serde_path_to_error::deserialize(&value).map_err(|e| {
-            let at = name_links(&e.path().to_string(), &value);
-            anyhow::anyhow!("{at}{}", e.into_inner())
+            let path = e.path().to_string();
+            match explain(&path, &value) {
+                Some(why) => {
+                    let at = path.strip_suffix(".kind").unwrap_or(&path);
+                    anyhow::anyhow!("{}{why}", name_links(at, &value).trim_end_matches(": "))
+                }
+                None => anyhow::anyhow!("{}{}", name_links(&path, &value), e.into_inner()),
+            }
         })?;
         config.validate()?;
         Ok(config)
@@ -150,11 +214,59 @@ impl Config {
                 }
                 _ => {}
             }
-            crate::policy::build::<()>(&l.policy, l.buffer, l.rate_bps, self.seed)
-                .map_err(|e| anyhow::anyhow!("{who}.policy: {e}"))?;
+            let env = LinkEnv { buffer: l.buffer, rate_bps: l.rate_bps, seed: self.seed };
+            l.policy.build::<()>(&env).map_err(|e| anyhow::anyhow!("{who}.policy: {e}"))?;
+            if let Some(loss) = &l.loss {
+                loss.validate().map_err(|e| anyhow::anyhow!("{who}.loss: {e}"))?;
+            }
+            for (j, f) in l.edge.iter().enumerate() {
+                f.validate().map_err(|e| anyhow::anyhow!("{who}.edge[{j}]: {e}"))?;
+            }
         }
         Ok(())
     }
+}
+
+/// A policy or an edge function is an internally tagged enum: serde reads it whole before it
+/// knows the variant, and the path of an error inside it ends at the enum. Read the value's
+/// variant again on its own to say which of its fields is wrong (`.weights[1]: ...`), or, for an
+/// unknown kind, which kinds there are. None: the error's own path and message say it.
+fn explain(path: &str, value: &serde_json::Value) -> Option<String> {
+    let (index, tail) = path.strip_prefix("links[")?.split_once(']')?;
+    let tail = tail.strip_suffix(".kind").unwrap_or(tail);
+    let link = &value["links"][index.parse::<usize>().ok()?];
+    if tail == ".policy" {
+        return Some(explain_tagged(&link["policy"], crate::policy::KINDS, PolicyConfig::explain));
+    }
+    let j = tail.strip_prefix(".edge[")?.strip_suffix(']')?.parse::<usize>().ok()?;
+    Some(explain_tagged(&link["edge"][j], crate::edge::KINDS, EdgeConfig::explain))
+}
+
+/// `: msg` or `.field: msg` for a value of an enum tagged by `kind`; `variant(kind, rest)` reads
+/// the rest of the object as that kind's parameters.
+fn explain_tagged(
+    value: &serde_json::Value,
+    kinds: &[&str],
+    variant: fn(&str, &serde_json::Value) -> Option<String>,
+) -> String {
+    let Some(object) = value.as_object() else {
+        return format!(": invalid type: expected an object with a \"kind\" (one of {})", kinds.join(", "));
+    };
+    let kind = match object.get("kind") {
+        None => return ": missing field `kind`".into(),
+        Some(serde_json::Value::String(k)) if kinds.contains(&k.as_str()) => k.as_str(),
+        Some(k) => return format!(": unknown kind {k}; allowed: {}", kinds.join(", ")),
+    };
+    let mut rest = object.clone();
+    rest.remove("kind");
+    variant(kind, &serde_json::Value::Object(rest)).unwrap_or_else(|| ": invalid value".into())
+}
+
+/// Deserialize `value` as `T`; the error with its path (`.a[1]: msg`, or `: msg` at the top).
+pub fn deep_error<T: DeserializeOwned>(value: &serde_json::Value) -> Option<String> {
+    let e = serde_path_to_error::deserialize::<_, T>(value).err()?;
+    let path = e.path().to_string();
+    Some(if path == "." { format!(": {}", e.into_inner()) } else { format!(".{path}: {}", e.into_inner()) })
 }
 
 /// `links[1].rate_bps` -> `links[1] ("rs>rc").rate_bps: `; the top level (".") -> nothing.
@@ -239,17 +351,21 @@ mod tests {
             )
         };
         let fred = r#"{"kind": "fred", "min_th": 2, "max_th": 6, "w_q": 0.02, "max_p": 0.1, "min_q": 4}"#;
-        assert_eq!(parse(&link(fred)).unwrap().links[0].policy.min_q, Some(4.0));
+        let PolicyConfig::Fred(f) = &parse(&link(fred)).unwrap().links[0].policy else { panic!("not fred") };
+        assert_eq!(f.min_q, Some(Threshold::packets(4.0)));
         let frio = r#"{"kind": "frio", "w_q": 0.02, "levels": [{"min_th": 4, "max_th": 8, "max_p": 0.02},
                        {"min_th": 2, "max_th": 6, "max_p": 0.1}]}"#;
-        assert_eq!(parse(&link(frio)).unwrap().links[0].policy.min_q, None);
+        let PolicyConfig::Frio(f) = &parse(&link(frio)).unwrap().links[0].policy else { panic!("not frio") };
+        assert_eq!(f.min_q, None);
         let wrr = r#"{"kind": "wrr", "weights": [1, 4]}"#;
-        assert_eq!(parse(&link(wrr)).unwrap().links[0].policy.weights, Some(vec![1, 4]));
+        let PolicyConfig::Wrr(w) = &parse(&link(wrr)).unwrap().links[0].policy else { panic!("not wrr") };
+        assert_eq!(w.weights, vec![1, 4]);
         for (policy, want) in [
-            (r#"{"kind": "fred", "min_th": 2, "max_th": 6, "max_p": 0.1}"#, "fred needs w_q"),
+            // Typed parsing: a missing parameter is serde's "missing field" (was "fred needs w_q").
+            (r#"{"kind": "fred", "min_th": 2, "max_th": 6, "max_p": 0.1}"#, "missing field `w_q`"),
             (r#"{"kind": "fred", "min_th": 2, "max_th": 6, "w_q": 0.1, "max_p": 0.1, "min_q": -1}"#, "min_q must be"),
             (r#"{"kind": "frio", "w_q": 0.1, "levels": [{"min_th": 4, "max_th": 8, "max_p": 0.1}]}"#, "frio needs levels: 2"),
-            (r#"{"kind": "wrr"}"#, "wrr needs weights"),
+            (r#"{"kind": "wrr"}"#, "missing field `weights`"),
             (r#"{"kind": "wrr", "weights": [1, 0]}"#, "weights[1]: must be at least 1"),
             (r#"{"kind": "wrr", "weights": [1, 99]}"#, "weights[0]: queue 0's share of the buffer (1/100) is empty"),
             (r#"{"kind": "wrr", "weights": [1, -2]}"#, "policy.weights[1]: invalid value"),
@@ -258,5 +374,97 @@ mod tests {
             let e = error(&link(policy));
             assert!(e.starts_with(r#"links[0] ("b").policy"#) && e.contains(want), "{e}");
         }
+    }
+
+    fn one_link(fields: &str) -> String {
+        format!(
+            r#"{{"seed": 3, "links": [{{"name": "b", "queue_num": 0, "rate_bps": 1000000, "delay_us": 0,
+               "buffer": {{"packets": 10}}, {fields}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn every_kind_today_parses_and_an_unknown_kind_lists_them_all() {
+        for (i, kind) in crate::policy::KINDS.iter().enumerate() {
+            let policy = match *kind {
+                "red" | "catnip_red" | "fred" => format!(r#"{{"kind": "{kind}", "min_th": 2, "max_th": 6, "w_q": 0.1, "max_p": 0.1}}"#),
+                "rio" | "frio" | "red3" => {
+                    let n = if *kind == "red3" { 3 } else { 2 };
+                    let levels = vec![r#"{"min_th": 2, "max_th": 6, "max_p": 0.1}"#; n].join(", ");
+                    format!(r#"{{"kind": "{kind}", "w_q": 0.1, "levels": [{levels}], "mean_pkt_bytes": 1500}}"#)
+                }
+                "wrr" => r#"{"kind": "wrr", "weights": [1, 4]}"#.into(),
+                "bernoulli" => r#"{"kind": "bernoulli", "loss_p": 0.1}"#.into(),
+                "catnip_loss" => r#"{"kind": "catnip_loss", "loss_p": 0.1, "loss_p_high": 0.01}"#.into(),
+                _ => format!(r#"{{"kind": "{kind}"}}"#),
+            };
+            let c = parse(&one_link(&format!(r#""policy": {policy}"#))).unwrap_or_else(|e| panic!("{kind}: {e:#}"));
+            assert_eq!(c.links[0].policy.kind(), *kind, "kind {i}");
+        }
+        // The message the controller's tests expect, with every kind in one place.
+        assert_eq!(
+            error(&one_link(r#""policy": {"kind": "fifo"}"#)),
+            r#"links[0] ("b").policy: unknown kind "fifo"; allowed: droptail, catnip_good, catnip_bad, red, catnip_red, rio, red3, fred, frio, wrr, bernoulli, catnip_loss"#
+        );
+        assert_eq!(error(&one_link(r#""policy": {"max_p": 1}"#)), r#"links[0] ("b").policy: missing field `kind`"#);
+        let e = error(&one_link(r#""policy": {"kind": "droptail", "min_th": 1}"#));
+        assert!(e.starts_with(r#"links[0] ("b").policy.min_th: unknown field `min_th`, there are no fields"#), "{e}");
+    }
+
+    #[test]
+    fn thresholds_take_packets_or_bytes_in_one_unit_per_policy() {
+        let red = |min: &str, max: &str| one_link(&format!(r#""policy": {{"kind": "red", "min_th": {min}, "max_th": {max}, "w_q": 0.1, "max_p": 0.1}}"#));
+        let th = |text: &str| {
+            let PolicyConfig::Red(r) = parse(text).unwrap().links[0].policy.clone() else { panic!("not red") };
+            (r.min_th, r.max_th)
+        };
+        assert_eq!(th(&red("2", "6.5")), (Threshold::packets(2.0), Threshold::packets(6.5)));
+        assert_eq!(th(&red(r#"{"packets": 2}"#, "6")), (Threshold::packets(2.0), Threshold::packets(6.0)));
+        assert_eq!(th(&red(r#"{"bytes": 3000}"#, r#"{"bytes": 9000}"#)), (Threshold::bytes(3000.0), Threshold::bytes(9000.0)));
+        for (min, max, want) in [
+            (r#"{"bytes": 3000}"#, "6", r#"links[0] ("b").policy: max_th: in packets but min_th is in bytes"#),
+            (r#"{"byte": 3000}"#, "6", r#"links[0] ("b").policy.min_th: unknown field `byte`, expected `packets` or `bytes`"#),
+            (r#"{"bytes": 3000, "packets": 2}"#, "6", r#"links[0] ("b").policy.min_th: one unit only"#),
+            (r#""2""#, "6", r#"links[0] ("b").policy.min_th: invalid type: string "2", expected a number of packets"#),
+            (r#"{"bytes": 9000}"#, r#"{"bytes": 3000}"#, r#"links[0] ("b").policy: need 0 <= min_th < max_th (got 9000 and 3000)"#),
+        ] {
+            let e = error(&red(min, max));
+            assert!(e.starts_with(want), "{e}");
+        }
+        // Levels: the field named is the first in another unit than levels[0].min_th.
+        let rio = r#""policy": {"kind": "rio", "w_q": 0.1, "levels": [
+            {"min_th": {"bytes": 50000}, "max_th": {"bytes": 490000}, "max_p": 0.005},
+            {"min_th": {"bytes": 10000}, "max_th": 200, "max_p": 0.25}]}"#;
+        assert!(error(&one_link(rio)).starts_with(r#"links[0] ("b").policy: levels[1].max_th: in packets but levels[0].min_th is in bytes"#));
+        let fred = r#""policy": {"kind": "fred", "min_th": {"bytes": 2000}, "max_th": {"bytes": 6000}, "w_q": 0.1, "max_p": 0.1, "min_q": 2}"#;
+        assert!(error(&one_link(fred)).starts_with(r#"links[0] ("b").policy: min_q: in packets but the thresholds are in bytes"#));
+    }
+
+    #[test]
+    fn loss_and_edge_errors_name_the_link_and_field() {
+        let ok = one_link(
+            r#""policy": {"kind": "droptail"}, "loss": {"p": 0.1},
+               "edge": [{"kind": "mark", "rules": [{"proto": 6, "src": "10.0.0.0/8", "dport": [80, 80], "dscp": 10}], "default": null},
+                        {"kind": "police", "rate_bps": 100000, "bucket_bytes": 3000, "exceed": {"action": "drop"}},
+                        {"kind": "shape", "rate_bps": 100000, "bucket_bytes": 1500, "buffer": null}]"#,
+        );
+        let c = parse(&ok).unwrap();
+        assert_eq!((c.links[0].edge.len(), c.links[0].may_rewrite()), (3, true));
+        for (fields, want) in [
+            (r#""loss": {"p": 1.5}"#, r#"links[0] ("b").loss: p must be in [0, 1) (got 1.5)"#),
+            (r#""loss": {"p": 0.1, "p_hi": 0.2}"#, r#"links[0] ("b").loss.p_hi: unknown field `p_hi`"#),
+            (r#""edge": [{"kind": "mark"}, {"kind": "meter"}]"#, r#"links[0] ("b").edge[1]: unknown kind "meter"; allowed: mark, police, shape"#),
+            (r#""edge": [{"kind": "mark", "rules": [{"dscp": 10, "sport": [1, -2]}]}]"#, r#"links[0] ("b").edge[0].rules[0].sport[1]: invalid value: integer `-2`"#),
+            (r#""edge": [{"kind": "mark", "rules": [{"dscp": 10, "dst": "10.0.0.1/8"}]}]"#, r#"links[0] ("b").edge[0]: rules[0].dst: "10.0.0.1/8": host bits set"#),
+            (r#""edge": [{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "per": "host", "exceed": {"action": "drop"}}]"#,
+             r#"links[0] ("b").edge[0].per: unknown variant `host`, expected one of `link`, `src`, `flow`"#),
+            (r#""edge": [{"kind": "police", "rate_bps": 1, "bucket_bytes": 64}]"#, r#"links[0] ("b").edge[0]: missing field `exceed`"#),
+            (r#""edge": [{"kind": "shape", "rate_bps": 0, "bucket_bytes": 64}]"#, r#"links[0] ("b").edge[0]: rate_bps: must be above 0"#),
+        ] {
+            let e = error(&one_link(&format!(r#""policy": {{"kind": "droptail"}}, {fields}"#)));
+            assert!(e.starts_with(want), "{e}");
+        }
+        let plain = parse(&one_link(r#""policy": {"kind": "droptail"}, "edge": [{"kind": "shape", "rate_bps": 1, "bucket_bytes": 64}]"#)).unwrap();
+        assert!(!plain.links[0].may_rewrite());
     }
 }

@@ -6,6 +6,7 @@
 //! packet trace (`replay`), so policies can be tested without a network.
 
 pub mod config;
+pub mod edge;
 pub mod link;
 pub mod nfq_loop;
 pub mod packet;

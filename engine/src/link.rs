@@ -1,30 +1,48 @@
-//! One emulated link direction: buffer (policy) -> transmitter at the link rate -> constant
-//! propagation delay -> delivery.
+//! One emulated link direction: edge functions -> random loss -> buffer (policy) -> transmitter
+//! at the link rate -> constant propagation delay -> delivery.
 //!
 //! Time is in nanoseconds on the driver's clock. The schedule is virtual: a transmission
 //! starts at max(arrival, end of the previous transmission), computed from those times and
 //! never from when the driver happened to wake up, so a late wake-up delays a verdict but
-//! never shifts the packets after it.
+//! never shifts the packets after it. A shaper's releases are on the same virtual schedule.
 
 use crate::config::{Buffer, LinkConfig, PolicyConfig};
+use crate::edge::{Stage, Step};
 use crate::packet::PacketInfo;
-use crate::policy::{self, Dropped, QueuePolicy, Queued};
+use crate::policy::{Cause, DropTailConfig, Dropped, LinkEnv, QueuePolicy, Queued};
 use crate::stats::LinkStats;
 use std::collections::VecDeque;
+
+/// Why a packet was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropCause {
+    /// Refused by the policy on arrival.
+    Refused,
+    /// Evicted from the queue by the arrival with sequence `by`.
+    Evicted { by: u64 },
+    /// Lost at random (the loss wrapper).
+    Lost,
+    /// Out of profile at a policer that drops.
+    Policed,
+    /// A shaper's buffer was full.
+    ShaperFull,
+}
 
 /// What became of a packet.
 #[derive(Debug)]
 pub enum Fate<H> {
-    /// Release it now; `at` is when the schedule said it reaches the far end.
+    /// Release it now; `at` is when the schedule said it reaches the far end. `info.dscp` is
+    /// the DSCP it leaves with.
     Deliver { handle: H, at: u64, info: PacketInfo },
-    /// Dropped at `at`: refused on arrival, or evicted by the arrival with sequence `by`.
-    Drop { handle: H, at: u64, info: PacketInfo, seq: u64, by: Option<u64> },
+    /// Dropped at `at`.
+    Drop { handle: H, at: u64, info: PacketInfo, seq: u64, cause: DropCause },
 }
 
 pub struct Link<H> {
     pub name: String,
     rate_bps: u64,
     delay_ns: u64,
+    edge: Vec<Stage<H>>,
     policy: Box<dyn QueuePolicy<H>>,
     /// The packet being serialized and when its last bit leaves.
     on_wire: Option<(Queued<H>, u64)>,
@@ -37,29 +55,35 @@ pub struct Link<H> {
 
 impl<H: 'static> Link<H> {
     pub fn new(config: &LinkConfig, seed: u64) -> Result<Link<H>, String> {
+        let env = LinkEnv { buffer: config.buffer, rate_bps: config.rate_bps, seed };
+        let mut policy = config.policy.build(&env)?;
+        if let Some(loss) = &config.loss {
+            policy = loss.wrap(policy, seed).map_err(|e| format!("loss: {e}"))?;
+        }
+        let edge = config
+            .edge
+            .iter()
+            .enumerate()
+            .map(|(i, e)| e.build().map_err(|e| format!("edge[{i}]: {e}")))
+            .collect::<Result<Vec<Stage<H>>, String>>()?;
+        let stats = LinkStats { edge: edge.iter().map(Stage::counters).collect(), ..LinkStats::default() };
         Ok(Link {
             name: config.name.clone(),
             rate_bps: config.rate_bps,
             delay_ns: config.delay_us * 1000,
-            policy: policy::build(&config.policy, config.buffer, config.rate_bps, seed)?,
+            edge,
+            policy,
             on_wire: None,
             delay_line: VecDeque::new(),
             next_seq: 0,
-            stats: LinkStats::default(),
+            stats,
             dropped: Vec::new(),
         })
     }
 
     /// A link with the DropTail policy, for tests.
     pub fn droptail(name: &str, rate_bps: u64, delay_us: u64, buffer: Option<Buffer>) -> Link<H> {
-        let config = LinkConfig {
-            name: name.into(),
-            queue_num: 0,
-            rate_bps,
-            delay_us,
-            buffer,
-            policy: PolicyConfig { kind: "droptail".into(), ..Default::default() },
-        };
+        let config = LinkConfig::new(name, rate_bps, delay_us, buffer, PolicyConfig::Droptail(DropTailConfig {}));
         Link::new(&config, 0).expect("droptail always builds")
     }
 
@@ -73,8 +97,32 @@ impl<H: 'static> Link<H> {
     pub fn arrive(&mut self, handle: H, info: PacketInfo, now: u64, out: &mut Vec<Fate<H>>) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.stats.arrived.add(&info);
-        let pkt = Queued { handle, info, arrival: now, seq };
+        self.through_edge(0, Queued { handle, info, arrival: now, seq }, now, out);
+        seq
+    }
+
+    /// Apply the edge functions from `from` on, then hand the packet to the policy.
+    fn through_edge(&mut self, from: usize, mut pkt: Queued<H>, now: u64, out: &mut Vec<Fate<H>>) {
+        for i in from..self.edge.len() {
+            match self.edge[i].apply(pkt, now, &mut self.stats.edge[i]) {
+                Step::Next(p) => pkt = p,
+                Step::Held => return,
+                Step::Drop(p, policed) => {
+                    self.stats.arrived.add(&p.info);
+                    self.stats.dropped.add(&p.info);
+                    let cause = if policed { DropCause::Policed } else { DropCause::ShaperFull };
+                    out.push(Fate::Drop { handle: p.handle, at: now, info: p.info, seq: p.seq, cause });
+                    return;
+                }
+            }
+        }
+        self.enqueue(pkt, now, out);
+    }
+
+    /// Offer the packet to the policy (through the loss wrapper, if any).
+    fn enqueue(&mut self, pkt: Queued<H>, now: u64, out: &mut Vec<Fate<H>>) {
+        self.stats.arrived.add(&pkt.info);
+        let seq = pkt.seq;
         self.policy.enqueue(pkt, now, &mut self.dropped);
         self.record_drops(now, seq, out);
         if self.rate_bps == 0 {
@@ -84,25 +132,26 @@ impl<H: 'static> Link<H> {
                 self.stats.sent.add(&p.info);
                 self.delay_line.push_back((now + self.delay_ns, p));
             }
-            return seq;
+            return;
         }
         self.note_occupancy();
         if self.on_wire.is_none() {
             self.start_next(now);
         }
-        seq
     }
 
     fn record_drops(&mut self, now: u64, seq: u64, out: &mut Vec<Fate<H>>) {
         for d in self.dropped.drain(..) {
             self.stats.dropped.add(&d.pkt.info);
-            out.push(Fate::Drop {
-                handle: d.pkt.handle,
-                at: now,
-                info: d.pkt.info,
-                seq: d.pkt.seq,
-                by: d.evicted.then_some(seq),
-            });
+            let cause = match d.cause {
+                Cause::Refused => DropCause::Refused,
+                Cause::Evicted => DropCause::Evicted { by: seq },
+                Cause::Lost => {
+                    self.stats.lost.add(&d.pkt.info);
+                    DropCause::Lost
+                }
+            };
+            out.push(Fate::Drop { handle: d.pkt.handle, at: now, info: d.pkt.info, seq: d.pkt.seq, cause });
         }
     }
 
@@ -119,23 +168,39 @@ impl<H: 'static> Link<H> {
         }
     }
 
-    /// Run the schedule up to `now`: finished transmissions enter the delay line (and the next
-    /// packet starts at the virtual end time), due packets are delivered.
+    /// The earliest shaper release: (time, edge function index).
+    fn next_release(&self) -> Option<(u64, usize)> {
+        self.edge.iter().enumerate().filter_map(|(i, s)| s.next_release().map(|t| (t, i))).min()
+    }
+
+    /// Run the schedule up to `now`, event by event in time order: due packets are delivered,
+    /// finished transmissions enter the delay line (and the next packet starts at the virtual
+    /// end time), shapers release packets (at their virtual release times) to what follows them.
     pub fn advance(&mut self, now: u64, out: &mut Vec<Fate<H>>) {
         loop {
             let wire_end = self.on_wire.as_ref().map(|(_, end)| *end).filter(|end| *end <= now);
             let head = self.delay_line.front().map(|(at, _)| *at).filter(|at| *at <= now);
-            match (wire_end, head) {
-                // A packet due for delivery at or before the wire's end goes first.
-                (_, Some(at)) if wire_end.is_none_or(|end| at <= end) => {
+            let release = self.next_release().filter(|(t, _)| *t <= now);
+            let next_other = match (wire_end, release) {
+                (Some(a), Some((b, _))) => Some(a.min(b)),
+                (a, b) => a.or(b.map(|r| r.0)),
+            };
+            match (wire_end, head, release) {
+                // A packet due for delivery at or before the other events goes first.
+                (_, Some(at), _) if next_other.is_none_or(|t| at <= t) => {
                     let (at, pkt) = self.delay_line.pop_front().unwrap();
                     out.push(Fate::Deliver { handle: pkt.handle, at, info: pkt.info });
                 }
-                (Some(end), _) => {
+                // Then a transmission ending at or before a release.
+                (Some(end), _, _) if release.is_none_or(|(t, _)| end <= t) => {
                     let (pkt, _) = self.on_wire.take().unwrap();
                     self.stats.sent.add(&pkt.info);
                     self.delay_line.push_back((end + self.delay_ns, pkt));
                     self.start_next(end);
+                }
+                (_, _, Some((t, i))) => {
+                    let pkt = self.edge[i].release(t, &mut self.stats.edge[i]);
+                    self.through_edge(i + 1, pkt, t, out);
                 }
                 _ => return,
             }
@@ -146,10 +211,8 @@ impl<H: 'static> Link<H> {
     pub fn next_event(&self) -> Option<u64> {
         let wire = self.on_wire.as_ref().map(|(_, end)| *end);
         let head = self.delay_line.front().map(|(at, _)| *at);
-        match (wire, head) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let release = self.next_release().map(|r| r.0);
+        [wire, head, release].into_iter().flatten().min()
     }
 
     pub fn queue_packets(&self) -> usize {
@@ -160,12 +223,15 @@ impl<H: 'static> Link<H> {
         self.policy.len_bytes()
     }
 
-    /// Every packet still held, for release at shutdown.
-    pub fn drain(&mut self) -> Vec<H> {
-        let mut held: Vec<H> = self.delay_line.drain(..).map(|(_, p)| p.handle).collect();
-        held.extend(self.on_wire.take().map(|(p, _)| p.handle));
-        held.extend(self.policy.drain().into_iter().map(|p| p.handle));
-        held
+    /// Every packet still held (delay line, wire, queue, shapers), for release at shutdown.
+    pub fn drain(&mut self) -> Vec<(H, PacketInfo)> {
+        let mut held: Vec<Queued<H>> = self.delay_line.drain(..).map(|(_, p)| p).collect();
+        held.extend(self.on_wire.take().map(|(p, _)| p));
+        held.extend(self.policy.drain());
+        for (stage, counters) in self.edge.iter_mut().zip(self.stats.edge.iter_mut()) {
+            held.extend(stage.drain(counters));
+        }
+        held.into_iter().map(|p| (p.handle, p.info)).collect()
     }
 }
 
@@ -201,14 +267,8 @@ mod tests {
 
     #[test]
     fn a_link_without_a_rate_still_applies_its_loss_model() {
-        let config = LinkConfig {
-            name: "l".into(),
-            queue_num: 0,
-            rate_bps: 0,
-            delay_us: 1000,
-            buffer: None,
-            policy: PolicyConfig { kind: "bernoulli".into(), loss_p: Some(0.25), ..Default::default() },
-        };
+        let policy = PolicyConfig::Bernoulli(crate::policy::BernoulliConfig { loss_p: 0.25 });
+        let config = LinkConfig::new("l", 0, 1000, None, policy);
         let mut link: Link<usize> = Link::new(&config, 7).unwrap();
         let arrivals: Vec<(u64, u32)> = (0..4000).map(|i| (i * US, 100)).collect();
         let fates = simulate(&mut link, &arrivals);
@@ -301,7 +361,7 @@ mod tests {
             link.arrive(i, info(1500), 0, &mut out);
         }
         link.advance(9 * MS, &mut out);
-        let mut held = link.drain();
+        let mut held: Vec<usize> = link.drain().into_iter().map(|h| h.0).collect();
         held.sort();
         assert_eq!(held, vec![0, 1, 2, 3]);
         assert!(out.is_empty());

@@ -6,7 +6,7 @@
 
 use crate::config::Config;
 use crate::link::{Fate, Link};
-use crate::packet::PacketInfo;
+use crate::packet::{rewrite_dscp, PacketInfo};
 use crate::stats::{Lateness, LatenessCauses};
 use crate::stats_writer::{Record, StatsWriter};
 use crate::verdicts::VerdictBatch;
@@ -20,6 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Enough of the packet for the IPv4 header with the longest options (60 bytes) and the ports:
 /// the payload itself is never needed, and copying less keeps the netlink socket from filling.
 const COPY_RANGE: u16 = 80;
+/// The whole packet, for links whose edge functions may rewrite the DSCP: a verdict with a
+/// payload replaces the packet with it (nfqnl_mangle trims to its length).
+const COPY_WHOLE: u16 = 65535;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -83,6 +86,30 @@ struct Engine {
     /// lateness is taken when the verdict has left, after the send.
     batch: VerdictBatch,
     due: Vec<(usize, u64)>,
+    /// Per link: whether its edge functions may change a packet's DSCP (whole packets copied).
+    rewrites: Vec<bool>,
+    /// Packets whose DSCP should have been rewritten but could not be (not all of the packet
+    /// was copied, or not IPv4): released unchanged.
+    rewrite_failed: u64,
+}
+
+/// Write the packet's new DSCP into `msg` if it differs from the one it came with; true if the
+/// payload must go back with the verdict. `rewrite_failed` counts the packets that cannot be
+/// given back whole.
+fn rewrite(msg: &mut Message, dscp: u8, rewrite_failed: &mut u64) -> bool {
+    let payload = msg.get_payload();
+    if payload.len() < 2 || payload[1] >> 2 == dscp {
+        return false;
+    }
+    if payload.len() != msg.get_original_len() || payload.len() > usize::from(COPY_WHOLE) - 4 {
+        *rewrite_failed += 1;
+        return false;
+    }
+    let ok = rewrite_dscp(msg.get_payload_mut(), dscp);
+    if !ok {
+        *rewrite_failed += 1;
+    }
+    ok
 }
 
 impl Engine {
@@ -93,8 +120,13 @@ impl Engine {
         let mut fates = std::mem::take(&mut self.fates);
         for fate in fates.drain(..) {
             match fate {
-                Fate::Deliver { handle, at, .. } => {
-                    self.batch.push(handle.get_queue_num(), handle.get_packet_id(), true, Some(release_mark(at)));
+                Fate::Deliver { mut handle, at, info } => {
+                    let (queue, id, mark) = (handle.get_queue_num(), handle.get_packet_id(), Some(release_mark(at)));
+                    if self.rewrites[link] && rewrite(&mut handle, info.dscp, &mut self.rewrite_failed) {
+                        self.batch.push_rewritten(queue, id, mark, handle.get_payload());
+                    } else {
+                        self.batch.push(queue, id, true, mark);
+                    }
                     self.due.push((link, at));
                 }
                 Fate::Drop { handle, .. } => {
@@ -144,6 +176,7 @@ impl Engine {
             lateness: self.lateness,
             causes: self.causes,
             nfq_errors: self.nfq_errors,
+            rewrite_failed: self.rewrite_failed,
             realtime,
             links: self.links.iter().map(|l| l.stats.snapshot(l.queue_packets(), l.queue_bytes())).collect(),
         }
@@ -251,10 +284,16 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
                 format!("link {:?}: cannot bind NFQUEUE {} (root needed; is another process bound to it?)",
                         l.name, l.queue_num)
             })?;
-        queue.set_copy_range(l.queue_num, COPY_RANGE)?;
         queue.set_queue_max_len(l.queue_num, config.queue_maxlen)?;
         by_queue[usize::from(l.queue_num)] = i;
         links.push(Link::new(l, config.seed).map_err(|e| anyhow!("link {:?}: {e}", l.name))?);
+    }
+    // The crate sizes its one receive buffer for the copy range set last: whole-packet queues
+    // last, so the buffer holds their messages.
+    let mut by_range: Vec<&crate::config::LinkConfig> = config.links.iter().collect();
+    by_range.sort_by_key(|l| l.may_rewrite());
+    for l in by_range {
+        queue.set_copy_range(l.queue_num, if l.may_rewrite() { COPY_WHOLE } else { COPY_RANGE })?;
     }
     queue.set_nonblocking(true);
     // Started before the engine turns real-time, and set back to normal priority in any case.
@@ -276,6 +315,8 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         fates: Vec::new(),
         batch: VerdictBatch::new(fd, config.verdict_batch),
         due: Vec::new(),
+        rewrites: config.links.iter().map(|l| l.may_rewrite()).collect(),
+        rewrite_failed: 0,
     };
     let mut last_arrival = vec![0u64; engine.links.len()];
     let spin_ns = config.spin_us * 1000;
@@ -330,8 +371,12 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
     // Shutdown: release everything held so no connection is left hanging, then the final record.
     let _ = engine.flush();
     for l in 0..engine.links.len() {
-        for mut msg in engine.links[l].drain() {
+        for (mut msg, info) in engine.links[l].drain() {
             msg.set_verdict(Verdict::Accept);
+            if engine.rewrites[l] {
+                // Modified in place: the crate gives the payload back with the verdict.
+                rewrite(&mut msg, info.dscp, &mut engine.rewrite_failed);
+            }
             let _ = engine.queue.verdict(msg);
         }
     }

@@ -44,15 +44,33 @@ impl Class {
 pub struct PacketInfo {
     /// IP total length: what serialization counts (as ns-2 and netem do).
     pub len: u32,
+    /// The DSCP the packet has now (edge functions may change it; see [`PacketInfo::set_dscp`]).
     pub dscp: u8,
     pub class: Class,
     /// Hash of the 5-tuple, for per-flow policies.
     pub flow: u64,
+    /// IP protocol (0 when unknown), source and destination addresses (host order).
+    pub proto: u8,
+    pub src: u32,
+    pub dst: u32,
+    /// Source and destination ports, for TCP and UDP packets that carry them.
+    pub ports: Option<(u16, u16)>,
 }
 
 impl PacketInfo {
     pub fn new(len: u32, dscp: u8, flow: u64) -> PacketInfo {
-        PacketInfo { len, dscp, class: Class::from_dscp(dscp), flow }
+        PacketInfo { len, dscp, class: Class::from_dscp(dscp), flow, proto: 0, src: 0, dst: 0, ports: None }
+    }
+
+    /// The same packet with its protocol, addresses and ports (replay traces that carry them).
+    pub fn with_addresses(self, proto: u8, src: u32, dst: u32, ports: Option<(u16, u16)>) -> PacketInfo {
+        PacketInfo { proto, src, dst, ports, ..self }
+    }
+
+    /// Change the DSCP, and with it the class.
+    pub fn set_dscp(&mut self, dscp: u8) {
+        self.dscp = dscp;
+        self.class = Class::from_dscp(dscp);
     }
 
     /// Parse an IPv4 header (and the ports after it, when present). `wire_len` is used when
@@ -67,11 +85,37 @@ impl PacketInfo {
         let mut h = Fnv::new();
         h.write(&bytes[12..20]);
         h.write(&[proto]);
-        if (proto == 6 || proto == 17) && bytes.len() >= ihl + 4 {
+        let l4 = (proto == 6 || proto == 17) && bytes.len() >= ihl + 4;
+        if l4 {
             h.write(&bytes[ihl..ihl + 4]);
         }
-        PacketInfo::new(total, bytes[1] >> 2, h.finish())
+        // Only a first fragment (offset 0) starts with the ports.
+        let first_fragment = u16::from_be_bytes([bytes[6], bytes[7]]) & 0x1fff == 0;
+        let ports = (l4 && first_fragment).then(|| {
+            (u16::from_be_bytes([bytes[ihl], bytes[ihl + 1]]), u16::from_be_bytes([bytes[ihl + 2], bytes[ihl + 3]]))
+        });
+        let addr = |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        PacketInfo::new(total, bytes[1] >> 2, h.finish()).with_addresses(proto, addr(12), addr(16), ports)
     }
+}
+
+/// Write `dscp` into an IPv4 header's DS field, keeping the two ECN bits, and update the header
+/// checksum incrementally (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m'), m the 16-bit word holding
+/// the DS field). False, and nothing changed, when `bytes` is not an IPv4 header.
+pub fn rewrite_dscp(bytes: &mut [u8], dscp: u8) -> bool {
+    if bytes.len() < 20 || bytes[0] >> 4 != 4 || dscp > 63 {
+        return false;
+    }
+    let tos = dscp << 2 | bytes[1] & 0x03;
+    let old = u16::from_be_bytes([bytes[0], bytes[1]]);
+    let new = u16::from_be_bytes([bytes[0], tos]);
+    let check = u16::from_be_bytes([bytes[10], bytes[11]]);
+    let mut sum = u32::from(!check) + u32::from(!old) + u32::from(new);
+    sum = (sum & 0xffff) + (sum >> 16);
+    sum = (sum & 0xffff) + (sum >> 16);
+    bytes[1] = tos;
+    bytes[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    true
 }
 
 /// FNV-1a: tiny, deterministic across runs (unlike std's randomly seeded hasher).
@@ -114,6 +158,59 @@ mod tests {
         assert_eq!(PacketInfo::parse(&header(DSCP_AF12 << 2, 552), 552).class, Class::Low);
         assert_eq!(PacketInfo::parse(&header(DSCP_AF13 << 2, 552), 552).class, Class::Lowest);
         assert_eq!(PacketInfo::parse(&header(0, 60), 60).class, Class::Other);
+    }
+
+    #[test]
+    fn reads_protocol_addresses_and_ports() {
+        let p = PacketInfo::parse(&header(0, 60), 60);
+        assert_eq!((p.proto, p.src, p.dst, p.ports), (6, 0x0a02_0002, 0x0a01_0002, Some((80, 0x9c40))));
+        let mut fragment = header(0, 60);
+        fragment[7] = 10; // offset 80 bytes: no ports here
+        assert_eq!(PacketInfo::parse(&fragment, 60).ports, None);
+        let mut icmp = header(0, 60);
+        icmp[9] = 1;
+        assert_eq!(PacketInfo::parse(&icmp, 60).ports, None);
+    }
+
+    /// The one's complement header checksum computed from scratch.
+    fn checksum(h: &[u8]) -> u16 {
+        let mut sum: u32 = h.chunks(2).enumerate().filter(|(i, _)| *i != 5).map(|(_, w)| u32::from(w[0]) << 8 | u32::from(w[1])).sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !(sum as u16)
+    }
+
+    #[test]
+    fn dscp_rewrite_keeps_ecn_and_fixes_the_checksum() {
+        // The classic example header (checksum 0xb861), computed by hand: the words sum to
+        // 0x479e without the checksum; TOS 0x00 -> 0x28 (AF11) adds 0x28: ~0x47c6 = 0xb839.
+        let mut h = [0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0x00, 0x01, 0xc0,
+                     0xa8, 0x00, 0xc7];
+        assert!(rewrite_dscp(&mut h, DSCP_AF11));
+        assert_eq!((h[1], h[10], h[11]), (0x28, 0xb8, 0x39));
+        // ECN bits (here CE, 3) are kept: TOS 0x2b -> AF13 0x3b, checksum 0x479e + 0x3b = 0x47d9 -> 0xb826.
+        h[1] = 0x2b;
+        h[10..12].copy_from_slice(&[0xb8, 0x36]); // 0x479e + 0x2b = 0x47c9 -> 0xb836
+        assert_eq!(checksum(&h), 0xb836);
+        assert!(rewrite_dscp(&mut h, DSCP_AF13));
+        assert_eq!((h[1], h[10], h[11]), (0x3b, 0xb8, 0x26));
+        // Against a full recomputation, every DSCP from every TOS, with options and odd sums.
+        let mut g = header(0, 1500);
+        g.truncate(20);
+        g[0] = 0x45;
+        g[12..20].copy_from_slice(&[0xff, 0xfe, 0xff, 0xff, 0x0a, 0x00, 0x00, 0x01]);
+        for tos in 0..=255u8 {
+            for dscp in 0..64u8 {
+                g[1] = tos;
+                let c = checksum(&g);
+                g[10..12].copy_from_slice(&c.to_be_bytes());
+                assert!(rewrite_dscp(&mut g, dscp));
+                assert_eq!((g[1] >> 2, g[1] & 3), (dscp, tos & 3));
+                assert_eq!(u16::from_be_bytes([g[10], g[11]]), checksum(&g), "tos {tos} dscp {dscp}");
+            }
+        }
+        assert!(!rewrite_dscp(&mut [0x60; 40], 10));
     }
 
     #[test]

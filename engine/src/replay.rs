@@ -1,40 +1,104 @@
 //! Offline replay: drive one link with a packet trace instead of NFQUEUE.
 //!
-//! TRACE.csv: `time_us,size,dscp,flow` (header line, arrivals in time order).
-//! FATES.csv: `id,time_us,size,dscp,flow,fate,fate_us,by` where fate is `sent` (fate_us =
-//! delivery), `dropped` (refused on arrival) or `evicted` (by = id of the arrival that pushed it out).
+//! TRACE.csv: a header line naming the columns `time_us,size,dscp,flow` and optionally
+//! `proto,src,dst,sport,dport` (in any order; an empty cell: unknown, no ports), arrivals in time
+//! order. A trace without a header line has the four first columns in that order.
+//! FATES.csv: `id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out` where fate is `sent`
+//! (fate_us = delivery), `dropped` (fate_us = when) or `evicted` (fate_us = when); `by` is, for
+//! an eviction, the id of the arrival that pushed the packet out, and for drops `loss` (random
+//! loss), `police` (a policer), `shape` (a full shaper buffer), empty when the policy refused it;
+//! `dscp_out` is the DSCP the packet left (or was dropped) with.
 
-use crate::link::{Fate, Link};
+use crate::link::{DropCause, Fate, Link};
 use crate::packet::PacketInfo;
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, Write};
+use std::net::Ipv4Addr;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct TracePacket {
     pub time_us: f64,
     pub size: u32,
     pub dscp: u8,
     pub flow: u64,
+    pub proto: u8,
+    pub src: u32,
+    pub dst: u32,
+    pub ports: Option<(u16, u16)>,
 }
+
+impl TracePacket {
+    pub fn info(&self) -> PacketInfo {
+        PacketInfo::new(self.size, self.dscp, self.flow).with_addresses(self.proto, self.src, self.dst, self.ports)
+    }
+}
+
+const REQUIRED: [&str; 4] = ["time_us", "size", "dscp", "flow"];
+const OPTIONAL: [&str; 5] = ["proto", "src", "dst", "sport", "dport"];
 
 pub fn read_trace(input: impl BufRead) -> Result<Vec<TracePacket>> {
     let mut packets = Vec::new();
     let mut last = f64::NEG_INFINITY;
+    // Column index of each field, REQUIRED then OPTIONAL (None: absent).
+    let mut columns: Vec<Option<usize>> = (0..4).map(Some).chain([None; 5]).collect();
+    let mut width = 4;
     for (n, line) in input.lines().enumerate() {
         let line = line?;
         let line = line.trim();
-        if line.is_empty() || (n == 0 && line.starts_with("time")) {
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        if line.is_empty() {
             continue;
         }
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        if f.len() != 4 {
-            bail!("trace line {}: expected time_us,size,dscp,flow, got {line:?}", n + 1);
+        if n == 0 && line.starts_with("time") {
+            width = f.len();
+            if width == 4 && !f.iter().any(|c| OPTIONAL.contains(c)) {
+                continue; // the old four columns, whatever their header says
+            }
+            for (i, name) in REQUIRED.iter().chain(OPTIONAL.iter()).enumerate() {
+                columns[i] = f.iter().position(|c| c == name);
+            }
+            if let Some(i) = (0..4).find(|i| columns[*i].is_none()) {
+                bail!("trace header: no column {:?} (need time_us,size,dscp,flow)", REQUIRED[i]);
+            }
+            if let Some(unknown) = f.iter().find(|c| !REQUIRED.contains(c) && !OPTIONAL.contains(c)) {
+                bail!("trace header: unknown column {unknown:?}");
+            }
+            continue;
         }
+        if f.len() != width {
+            bail!("trace line {}: expected {width} columns (time_us,size,dscp,flow...), got {line:?}", n + 1);
+        }
+        let at = |i: usize| columns[i].map(|c| f[c]).filter(|v| !v.is_empty());
+        let num = |i: usize, name: &str| -> Result<Option<u64>> {
+            at(i).map(|v| v.parse::<u64>().with_context(|| format!("trace line {}: {name} {v:?}", n + 1))).transpose()
+        };
+        let addr = |i: usize, name: &str| -> Result<u32> {
+            match at(i) {
+                None => Ok(0),
+                Some(v) => Ok(u32::from(
+                    v.parse::<Ipv4Addr>().with_context(|| format!("trace line {}: {name} {v:?}", n + 1))?,
+                )),
+            }
+        };
+        let port = |i: usize, name: &str| -> Result<Option<u16>> {
+            num(i, name)?.map(|p| u16::try_from(p).with_context(|| format!("trace line {}: {name} {p}", n + 1))).transpose()
+        };
+        let proto = num(4, "proto")?.unwrap_or(0);
         let p = TracePacket {
-            time_us: f[0].parse().with_context(|| format!("trace line {}: time_us {:?}", n + 1, f[0]))?,
-            size: f[1].parse().with_context(|| format!("trace line {}: size {:?}", n + 1, f[1]))?,
-            dscp: f[2].parse().with_context(|| format!("trace line {}: dscp {:?}", n + 1, f[2]))?,
-            flow: f[3].parse().with_context(|| format!("trace line {}: flow {:?}", n + 1, f[3]))?,
+            time_us: f[columns[0].unwrap()]
+                .parse()
+                .with_context(|| format!("trace line {}: time_us {:?}", n + 1, f[columns[0].unwrap()]))?,
+            size: f[columns[1].unwrap()].parse().with_context(|| format!("trace line {}: size", n + 1))?,
+            dscp: f[columns[2].unwrap()].parse().with_context(|| format!("trace line {}: dscp", n + 1))?,
+            flow: f[columns[3].unwrap()].parse().with_context(|| format!("trace line {}: flow", n + 1))?,
+            proto: u8::try_from(proto).with_context(|| format!("trace line {}: proto {proto}", n + 1))?,
+            src: addr(5, "src")?,
+            dst: addr(6, "dst")?,
+            ports: match (port(7, "sport")?, port(8, "dport")?) {
+                (Some(s), Some(d)) => Some((s, d)),
+                (None, None) => None,
+                _ => bail!("trace line {}: sport and dport go together", n + 1),
+            },
         };
         if !(p.time_us >= last) || p.time_us < 0.0 {
             bail!("trace line {}: time {} is not in non-decreasing order", n + 1, p.time_us);
@@ -53,7 +117,9 @@ pub fn read_trace(input: impl BufRead) -> Result<Vec<TracePacket>> {
 pub struct FateRow {
     pub fate: &'static str,
     pub fate_ns: u64,
-    pub by: Option<u64>,
+    /// `by`: the evicting arrival's id, `loss`, `police`, `shape`, or empty.
+    pub by: String,
+    pub dscp_out: u8,
 }
 
 /// Run the trace through the link; one fate per packet, indexed like the trace.
@@ -63,11 +129,19 @@ pub fn replay(link: &mut Link<usize>, trace: &[TracePacket]) -> Vec<FateRow> {
     let settle = |out: &mut Vec<Fate<usize>>, fates: &mut Vec<Option<FateRow>>| {
         for f in out.drain(..) {
             let (id, row) = match f {
-                Fate::Deliver { handle, at, .. } => (handle, FateRow { fate: "sent", fate_ns: at, by: None }),
-                Fate::Drop { handle, at, by, .. } => (
-                    handle,
-                    FateRow { fate: if by.is_some() { "evicted" } else { "dropped" }, fate_ns: at, by },
-                ),
+                Fate::Deliver { handle, at, info } => {
+                    (handle, FateRow { fate: "sent", fate_ns: at, by: String::new(), dscp_out: info.dscp })
+                }
+                Fate::Drop { handle, at, cause, info, .. } => {
+                    let (fate, by) = match cause {
+                        DropCause::Evicted { by } => ("evicted", by.to_string()),
+                        DropCause::Refused => ("dropped", String::new()),
+                        DropCause::Lost => ("dropped", "loss".into()),
+                        DropCause::Policed => ("dropped", "police".into()),
+                        DropCause::ShaperFull => ("dropped", "shape".into()),
+                    };
+                    (handle, FateRow { fate, fate_ns: at, by, dscp_out: info.dscp })
+                }
             };
             fates[id] = Some(row);
         }
@@ -75,7 +149,7 @@ pub fn replay(link: &mut Link<usize>, trace: &[TracePacket]) -> Vec<FateRow> {
     for (id, p) in trace.iter().enumerate() {
         let now = (p.time_us * 1000.0).round() as u64;
         link.advance(now, &mut out);
-        link.arrive(id, PacketInfo::new(p.size, p.dscp, p.flow), now, &mut out);
+        link.arrive(id, p.info(), now, &mut out);
         settle(&mut out, &mut fates);
     }
     link.advance(u64::MAX, &mut out);
@@ -84,13 +158,19 @@ pub fn replay(link: &mut Link<usize>, trace: &[TracePacket]) -> Vec<FateRow> {
 }
 
 pub fn write_fates(mut w: impl Write, trace: &[TracePacket], fates: &[FateRow]) -> Result<()> {
-    writeln!(w, "id,time_us,size,dscp,flow,fate,fate_us,by")?;
+    writeln!(w, "id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out")?;
     for (id, (p, f)) in trace.iter().zip(fates).enumerate() {
-        let by = f.by.map(|b| b.to_string()).unwrap_or_default();
         writeln!(
             w,
-            "{id},{},{},{},{},{},{:.3},{by}",
-            p.time_us, p.size, p.dscp, p.flow, f.fate, f.fate_ns as f64 / 1000.0
+            "{id},{},{},{},{},{},{:.3},{},{}",
+            p.time_us,
+            p.size,
+            p.dscp,
+            p.flow,
+            f.fate,
+            f.fate_ns as f64 / 1000.0,
+            f.by,
+            f.dscp_out
         )?;
     }
     Ok(())
@@ -118,7 +198,7 @@ mod tests {
         let mut csv = Vec::new();
         write_fates(&mut csv, &trace, &fates).unwrap();
         let text = String::from_utf8(csv).unwrap();
-        assert!(text.starts_with("id,time_us,size,dscp,flow,fate,fate_us,by\n0,0,1500,10,1,sent,13000.000,\n"));
+        assert!(text.starts_with("id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out\n0,0,1500,10,1,sent,13000.000,,10\n"));
     }
 
     #[test]

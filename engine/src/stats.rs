@@ -22,6 +22,10 @@ impl ClassCounts {
         self.0.iter().map(|c| c[0]).sum()
     }
 
+    pub fn total_bytes(&self) -> u64 {
+        self.0.iter().map(|c| c[1]).sum()
+    }
+
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
         for class in CLASSES {
@@ -133,11 +137,42 @@ impl LatenessCauses {
     }
 }
 
+/// One edge function's counters (packets), in the link's `edge` order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeCounters {
+    /// Packets whose DSCP the marker changed.
+    Mark { remarked: u64 },
+    /// Metered packets in and out of profile; the out-of-profile ones dropped (the others
+    /// were remarked).
+    Police { in_profile: u64, out_profile: u64, dropped: u64 },
+    /// Packets that had to wait, dropped for a full shaper buffer, and waiting now.
+    Shape { held: u64, dropped: u64, queue_pkts: u64 },
+}
+
+impl EdgeCounters {
+    pub fn to_json(&self) -> Value {
+        match *self {
+            EdgeCounters::Mark { remarked } => json!({"kind": "mark", "remarked": remarked}),
+            EdgeCounters::Police { in_profile, out_profile, dropped } => {
+                json!({"kind": "police", "in": in_profile, "out": out_profile, "dropped": dropped})
+            }
+            EdgeCounters::Shape { held, dropped, queue_pkts } => {
+                json!({"kind": "shape", "held": held, "dropped": dropped, "queue_pkts": queue_pkts})
+            }
+        }
+    }
+}
+
+/// A link's counters. A packet is counted `arrived` once through the edge functions (with the
+/// class they left it), or when one of them drops it; `dropped` counts every drop (refused,
+/// evicted, lost, policed, shaper buffer full) and `lost` the random losses among them.
 #[derive(Clone, Debug, Default)]
 pub struct LinkStats {
     pub arrived: ClassCounts,
     pub sent: ClassCounts,
     pub dropped: ClassCounts,
+    pub lost: ClassCounts,
+    pub edge: Vec<EdgeCounters>,
     pub max_queue_pkts: usize,
     pub max_queue_bytes: usize,
     pub lateness: Lateness,
@@ -151,6 +186,8 @@ impl LinkStats {
             arrived: self.arrived,
             sent: self.sent,
             dropped: self.dropped,
+            lost: self.lost,
+            edge: self.edge.clone(),
             queue_pkts,
             queue_bytes,
             max_queue_pkts: self.max_queue_pkts,
@@ -162,11 +199,13 @@ impl LinkStats {
 }
 
 /// One link's counters at one moment (see [`LinkStats::snapshot`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct LinkSnapshot {
     pub arrived: ClassCounts,
     pub sent: ClassCounts,
     pub dropped: ClassCounts,
+    pub lost: ClassCounts,
+    pub edge: Vec<EdgeCounters>,
     pub queue_pkts: usize,
     pub queue_bytes: usize,
     pub max_queue_pkts: usize,
@@ -181,6 +220,8 @@ impl LinkSnapshot {
             "arrived": self.arrived.to_json(),
             "sent": self.sent.to_json(),
             "dropped": self.dropped.to_json(),
+            "lost": self.lost.to_json(),
+            "edge": self.edge.iter().map(EdgeCounters::to_json).collect::<Vec<_>>(),
             "queue_pkts": self.queue_pkts,
             "queue_bytes": self.queue_bytes,
             "max_queue_pkts": self.max_queue_pkts,
@@ -221,6 +262,9 @@ mod tests {
         s.arrived.add(&PacketInfo::new(1500, 10, 0));
         s.arrived.add(&PacketInfo::new(40, 46, 0));
         s.dropped.add(&PacketInfo::new(1500, 10, 0));
+        s.lost.add(&PacketInfo::new(1500, 10, 0));
+        s.edge = vec![EdgeCounters::Mark { remarked: 4 }, EdgeCounters::Police { in_profile: 5, out_profile: 2, dropped: 1 },
+                      EdgeCounters::Shape { held: 3, dropped: 0, queue_pkts: 2 }];
         s.lateness.record(1_500_000, 1_000_000);
         s.lateness.record(200_000, 1_000_000);
         let v = s.snapshot(3, 4500).to_json();
@@ -228,6 +272,13 @@ mod tests {
         assert_eq!(v["arrived"]["other"], json!([1, 40]));
         assert_eq!(v["sent"]["lowest"], json!([0, 0]));
         assert_eq!(v["dropped"]["high"], json!([1, 1500]));
+        assert_eq!(v["lost"]["high"], json!([1, 1500]));
+        assert_eq!(v["lost"]["low"], json!([0, 0]));
+        assert_eq!(
+            v["edge"],
+            json!([{"kind": "mark", "remarked": 4}, {"kind": "police", "in": 5, "out": 2, "dropped": 1},
+                   {"kind": "shape", "held": 3, "dropped": 0, "queue_pkts": 2}])
+        );
         assert_eq!((v["queue_pkts"].as_u64(), v["queue_bytes"].as_u64()), (Some(3), Some(4500)));
         assert_eq!((v["late_events"].as_u64(), v["max_late_us"].as_f64()), (Some(1), Some(1500.0)));
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();

@@ -26,6 +26,8 @@ pub struct Record {
     pub lateness: Lateness,
     pub causes: LatenessCauses,
     pub nfq_errors: u64,
+    /// Packets whose new DSCP could not be written (see nfq_loop.rs).
+    pub rewrite_failed: u64,
     pub realtime: bool,
     pub links: Vec<LinkSnapshot>,
 }
@@ -45,6 +47,7 @@ impl Record {
             "late_p99_us": e.quantile_us(0.99),
             "late_p999_us": e.quantile_us(0.999),
             "nfq_errors": self.nfq_errors,
+            "dscp_rewrite_failed": self.rewrite_failed,
             "realtime_scheduling": self.realtime,
         });
         engine.as_object_mut().expect("an object").extend(self.causes.fields());
@@ -186,6 +189,7 @@ mod tests {
             lateness: late,
             causes: LatenessCauses::default(),
             nfq_errors: 0,
+            rewrite_failed: 0,
             realtime: false,
             links: vec![s.snapshot(i, 1500 * i); names.len()],
         };
@@ -242,7 +246,7 @@ mod tests {
         let (tx, _rx) = sync_channel::<Record>(1); // a writer that never reads
         let mut w = StatsWriter { tx: Some(tx), thread: None, skipped: 0 };
         let rec = || Record { t: 0.0, is_final: false, lateness: Lateness::default(), causes: LatenessCauses::default(), nfq_errors: 0,
-                          realtime: false, links: vec![] };
+                          rewrite_failed: 0, realtime: false, links: vec![] };
         for _ in 0..3 {
             w.send(rec()).unwrap();
         }

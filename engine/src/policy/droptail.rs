@@ -1,44 +1,39 @@
 //! DropTail: a FIFO that refuses arrivals when full, with a limit in packets or bytes.
 //! The packet being serialized has left the buffer (ns-2's DropTail counts the same way).
 
-use super::fifo::Fifo;
-use super::{Dropped, QueuePolicy, Queued};
+use super::fifo::{Admission, Buffered, FifoPolicy};
+use super::{Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
 use crate::config::Buffer;
+use serde::Deserialize;
 
-pub struct DropTail<H> {
-    limit: Option<Buffer>,
-    fifo: Fifo<H>,
-}
+/// `{"kind": "droptail"}`: no parameters.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropTailConfig {}
 
-impl<H> DropTail<H> {
-    pub fn new(limit: Option<Buffer>) -> DropTail<H> {
-        DropTail { limit, fifo: Fifo::new() }
+impl PolicyParams for DropTailConfig {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        Ok(Box::new(droptail::<H>(env.buffer)))
     }
 }
 
-impl<H> QueuePolicy<H> for DropTail<H> {
-    fn enqueue(&mut self, pkt: Queued<H>, _now: u64, dropped: &mut Vec<Dropped<H>>) {
-        if self.fifo.fits(self.limit, pkt.info.len as usize) {
-            self.fifo.push(pkt);
+/// Admit what fits.
+pub struct TailDrop;
+
+pub type DropTail<H> = FifoPolicy<H, TailDrop>;
+
+/// A DropTail queue with the given limit.
+pub fn droptail<H>(limit: Option<Buffer>) -> DropTail<H> {
+    FifoPolicy::with_rule(limit, TailDrop)
+}
+
+impl<H> Admission<H> for TailDrop {
+    fn admit(&mut self, pkt: Queued<H>, q: &mut Buffered<H>, _now: u64, dropped: &mut Vec<Dropped<H>>) {
+        if q.fits(pkt.info.len) {
+            q.fifo.push(pkt);
         } else {
-            dropped.push(Dropped { pkt, evicted: false });
+            dropped.push(Dropped::refused(pkt));
         }
-    }
-
-    fn dequeue(&mut self, _now: u64) -> Option<Queued<H>> {
-        self.fifo.pop()
-    }
-
-    fn len_packets(&self) -> usize {
-        self.fifo.len()
-    }
-
-    fn len_bytes(&self) -> usize {
-        self.fifo.bytes()
-    }
-
-    fn drain(&mut self) -> Vec<Queued<H>> {
-        self.fifo.drain()
     }
 }
 
@@ -54,13 +49,13 @@ mod tests {
     fn offer(q: &mut DropTail<u64>, seq: u64, len: u32) -> bool {
         let mut dropped = Vec::new();
         q.enqueue(pkt(seq, len), 0, &mut dropped);
-        assert!(dropped.iter().all(|d| !d.evicted && d.pkt.seq == seq));
+        assert!(dropped.iter().all(|d| !d.is_eviction() && d.pkt.seq == seq));
         dropped.is_empty()
     }
 
     #[test]
     fn packet_limit_refuses_the_arrival_that_does_not_fit() {
-        let mut q = DropTail::new(Some(Buffer::Packets(3)));
+        let mut q = droptail(Some(Buffer::Packets(3)));
         assert!((0..3).all(|i| offer(&mut q, i, 1500)));
         assert!(!offer(&mut q, 3, 40));
         assert_eq!((q.len_packets(), q.len_bytes()), (3, 4500));
@@ -72,7 +67,7 @@ mod tests {
 
     #[test]
     fn byte_limit_counts_exact_bytes() {
-        let mut q = DropTail::new(Some(Buffer::Bytes(3000)));
+        let mut q = droptail(Some(Buffer::Bytes(3000)));
         assert!(offer(&mut q, 0, 1500));
         assert!(offer(&mut q, 1, 1500));
         assert!(!offer(&mut q, 2, 1));
@@ -84,7 +79,7 @@ mod tests {
 
     #[test]
     fn unlimited_never_drops() {
-        let mut q = DropTail::new(None);
+        let mut q = droptail(None);
         assert!((0..10_000).all(|i| offer(&mut q, i, 1500)));
         assert_eq!(q.drain().len(), 10_000);
         assert_eq!((q.len_packets(), q.len_bytes()), (0, 0));

@@ -18,52 +18,129 @@
 //! measures (average, qlen_i, nactive, strikes) count IN packets and the OUT measures all
 //! packets, and each arrival is judged by its own level's. Section 5's first modification: avgcq
 //! is computed from the instantaneous queue (q / nactive) instead of the average.
+//!
+//! With thresholds in bytes (byte mode) the averages, qlen_i and min_q count bytes, and the
+//! max_q of 2 packets above max_th becomes 2 mean_pkt_bytes.
 
-use super::fifo::Fifo;
-use super::multired::{update_levels, Level};
-use super::red::{early_drop, RedParams};
-use super::{Dropped, QueuePolicy, Queued};
-use crate::config::Buffer;
+use super::fifo::{Admission, Buffered, FifoPolicy};
+use super::multired::{level_params, update_levels, Level, LevelConfig};
+use super::red::{early_drop, red_params, RedParams};
+use super::{default_mean_pkt_bytes, Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
+use crate::config::{Buffer, Threshold, Unit};
 use crate::packet::Class;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::Deserialize;
 use std::collections::HashMap;
 
-/// One active flow: per level, its queued packets at that level or higher, and its strikes.
+/// `{"kind": "fred", ...RED's parameters, "min_q": T}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FredConfig {
+    pub min_th: Threshold,
+    pub max_th: Threshold,
+    pub w_q: f64,
+    pub max_p: f64,
+    #[serde(default = "default_mean_pkt_bytes")]
+    pub mean_pkt_bytes: u32,
+    /// What a flow may queue between the thresholds without a random drop (default 2 packets,
+    /// Lin and Morris's value for small buffers; 2 mean_pkt_bytes in byte mode).
+    #[serde(default)]
+    pub min_q: Option<Threshold>,
+}
+
+/// `{"kind": "frio", "w_q": w, "levels": [IN, OUT], "mean_pkt_bytes": 1000, "min_q": T}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrioConfig {
+    pub w_q: f64,
+    pub levels: Vec<LevelConfig>,
+    #[serde(default = "default_mean_pkt_bytes")]
+    pub mean_pkt_bytes: u32,
+    #[serde(default)]
+    pub min_q: Option<Threshold>,
+}
+
+/// min_q in the policy's unit, checked.
+fn min_q(given: Option<Threshold>, unit: Unit, mean_pkt_bytes: u32) -> Result<f64, String> {
+    let per_packet = if unit == Unit::Bytes { f64::from(mean_pkt_bytes) } else { 1.0 };
+    let Some(t) = given else { return Ok(2.0 * per_packet) };
+    if t.unit != unit {
+        return Err(format!(
+            "min_q: in {} but the thresholds are in {}; one policy's thresholds take one unit",
+            t.unit.name(),
+            unit.name()
+        ));
+    }
+    match t.value {
+        q if q >= 0.0 && q.is_finite() => Ok(q),
+        q => Err(format!("min_q must be a {} count >= 0 (got {q})", if unit == Unit::Bytes { "byte" } else { "packet" })),
+    }
+}
+
+impl PolicyParams for FredConfig {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        let thresholds = [("min_th", self.min_th), ("max_th", self.max_th)];
+        let (params, unit) = red_params(&thresholds, self.w_q, self.max_p, self.mean_pkt_bytes, env.rate_bps)?;
+        let q = min_q(self.min_q, unit, self.mean_pkt_bytes)?;
+        Ok(Box::new(Fred::<H>::classic(params, q, env.buffer, env.seed).measured_in(unit, self.mean_pkt_bytes)))
+    }
+}
+
+impl PolicyParams for FrioConfig {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        let (params, unit) = level_params("frio", &self.levels, 2, self.w_q, self.mean_pkt_bytes, env.rate_bps)?;
+        let q = min_q(self.min_q, unit, self.mean_pkt_bytes)?;
+        let fred = Fred::<H>::frio([params[0], params[1]], q, env.buffer, env.seed);
+        Ok(Box::new(fred.measured_in(unit, self.mean_pkt_bytes)))
+    }
+}
+
+/// One active flow: per level, what it has queued at that level or higher, and its strikes.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Flow {
     qlen: Vec<usize>,
     strike: Vec<u32>,
 }
 
-pub struct Fred<H> {
+/// FRED's and FRIO's admission rule.
+pub struct FredRule {
     levels: Vec<Level>,
     classify: fn(Class) -> usize,
-    /// Packets a flow may always queue between the thresholds without a random drop.
+    /// What a flow may always queue between the thresholds without a random drop.
     min_q: f64,
     /// FRIO: avgcq from the instantaneous queue; FRED: from the average.
     instantaneous: bool,
-    limit: Option<Buffer>,
-    fifo: Fifo<H>,
+    unit: Unit,
+    /// One packet in `unit` (max_q is 2 of them above max_th).
+    per_packet: f64,
     flows: HashMap<u64, Flow>,
     /// Per level, the flows with packets counted at that level.
     nactive: Vec<usize>,
-    idle_since: Option<u64>,
     rng: ChaCha8Rng,
 }
+
+pub type Fred<H> = FifoPolicy<H, FredRule>;
 
 impl<H> Fred<H> {
     /// FRED: one parameter set for every packet.
     pub fn classic(params: RedParams, min_q: f64, limit: Option<Buffer>, seed: u64) -> Fred<H> {
-        Fred::new(vec![params], |_| 0, min_q, false, limit, seed)
+        Fred::build(vec![params], |_| 0, min_q, false, limit, seed)
     }
 
     /// FRIO: IN (AF11) parameters first, then OUT.
     pub fn frio(in_out: [RedParams; 2], min_q: f64, limit: Option<Buffer>, seed: u64) -> Fred<H> {
-        Fred::new(in_out.to_vec(), super::multired::rio_level, min_q, true, limit, seed)
+        Fred::build(in_out.to_vec(), super::multired::rio_level, min_q, true, limit, seed)
     }
 
-    fn new(
+    /// Count in `unit` (thresholds and min_q must be in it already); packets by default.
+    pub fn measured_in(mut self, unit: Unit, mean_pkt_bytes: u32) -> Fred<H> {
+        self.rule.unit = unit;
+        self.rule.per_packet = if unit == Unit::Bytes { f64::from(mean_pkt_bytes) } else { 1.0 };
+        self
+    }
+
+    fn build(
         params: Vec<RedParams>,
         classify: fn(Class) -> usize,
         min_q: f64,
@@ -72,38 +149,48 @@ impl<H> Fred<H> {
         seed: u64,
     ) -> Fred<H> {
         let n = params.len();
-        Fred {
+        let rule = FredRule {
             levels: params.into_iter().map(Level::new).collect(),
             classify,
             min_q,
             instantaneous,
-            limit,
-            fifo: Fifo::new(),
+            unit: Unit::Packets,
+            per_packet: 1.0,
             flows: HashMap::new(),
             nactive: vec![0; n],
-            idle_since: Some(0),
             rng: ChaCha8Rng::seed_from_u64(seed),
-        }
+        };
+        FifoPolicy::with_rule(limit, rule)
     }
 
     pub fn averages(&self) -> Vec<f64> {
-        self.levels.iter().map(|l| l.avg).collect()
+        self.rule.levels.iter().map(|l| l.avg).collect()
     }
+}
 
+impl FredRule {
     fn level_of(&self, class: Class) -> usize {
         (self.classify)(class).min(self.levels.len() - 1)
     }
 
+    /// A packet's size in the rule's unit.
+    fn size(&self, len: u32) -> usize {
+        match self.unit {
+            Unit::Packets => 1,
+            Unit::Bytes => len as usize,
+        }
+    }
+
     /// Lin and Morris's per-arrival test, for an arrival of `flow` at `level`: true to drop.
-    fn judge(&mut self, flow: u64, level: usize) -> bool {
+    fn judge<H>(&mut self, flow: u64, level: usize, q: &Buffered<H>) -> bool {
         let (qlen, strike) = self.flows.get(&flow).map_or((0, 0), |f| (f.qlen[level], f.strike[level]));
         let qlen = qlen as f64;
         let classify = self.classify;
         let lv = &mut self.levels[level];
         let (p, avg) = (lv.params, lv.avg);
-        let share = if self.instantaneous { self.fifo.count_where(|c| classify(c) <= level) as f64 } else { avg };
+        let share = if self.instantaneous { q.fifo.size_where(self.unit, |c| classify(c) <= level) as f64 } else { avg };
         let avgcq = share / self.nactive[level].max(1) as f64;
-        let max_q = if avg >= p.max_th { 2.0 } else { p.min_th };
+        let max_q = if avg >= p.max_th { 2.0 * self.per_packet } else { p.min_th };
         if qlen >= max_q || (avg >= p.max_th && qlen > 2.0 * avgcq) || (qlen >= avgcq && strike > 1) {
             // A state-less flow (nothing queued) keeps no strike: state lives while packets do.
             if let Some(f) = self.flows.get_mut(&flow) {
@@ -120,40 +207,40 @@ impl<H> Fred<H> {
         }
     }
 
-    /// Queue the packet and count it for its flow.
-    fn admit(&mut self, pkt: Queued<H>) {
+    /// Count a packet being queued for its flow.
+    fn count_in<H>(&mut self, pkt: &Queued<H>) {
         let n = self.levels.len();
         let level = self.level_of(pkt.info.class);
+        let size = self.size(pkt.info.len);
         let flow = self.flows.entry(pkt.info.flow).or_insert_with(|| Flow { qlen: vec![0; n], strike: vec![0; n] });
         for l in level..n {
-            flow.qlen[l] += 1;
-            if flow.qlen[l] == 1 {
+            if flow.qlen[l] == 0 {
                 self.nactive[l] += 1;
             }
+            flow.qlen[l] += size;
         }
-        self.fifo.push(pkt);
-        self.idle_since = None;
     }
 }
 
-impl<H> QueuePolicy<H> for Fred<H> {
-    fn enqueue(&mut self, pkt: Queued<H>, now: u64, dropped: &mut Vec<Dropped<H>>) {
+impl<H> Admission<H> for FredRule {
+    fn admit(&mut self, pkt: Queued<H>, q: &mut Buffered<H>, now: u64, dropped: &mut Vec<Dropped<H>>) {
         let level = self.level_of(pkt.info.class);
-        update_levels(&mut self.levels, level, &self.fifo, self.classify, self.idle_since, now);
-        if !self.judge(pkt.info.flow, level) && self.fifo.fits(self.limit, pkt.info.len as usize) {
-            self.admit(pkt);
+        update_levels(&mut self.levels, level, &q.fifo, self.classify, self.unit, q.idle_since(), now);
+        if !self.judge(pkt.info.flow, level, q) && q.fits(pkt.info.len) {
+            self.count_in(&pkt);
+            q.fifo.push(pkt);
         } else {
-            dropped.push(Dropped { pkt, evicted: false });
+            dropped.push(Dropped::refused(pkt));
         }
     }
 
     /// No average update here (section 5): the idle correction on the next arrival stands in.
-    fn dequeue(&mut self, now: u64) -> Option<Queued<H>> {
-        let pkt = self.fifo.pop()?;
+    fn departed(&mut self, pkt: &Queued<H>) {
         let level = self.level_of(pkt.info.class);
+        let size = self.size(pkt.info.len);
         let flow = self.flows.get_mut(&pkt.info.flow).expect("every queued packet's flow has state");
         for l in level..self.levels.len() {
-            flow.qlen[l] -= 1;
+            flow.qlen[l] -= size;
             if flow.qlen[l] == 0 {
                 self.nactive[l] -= 1;
                 flow.strike[l] = 0;
@@ -162,24 +249,11 @@ impl<H> QueuePolicy<H> for Fred<H> {
         if flow.qlen.iter().all(|&q| q == 0) {
             self.flows.remove(&pkt.info.flow);
         }
-        if self.fifo.is_empty() {
-            self.idle_since = Some(now);
-        }
-        Some(pkt)
     }
 
-    fn len_packets(&self) -> usize {
-        self.fifo.len()
-    }
-
-    fn len_bytes(&self) -> usize {
-        self.fifo.bytes()
-    }
-
-    fn drain(&mut self) -> Vec<Queued<H>> {
+    fn cleared(&mut self) {
         self.flows.clear();
         self.nactive.iter_mut().for_each(|n| *n = 0);
-        self.fifo.drain()
     }
 }
 
@@ -204,7 +278,14 @@ mod tests {
     }
 
     fn strikes(q: &Fred<u64>, flow: u64) -> Vec<u32> {
-        q.flows.get(&flow).map_or(vec![], |f| f.strike.clone())
+        q.rule.flows.get(&flow).map_or(vec![], |f| f.strike.clone())
+    }
+
+    /// Queue a packet without judging it.
+    fn stuff(q: &mut Fred<u64>, pkt: Queued<u64>) {
+        q.rule.count_in(&pkt);
+        q.q.fifo.push(pkt);
+        q.q.set_busy();
     }
 
     #[test]
@@ -223,10 +304,10 @@ mod tests {
         assert_eq!(strikes(&q, 1), vec![3]);
         // Once A's last packet leaves its state (and strikes) go: it is accepted again.
         assert_eq!((q.dequeue(0).unwrap().seq, q.dequeue(0).unwrap().seq), (2, 3));
-        assert!(!q.flows.contains_key(&1));
+        assert!(!q.rule.flows.contains_key(&1));
         assert_eq!(offer(&mut q, 0, &[a(9)]), Vec::<u64>::new());
         assert_eq!(strikes(&q, 1), vec![0]);
-        assert_eq!((q.nactive[0], q.len_packets()), (2, 3));
+        assert_eq!((q.rule.nactive[0], q.len_packets()), (2, 3));
     }
 
     #[test]
@@ -234,18 +315,18 @@ mod tests {
         // max_p 1 and avg held near 17.5 (w_q tiny): p_b = 0.75, so with count >= 1 RED's
         // p_a = p_b / (1 - count p_b) is 1 and the outcome is exact.
         let mut q: Fred<u64> = Fred::classic(params(10.0, 20.0, 1e-12, 1.0), 2.0, None, 3);
-        (0..8).for_each(|s| q.admit(pkt(s, 1, 0))); // flow 1: 8 queued, robust (>= avgcq 8.75 soon)
-        q.admit(pkt(8, 2, 0)); // flow 2: 1 queued, fragile
-        q.levels[0].avg = 17.5;
+        (0..8).for_each(|s| stuff(&mut q, pkt(s, 1, 0))); // flow 1: 8 queued, robust (>= avgcq 8.75 soon)
+        stuff(&mut q, pkt(8, 2, 0)); // flow 2: 1 queued, fragile
+        q.rule.levels[0].avg = 17.5;
         // avgcq = 17.5 / 2 = 8.75: flow 2 (1, 2, 3 queued) is below max(min_q, avgcq) each
         // time and never dropped, though its arrivals advance count from -1 to 2; flow 1 at 8
         // is below avgcq too. Flow 1 reaches 9 >= 8.75 after one more accepted packet.
         assert_eq!(offer(&mut q, 0, &[(20, 2, 0), (21, 2, 0), (22, 2, 0), (23, 1, 0)]), Vec::<u64>::new());
-        assert_eq!(q.levels[0].count, 3);
+        assert_eq!(q.rule.levels[0].count, 3);
         // Now flow 1 is robust: count 4 makes p_a = 1. Dropped, count back to 0; a random drop
         // is not a strike.
         assert_eq!(offer(&mut q, 0, &[(24, 1, 0)]), vec![24]);
-        assert_eq!((q.levels[0].count, strikes(&q, 1)), (0, vec![0]));
+        assert_eq!((q.rule.levels[0].count, strikes(&q, 1)), (0, vec![0]));
         // Flow 2 is still fragile (4 queued < 8.75): passes even right after a drop.
         assert_eq!(offer(&mut q, 0, &[(25, 2, 0)]), Vec::<u64>::new());
     }
@@ -253,9 +334,9 @@ mod tests {
     #[test]
     fn above_max_th_everything_is_dropped_but_only_big_flows_are_struck() {
         let mut q: Fred<u64> = Fred::classic(params(2.0, 4.0, 1e-12, 0.1), 2.0, None, 1);
-        (0..3).for_each(|s| q.admit(pkt(s, 1, 0))); // flow 1: 3 queued >= max_q = 2
-        q.admit(pkt(3, 2, 0)); // flow 2: 1 queued, below max_q and 2 avgcq
-        q.levels[0].avg = 5.0;
+        (0..3).for_each(|s| stuff(&mut q, pkt(s, 1, 0))); // flow 1: 3 queued >= max_q = 2
+        stuff(&mut q, pkt(3, 2, 0)); // flow 2: 1 queued, below max_q and 2 avgcq
+        q.rule.levels[0].avg = 5.0;
         assert_eq!(offer(&mut q, 0, &[(10, 1, 0), (11, 2, 0), (12, 3, 0)]), vec![10, 11, 12]);
         assert_eq!((strikes(&q, 1), strikes(&q, 2), strikes(&q, 3)), (vec![1], vec![0], vec![]));
     }
@@ -272,7 +353,7 @@ mod tests {
         // Idle from 2 ms to 6 ms: 4 typical transmission times, avg *= 0.5^4.
         assert!(offer(&mut q, 6_000_000, &[(3, 1, 0)]).is_empty());
         assert_eq!(q.averages(), vec![1.25 / 16.0]);
-        assert!(q.flows.len() == 1 && q.nactive == vec![1]);
+        assert!(q.rule.flows.len() == 1 && q.rule.nactive == vec![1]);
     }
 
     #[test]
@@ -281,9 +362,9 @@ mod tests {
         let mut q: Fred<u64> = Fred::frio([p, params(3.0, 6.0, 1.0, 0.1)], 2.0, None, 1);
         let drops = offer(&mut q, 0, &[(0, 1, DSCP_AF11), (1, 1, 0), (2, 1, 0), (3, 2, DSCP_AF11)]);
         assert!(drops.is_empty());
-        assert_eq!(q.flows[&1].qlen, vec![1, 3]);
-        assert_eq!(q.flows[&2].qlen, vec![1, 1]);
-        assert_eq!(q.nactive, vec![2, 2]);
+        assert_eq!(q.rule.flows[&1].qlen, vec![1, 3]);
+        assert_eq!(q.rule.flows[&2].qlen, vec![1, 1]);
+        assert_eq!(q.rule.nactive, vec![2, 2]);
         // w_q = 1: averages become the counts at the last arrival (IN: 1 IN packet; OUT: 3).
         assert_eq!(q.averages(), vec![1.0, 3.0]);
         // Flow 1 holds 3 packets in the OUT count, = OUT's max_q (min_th 3): an OUT arrival is
@@ -293,7 +374,7 @@ mod tests {
         // Departures: the IN packet 0 leaves both counts, packet 1 only the OUT one.
         q.dequeue(0);
         q.dequeue(0);
-        assert_eq!(q.flows[&1].qlen, vec![1, 2]);
+        assert_eq!(q.rule.flows[&1].qlen, vec![1, 2]);
     }
 
     #[test]
@@ -323,6 +404,6 @@ mod tests {
         assert_eq!(offer(&mut q, 0, &[(0, 1, 0), (1, 2, 0), (2, 3, 0)]), vec![2]);
         assert_eq!(strikes(&q, 3), Vec::<u32>::new());
         assert_eq!(q.drain().len(), 2);
-        assert!(q.flows.is_empty() && q.nactive == vec![0]);
+        assert!(q.rule.flows.is_empty() && q.rule.nactive == vec![0]);
     }
 }

@@ -3,11 +3,17 @@
 //! Modelled on Mahimahi's AbstractPacketQueue: the link offers each arrival with
 //! [`QueuePolicy::enqueue`] and asks for the next packet to transmit with
 //! [`QueuePolicy::dequeue`]. A policy owns its packets, so push-out (CATNIP-Good),
-//! per-flow state (FRED) or several queues (WRR) fit the same interface. Adding a policy is
-//! one file here plus one line in [`build`].
+//! per-flow state (FRED) or several queues (WRR) fit the same interface. Policies that are one
+//! FIFO plus an admission rule write only the rule ([`fifo::Admission`]); the FIFO, its limit
+//! and its idle time are [`fifo::FifoPolicy`]'s.
+//!
+//! Each policy's config is a struct of its own (in its file) that checks its parameters and
+//! builds the policy ([`PolicyParams`]). Adding a policy is one file here plus one line in the
+//! `policies!` list below, which makes the `kind` enum of the config, the list of kinds and the
+//! dispatch.
 
 mod droptail;
-mod fifo;
+pub mod fifo;
 mod fred;
 mod loss;
 mod multired;
@@ -15,16 +21,86 @@ mod pushout;
 mod red;
 mod wrr;
 
-pub use droptail::DropTail;
-pub use fred::Fred;
-pub use loss::RandomLoss;
-pub use multired::MultiRed;
-pub use pushout::PushOut;
-pub use red::{Red, RedParams};
-pub use wrr::Wrr;
+pub use droptail::{DropTail, DropTailConfig};
+pub use fred::{Fred, FredConfig, FrioConfig};
+pub use loss::{BernoulliConfig, CatnipLossConfig, LossConfig, Lossy};
+pub use multired::{LevelConfig, MultiRed, Red3Config, RioConfig};
+pub use pushout::{CatnipBadConfig, CatnipGoodConfig, PushOut};
+pub use red::{CatnipRedConfig, Red, RedConfig, RedParams};
+pub use wrr::{Wrr, WrrConfig};
 
-use crate::config::{Buffer, PolicyConfig};
+use crate::config::Buffer;
 use crate::packet::PacketInfo;
+use serde::Deserialize;
+
+/// What a policy needs to know about its link.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkEnv {
+    pub buffer: Option<Buffer>,
+    pub rate_bps: u64,
+    /// Seed of the policy's random choices (ChaCha8).
+    pub seed: u64,
+}
+
+/// A policy's parameters, as the config gives them: checks them and builds the policy. An
+/// error names the bad parameter (`weights[1]: must be at least 1`).
+pub trait PolicyParams {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String>;
+}
+
+/// The policies: `"kind" => Variant(its parameters)`, one line each.
+macro_rules! policies {
+    ($($kind:literal => $variant:ident($params:ty),)*) => {
+        /// A link's `policy`: `{"kind": K, ...K's parameters}`.
+        #[derive(Debug, Clone, Deserialize)]
+        #[serde(tag = "kind")]
+        pub enum PolicyConfig {
+            $(#[serde(rename = $kind)] $variant($params),)*
+        }
+
+        /// Every policy kind, in the order error messages list them.
+        pub const KINDS: &[&str] = &[$($kind),*];
+
+        impl PolicyConfig {
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(PolicyConfig::$variant(_) => $kind,)*
+                }
+            }
+
+            /// Check the parameters and build the policy.
+            pub fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+                match self {
+                    $(PolicyConfig::$variant(p) => p.build(env),)*
+                }
+            }
+
+            /// Why the parameters of `kind` in `rest` (the policy object without its kind) do
+            /// not deserialize: `.field: message` (see config.rs).
+            pub fn explain(kind: &str, rest: &serde_json::Value) -> Option<String> {
+                match kind {
+                    $($kind => crate::config::deep_error::<$params>(rest),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+policies! {
+    "droptail" => Droptail(DropTailConfig),
+    "catnip_good" => CatnipGood(CatnipGoodConfig),
+    "catnip_bad" => CatnipBad(CatnipBadConfig),
+    "red" => Red(RedConfig),
+    "catnip_red" => CatnipRed(CatnipRedConfig),
+    "rio" => Rio(RioConfig),
+    "red3" => Red3(Red3Config),
+    "fred" => Fred(FredConfig),
+    "frio" => Frio(FrioConfig),
+    "wrr" => Wrr(WrrConfig),
+    "bernoulli" => Bernoulli(BernoulliConfig),
+    "catnip_loss" => CatnipLoss(CatnipLossConfig),
+}
 
 /// A packet held by the engine; `H` is whatever the driver needs to give its verdict
 /// (an NFQUEUE message, or a trace index in replay).
@@ -38,11 +114,36 @@ pub struct Queued<H> {
     pub seq: u64,
 }
 
-/// A packet a policy removed: refused on arrival, or evicted from the queue by a later arrival.
+/// Why a policy removed a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// Refused on arrival.
+    Refused,
+    /// Evicted from the queue by a later arrival (the one being enqueued).
+    Evicted,
+    /// Lost at random on arrival (the loss wrapper, [`Lossy`]).
+    Lost,
+}
+
+/// A packet a policy removed.
 #[derive(Debug)]
 pub struct Dropped<H> {
     pub pkt: Queued<H>,
-    pub evicted: bool,
+    pub cause: Cause,
+}
+
+impl<H> Dropped<H> {
+    pub fn refused(pkt: Queued<H>) -> Dropped<H> {
+        Dropped { pkt, cause: Cause::Refused }
+    }
+
+    pub fn evicted(pkt: Queued<H>) -> Dropped<H> {
+        Dropped { pkt, cause: Cause::Evicted }
+    }
+
+    pub fn is_eviction(&self) -> bool {
+        self.cause == Cause::Evicted
+    }
 }
 
 pub trait QueuePolicy<H> {
@@ -57,98 +158,12 @@ pub trait QueuePolicy<H> {
     fn drain(&mut self) -> Vec<Queued<H>>;
 }
 
-pub const KINDS: &[&str] = &[
-    "droptail", "catnip_good", "catnip_bad", "red", "catnip_red", "rio", "red3", "fred", "frio", "wrr", "bernoulli",
-    "catnip_loss",
-];
-
-/// The policy a config names. Errors list the allowed kinds or name the bad parameter.
-pub fn build<H: 'static>(
-    config: &PolicyConfig,
-    buffer: Option<Buffer>,
-    rate_bps: u64,
-    seed: u64,
-) -> Result<Box<dyn QueuePolicy<H>>, String> {
-    match config.kind.as_str() {
-        "droptail" => Ok(Box::new(DropTail::new(buffer))),
-        "catnip_good" => Ok(Box::new(PushOut::new(buffer, true, seed))),
-        "catnip_bad" => Ok(Box::new(PushOut::new(buffer, false, seed))),
-        "red" | "catnip_red" => {
-            let params = red_params(config, rate_bps)?;
-            Ok(Box::new(Red::new(params, buffer, config.kind == "catnip_red", seed)))
-        }
-        "rio" | "red3" => {
-            let params = level_params(config, if config.kind == "rio" { 2 } else { 3 }, rate_bps)?;
-            let classify = if config.kind == "rio" { multired::rio_level } else { multired::three_level };
-            Ok(Box::new(MultiRed::new(params, classify, buffer, seed)))
-        }
-        "fred" => Ok(Box::new(Fred::classic(red_params(config, rate_bps)?, min_q(config)?, buffer, seed))),
-        "frio" => {
-            let params = level_params(config, 2, rate_bps)?;
-            Ok(Box::new(Fred::frio([params[0], params[1]], min_q(config)?, buffer, seed)))
-        }
-        "wrr" => {
-            let weights = config.weights.as_ref().ok_or(
-                "wrr needs weights: packets per round for 2 queues (AF11, rest) or 3 (AF11, AF12, AF13 and unmarked)",
-            )?;
-            Ok(Box::new(Wrr::new(weights, buffer)?))
-        }
-        "bernoulli" | "catnip_loss" => {
-            let p = config.loss_p.ok_or_else(|| format!("{} needs loss_p", config.kind))?;
-            let p_high = if config.kind == "bernoulli" {
-                p
-            } else {
-                config.loss_p_high.ok_or("catnip_loss needs loss_p_high (p' for AF11 packets)")?
-            };
-            Ok(Box::new(RandomLoss::new(p, p_high, buffer, seed)?))
-        }
-        other => Err(format!("unknown kind {other:?}; allowed: {}", KINDS.join(", "))),
-    }
-}
-
-/// RED's parameters for `red`, `catnip_red` and `fred`.
-fn red_params(config: &PolicyConfig, rate_bps: u64) -> Result<RedParams, String> {
-    let need = |name: &str, v: Option<f64>| v.ok_or_else(|| format!("{} needs {name}", config.kind));
-    let params = RedParams {
-        min_th: need("min_th", config.min_th)?,
-        max_th: need("max_th", config.max_th)?,
-        w_q: need("w_q", config.w_q)?,
-        max_p: need("max_p", config.max_p)?,
-        typical_tx_ns: typical_tx_ns(config, rate_bps),
-    };
-    params.validate()?;
-    Ok(params)
-}
-
-/// Per-level RED parameters (`levels`, highest precedence first, with a shared `w_q`) for
-/// `rio`, `red3` and `frio`.
-fn level_params(config: &PolicyConfig, want: usize, rate_bps: u64) -> Result<Vec<RedParams>, String> {
-    let levels = config.levels.as_ref().filter(|l| l.len() == want).ok_or_else(|| {
-        format!("{} needs levels: {want} of {{min_th, max_th, max_p}}, highest precedence first", config.kind)
-    })?;
-    let w_q = config.w_q.ok_or_else(|| format!("{} needs w_q", config.kind))?;
-    let tx = typical_tx_ns(config, rate_bps);
-    let params: Vec<RedParams> = levels
-        .iter()
-        .map(|l| RedParams { min_th: l.min_th, max_th: l.max_th, w_q, max_p: l.max_p, typical_tx_ns: tx })
-        .collect();
-    for (i, p) in params.iter().enumerate() {
-        p.validate().map_err(|e| format!("levels[{i}]: {e}"))?;
-    }
-    Ok(params)
-}
-
-/// FRED's min_q: packets a flow may queue between the thresholds without a random drop
-/// (Lin and Morris use 2, or 4 for large buffers).
-fn min_q(config: &PolicyConfig) -> Result<f64, String> {
-    match config.min_q.unwrap_or(2.0) {
-        q if q >= 0.0 && q.is_finite() => Ok(q),
-        q => Err(format!("min_q must be a packet count >= 0 (got {q})")),
-    }
-}
-
 /// RED's idle correction needs a typical packet's transmission time; an unrated link drains at once.
-fn typical_tx_ns(config: &PolicyConfig, rate_bps: u64) -> f64 {
-    let mean_pkt = f64::from(config.mean_pkt_bytes.unwrap_or(1000));
+pub fn typical_tx_ns(mean_pkt_bytes: u32, rate_bps: u64) -> f64 {
+    let mean_pkt = f64::from(mean_pkt_bytes);
     if rate_bps == 0 { 1.0 } else { mean_pkt * 8e9 / rate_bps as f64 }
+}
+
+pub(crate) fn default_mean_pkt_bytes() -> u32 {
+    1000
 }

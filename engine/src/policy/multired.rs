@@ -7,14 +7,99 @@
 //! packets, its OUT average counts all. An arrival updates the averages whose counted set
 //! contains it (an IN arrival both, an OUT arrival only the OUT average, as in RIO), then is
 //! judged by its own level's average with RED's rule (see red.rs). The buffer limit still applies.
+//! With thresholds in bytes every average counts bytes instead of packets (byte mode).
 
-use super::fifo::Fifo;
-use super::red::{early_drop, next_average, RedParams};
-use super::{Dropped, QueuePolicy, Queued};
-use crate::config::Buffer;
+use super::fifo::{Admission, Buffered, Fifo, FifoPolicy};
+use super::red::{early_drop, next_average, red_params, RedParams};
+use super::{default_mean_pkt_bytes, Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
+use crate::config::{one_unit, Buffer, Threshold, Unit};
 use crate::packet::Class;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::Deserialize;
+
+/// One drop-precedence level of RIO, 3-level RED or FRIO.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LevelConfig {
+    pub min_th: Threshold,
+    pub max_th: Threshold,
+    pub max_p: f64,
+}
+
+/// `{"kind": "rio" | "red3", "w_q": w, "levels": [...], "mean_pkt_bytes": 1000}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LevelsConfig {
+    pub w_q: f64,
+    /// Highest precedence first: 2 for RIO, 3 for 3-level RED.
+    pub levels: Vec<LevelConfig>,
+    #[serde(default = "default_mean_pkt_bytes")]
+    pub mean_pkt_bytes: u32,
+}
+
+/// RIO: two levels, IN (AF11) then OUT.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct RioConfig(pub LevelsConfig);
+
+/// 3-level RED: AF11, AF12, then AF13 and unmarked.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct Red3Config(pub LevelsConfig);
+
+/// Per-level RED parameters (shared `w_q`), checked: the count `want`, one unit for every
+/// level's thresholds, each level's ranges. Shared with FRIO.
+pub fn level_params(
+    kind: &str,
+    levels: &[LevelConfig],
+    want: usize,
+    w_q: f64,
+    mean_pkt_bytes: u32,
+    rate_bps: u64,
+) -> Result<(Vec<RedParams>, Unit), String> {
+    if levels.len() != want {
+        return Err(format!("{kind} needs levels: {want} of {{min_th, max_th, max_p}}, highest precedence first"));
+    }
+    let named: Vec<(String, Threshold)> = levels
+        .iter()
+        .enumerate()
+        .flat_map(|(i, l)| [(format!("levels[{i}].min_th"), l.min_th), (format!("levels[{i}].max_th"), l.max_th)])
+        .collect();
+    let unit = one_unit(&named)?;
+    let mut params = Vec::new();
+    for (i, l) in levels.iter().enumerate() {
+        let (p, _) = red_params(&[("min_th", l.min_th), ("max_th", l.max_th)], w_q, l.max_p, mean_pkt_bytes, rate_bps)
+            .map_err(|e| format!("levels[{i}]: {e}"))?;
+        params.push(p);
+    }
+    Ok((params, unit))
+}
+
+impl LevelsConfig {
+    fn multired<H: 'static>(
+        &self,
+        kind: &str,
+        want: usize,
+        classify: fn(Class) -> usize,
+        env: &LinkEnv,
+    ) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        let (params, unit) = level_params(kind, &self.levels, want, self.w_q, self.mean_pkt_bytes, env.rate_bps)?;
+        Ok(Box::new(MultiRed::<H>::new(params, classify, unit, env.buffer, env.seed)))
+    }
+}
+
+impl PolicyParams for RioConfig {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        self.0.multired("rio", 2, rio_level, env)
+    }
+}
+
+impl PolicyParams for Red3Config {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        self.0.multired("red3", 3, three_level, env)
+    }
+}
 
 /// One precedence level's RED state (shared with FRIO, fred.rs).
 pub(super) struct Level {
@@ -30,30 +115,31 @@ impl Level {
 }
 
 /// Update, for an arrival at `level`, the averages whose counted set contains it: those of
-/// `level` and lower precedences, each over the queued packets at its level or higher.
+/// `level` and lower precedences, each over the queued packets (or bytes) at its level or higher.
 pub(super) fn update_levels<H>(
     levels: &mut [Level],
     level: usize,
     fifo: &Fifo<H>,
     classify: fn(Class) -> usize,
-    idle_since: Option<u64>,
+    unit: Unit,
+    idle: Option<u64>,
     now: u64,
 ) {
-    let idle = idle_since.filter(|_| fifo.is_empty());
     for (l, lv) in levels.iter_mut().enumerate().skip(level) {
-        let q = fifo.count_where(|c| classify(c) <= l) as f64;
+        let q = fifo.size_where(unit, |c| classify(c) <= l) as f64;
         lv.avg = next_average(&lv.params, lv.avg, q, idle, now);
     }
 }
 
-pub struct MultiRed<H> {
+/// RIO's and 3-level RED's admission rule.
+pub struct MultiRedRule {
     levels: Vec<Level>,
     classify: fn(Class) -> usize,
-    limit: Option<Buffer>,
-    fifo: Fifo<H>,
-    idle_since: Option<u64>,
+    unit: Unit,
     rng: ChaCha8Rng,
 }
+
+pub type MultiRed<H> = FifoPolicy<H, MultiRedRule>;
 
 /// RIO: AF11 is IN (level 0), everything else OUT (level 1).
 pub fn rio_level(class: Class) -> usize {
@@ -70,57 +156,43 @@ pub fn three_level(class: Class) -> usize {
 }
 
 impl<H> MultiRed<H> {
-    pub fn new(params: Vec<RedParams>, classify: fn(Class) -> usize, limit: Option<Buffer>, seed: u64) -> MultiRed<H> {
-        MultiRed {
+    pub fn new(
+        params: Vec<RedParams>,
+        classify: fn(Class) -> usize,
+        unit: Unit,
+        limit: Option<Buffer>,
+        seed: u64,
+    ) -> MultiRed<H> {
+        let rule = MultiRedRule {
             levels: params.into_iter().map(Level::new).collect(),
             classify,
-            limit,
-            fifo: Fifo::new(),
-            idle_since: Some(0),
+            unit,
             rng: ChaCha8Rng::seed_from_u64(seed),
-        }
+        };
+        FifoPolicy::with_rule(limit, rule)
     }
 
     pub fn averages(&self) -> Vec<f64> {
-        self.levels.iter().map(|l| l.avg).collect()
+        self.rule.levels.iter().map(|l| l.avg).collect()
     }
+}
 
+impl MultiRedRule {
     fn early_drop(&mut self, level: usize) -> bool {
         let lv = &mut self.levels[level];
         early_drop(&lv.params, lv.avg, &mut lv.count, &mut self.rng)
     }
 }
 
-impl<H> QueuePolicy<H> for MultiRed<H> {
-    fn enqueue(&mut self, pkt: Queued<H>, now: u64, dropped: &mut Vec<Dropped<H>>) {
+impl<H> Admission<H> for MultiRedRule {
+    fn admit(&mut self, pkt: Queued<H>, q: &mut Buffered<H>, now: u64, dropped: &mut Vec<Dropped<H>>) {
         let level = (self.classify)(pkt.info.class).min(self.levels.len() - 1);
-        update_levels(&mut self.levels, level, &self.fifo, self.classify, self.idle_since, now);
-        if !self.early_drop(level) && self.fifo.fits(self.limit, pkt.info.len as usize) {
-            self.fifo.push(pkt);
-            self.idle_since = None;
+        update_levels(&mut self.levels, level, &q.fifo, self.classify, self.unit, q.idle_since(), now);
+        if !self.early_drop(level) && q.fits(pkt.info.len) {
+            q.fifo.push(pkt);
         } else {
-            dropped.push(Dropped { pkt, evicted: false });
+            dropped.push(Dropped::refused(pkt));
         }
-    }
-
-    fn dequeue(&mut self, now: u64) -> Option<Queued<H>> {
-        let pkt = self.fifo.pop()?;
-        if self.fifo.is_empty() {
-            self.idle_since = Some(now);
-        }
-        Some(pkt)
-    }
-
-    fn len_packets(&self) -> usize {
-        self.fifo.len()
-    }
-
-    fn len_bytes(&self) -> usize {
-        self.fifo.bytes()
-    }
-
-    fn drain(&mut self) -> Vec<Queued<H>> {
-        self.fifo.drain()
     }
 }
 
@@ -139,14 +211,14 @@ mod tests {
 
     #[test]
     fn rio_in_average_counts_in_packets_out_average_counts_all() {
-        let mut q: MultiRed<u64> = MultiRed::new(vec![p(40.0, 70.0), p(10.0, 20.0)], rio_level, None, 1);
+        let mut q: MultiRed<u64> = MultiRed::new(vec![p(40.0, 70.0), p(10.0, 20.0)], rio_level, Unit::Packets, None, 1);
         for i in 0..4 {
-            q.fifo.push(pkt(i, DSCP_AF11));
+            q.q.fifo.push(pkt(i, DSCP_AF11));
         }
         for i in 4..9 {
-            q.fifo.push(pkt(i, DSCP_AF12));
+            q.q.fifo.push(pkt(i, DSCP_AF12));
         }
-        q.idle_since = None;
+        q.q.set_busy();
         let mut d = Vec::new();
         q.enqueue(pkt(20, DSCP_AF11), 0, &mut d); // w_q = 1: averages become the counts
         assert_eq!(q.averages(), vec![4.0, 9.0]);
@@ -157,11 +229,11 @@ mod tests {
 
     #[test]
     fn out_packets_are_dropped_where_in_packets_still_pass() {
-        let mut q: MultiRed<u64> = MultiRed::new(vec![p(40.0, 70.0), p(5.0, 10.0)], rio_level, None, 1);
+        let mut q: MultiRed<u64> = MultiRed::new(vec![p(40.0, 70.0), p(5.0, 10.0)], rio_level, Unit::Packets, None, 1);
         for i in 0..12 {
-            q.fifo.push(pkt(i, DSCP_AF11));
+            q.q.fifo.push(pkt(i, DSCP_AF11));
         }
-        q.idle_since = None;
+        q.q.set_busy();
         let mut d = Vec::new();
         q.enqueue(pkt(30, DSCP_AF12), 0, &mut d); // OUT average 12 >= 10: dropped
         q.enqueue(pkt(31, DSCP_AF11), 0, &mut d); // IN average 12 < 40: kept
@@ -171,11 +243,11 @@ mod tests {
 
     #[test]
     fn three_levels_count_their_level_or_higher() {
-        let mut q: MultiRed<u64> = MultiRed::new(vec![p(50.0, 60.0), p(50.0, 60.0), p(50.0, 60.0)], three_level, None, 1);
+        let mut q: MultiRed<u64> = MultiRed::new(vec![p(50.0, 60.0), p(50.0, 60.0), p(50.0, 60.0)], three_level, Unit::Packets, None, 1);
         for (i, d) in [DSCP_AF11, DSCP_AF12, DSCP_AF12, DSCP_AF13, 0].iter().enumerate() {
-            q.fifo.push(pkt(i as u64, *d));
+            q.q.fifo.push(pkt(i as u64, *d));
         }
-        q.idle_since = None;
+        q.q.set_busy();
         let mut d = Vec::new();
         q.enqueue(pkt(9, DSCP_AF11), 0, &mut d);
         assert_eq!(q.averages(), vec![1.0, 3.0, 5.0]);
@@ -198,10 +270,10 @@ mod tests {
                 let dropped: Vec<bool> = [DSCP_AF11, DSCP_AF12, DSCP_AF13]
                     .iter()
                     .map(|&dscp| {
-                        let mut q: MultiRed<u64> = MultiRed::new(levels(), three_level, None, seed);
-                        (0..v).for_each(|i| q.fifo.push(pkt(i, DSCP_AF11)));
-                        q.levels.iter_mut().for_each(|l| l.avg = v as f64);
-                        q.idle_since = None;
+                        let mut q: MultiRed<u64> = MultiRed::new(levels(), three_level, Unit::Packets, None, seed);
+                        (0..v).for_each(|i| q.q.fifo.push(pkt(i, DSCP_AF11)));
+                        q.rule.levels.iter_mut().for_each(|l| l.avg = v as f64);
+                        q.q.set_busy();
                         let mut d = Vec::new();
                         q.enqueue(pkt(1000, dscp), 0, &mut d);
                         assert!(q.averages().iter().all(|a| *a == v as f64));

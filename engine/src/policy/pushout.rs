@@ -7,12 +7,35 @@
 //! evicted for it. CATNIP-Bad is the mirror image, the worst case of section III-C: a
 //! low-priority arrival evicts a high-priority packet.
 
-use super::fifo::Fifo;
-use super::{Dropped, QueuePolicy, Queued};
+use super::fifo::{Admission, Buffered, Fifo, FifoPolicy};
+use super::{Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
 use crate::config::Buffer;
 use crate::packet::Class;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::Deserialize;
+
+/// `{"kind": "catnip_good"}`: no parameters.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatnipGoodConfig {}
+
+/// `{"kind": "catnip_bad"}`: no parameters.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatnipBadConfig {}
+
+impl PolicyParams for CatnipGoodConfig {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        Ok(Box::new(PushOut::<H>::new(env.buffer, true, env.seed)))
+    }
+}
+
+impl PolicyParams for CatnipBadConfig {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        Ok(Box::new(PushOut::<H>::new(env.buffer, false, env.seed)))
+    }
+}
 
 pub fn is_high(class: Class) -> bool {
     class == Class::High
@@ -22,17 +45,18 @@ pub fn is_low(class: Class) -> bool {
     class != Class::High
 }
 
-pub struct PushOut<H> {
-    limit: Option<Buffer>,
-    fifo: Fifo<H>,
+/// The push-out rule.
+pub struct PushOutRule {
     /// True: CATNIP-Good (protect high priority); false: CATNIP-Bad.
     protect_high: bool,
     rng: ChaCha8Rng,
 }
 
+pub type PushOut<H> = FifoPolicy<H, PushOutRule>;
+
 impl<H> PushOut<H> {
     pub fn new(limit: Option<Buffer>, protect_high: bool, seed: u64) -> PushOut<H> {
-        PushOut { limit, fifo: Fifo::new(), protect_high, rng: ChaCha8Rng::seed_from_u64(seed) }
+        FifoPolicy::with_rule(limit, PushOutRule { protect_high, rng: ChaCha8Rng::seed_from_u64(seed) })
     }
 }
 
@@ -57,46 +81,29 @@ pub fn push_out<H>(
         Some(Buffer::Bytes(n)) => (fifo.bytes() - fifo.bytes_where(victim) + len) as u64 <= n,
     };
     if !room {
-        dropped.push(Dropped { pkt, evicted: false });
+        dropped.push(Dropped::refused(pkt));
         return;
     }
     while !fifo.fits(limit, len) {
         let out = fifo.remove_random_where(victim, rng).expect("room was checked");
-        dropped.push(Dropped { pkt: out, evicted: true });
+        dropped.push(Dropped::evicted(out));
     }
     fifo.push(pkt);
 }
 
-impl<H> QueuePolicy<H> for PushOut<H> {
-    fn enqueue(&mut self, pkt: Queued<H>, _now: u64, dropped: &mut Vec<Dropped<H>>) {
-        let len = pkt.info.len as usize;
-        if self.fifo.fits(self.limit, len) {
-            self.fifo.push(pkt);
+impl<H> Admission<H> for PushOutRule {
+    fn admit(&mut self, pkt: Queued<H>, q: &mut Buffered<H>, _now: u64, dropped: &mut Vec<Dropped<H>>) {
+        if q.fits(pkt.info.len) {
+            q.fifo.push(pkt);
             return;
         }
         let favoured = if self.protect_high { is_high(pkt.info.class) } else { is_low(pkt.info.class) };
         if !favoured {
-            dropped.push(Dropped { pkt, evicted: false });
+            dropped.push(Dropped::refused(pkt));
             return;
         }
         let victim = if self.protect_high { is_low } else { is_high };
-        push_out(&mut self.fifo, self.limit, pkt, victim, &mut self.rng, dropped);
-    }
-
-    fn dequeue(&mut self, _now: u64) -> Option<Queued<H>> {
-        self.fifo.pop()
-    }
-
-    fn len_packets(&self) -> usize {
-        self.fifo.len()
-    }
-
-    fn len_bytes(&self) -> usize {
-        self.fifo.bytes()
-    }
-
-    fn drain(&mut self) -> Vec<Queued<H>> {
-        self.fifo.drain()
+        push_out(&mut q.fifo, q.limit, pkt, victim, &mut self.rng, dropped);
     }
 }
 
@@ -112,7 +119,7 @@ mod tests {
     fn offer(q: &mut PushOut<u64>, seq: u64, dscp: u8) -> Vec<(u64, bool)> {
         let mut dropped = Vec::new();
         q.enqueue(pkt(seq, dscp), 0, &mut dropped);
-        dropped.iter().map(|d| (d.pkt.seq, d.evicted)).collect()
+        dropped.iter().map(|d| (d.pkt.seq, d.is_eviction())).collect()
     }
 
     fn order(q: &mut PushOut<u64>) -> Vec<u64> {

@@ -7,15 +7,85 @@
 //! (max_th - min_th), where count is the number of arrivals since the last drop, which spaces
 //! drops evenly; at or above max_th every arrival is dropped. The buffer limit still applies.
 //!
+//! With thresholds in bytes (`{"bytes": x}`) the average is over the queue's bytes instead of
+//! its packets (byte mode); nothing else changes.
+//!
 //! CATNIP-RED takes the same decisions, but when one falls on a high-priority arrival and a
 //! low-priority packet is queued, a random low-priority packet is pushed out instead.
 
-use super::fifo::Fifo;
+use super::fifo::{Admission, Buffered, FifoPolicy};
 use super::pushout::{is_high, is_low, push_out};
-use super::{Dropped, QueuePolicy, Queued};
-use crate::config::Buffer;
+use super::{default_mean_pkt_bytes, typical_tx_ns, Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
+use crate::config::{one_unit, Buffer, Threshold, Unit};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::Deserialize;
+
+/// `{"kind": "red", "min_th": T, "max_th": T, "w_q": w, "max_p": p, "mean_pkt_bytes": 1000}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedConfig {
+    pub min_th: Threshold,
+    pub max_th: Threshold,
+    pub w_q: f64,
+    pub max_p: f64,
+    /// Bytes of a typical packet, for the idle-time correction.
+    #[serde(default = "default_mean_pkt_bytes")]
+    pub mean_pkt_bytes: u32,
+}
+
+/// `{"kind": "catnip_red", ...}`: RED's parameters.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct CatnipRedConfig(pub RedConfig);
+
+impl RedConfig {
+    /// The checked parameters and their unit.
+    pub fn params(&self, rate_bps: u64) -> Result<(RedParams, Unit), String> {
+        red_params(&[("min_th", self.min_th), ("max_th", self.max_th)], self.w_q, self.max_p, self.mean_pkt_bytes, rate_bps)
+    }
+
+    fn red<H: 'static>(&self, env: &LinkEnv, catnip: bool) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        let (params, unit) = self.params(env.rate_bps)?;
+        Ok(Box::new(Red::<H>::new(params, unit, env.buffer, catnip, env.seed)))
+    }
+}
+
+/// RED's parameters from named thresholds (min_th, max_th), checked: one unit, order, ranges.
+pub fn red_params(
+    thresholds: &[(&str, Threshold); 2],
+    w_q: f64,
+    max_p: f64,
+    mean_pkt_bytes: u32,
+    rate_bps: u64,
+) -> Result<(RedParams, Unit), String> {
+    let named: Vec<(String, Threshold)> = thresholds.iter().map(|(n, t)| (n.to_string(), *t)).collect();
+    let unit = one_unit(&named)?;
+    if mean_pkt_bytes == 0 {
+        return Err("mean_pkt_bytes: must be at least 1".into());
+    }
+    let params = RedParams {
+        min_th: thresholds[0].1.value,
+        max_th: thresholds[1].1.value,
+        w_q,
+        max_p,
+        typical_tx_ns: typical_tx_ns(mean_pkt_bytes, rate_bps),
+    };
+    params.validate()?;
+    Ok((params, unit))
+}
+
+impl PolicyParams for RedConfig {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        self.red(env, false)
+    }
+}
+
+impl PolicyParams for CatnipRedConfig {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        self.0.red(env, true)
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RedParams {
@@ -39,42 +109,31 @@ impl RedParams {
     }
 }
 
-pub struct Red<H> {
+/// RED's admission rule (and CATNIP-RED's).
+pub struct RedRule {
     params: RedParams,
-    limit: Option<Buffer>,
-    fifo: Fifo<H>,
+    unit: Unit,
     avg: f64,
     /// Arrivals since the last drop while avg was between the thresholds; -1 outside.
     count: i64,
-    /// When the queue last became empty (ns), if it is empty.
-    idle_since: Option<u64>,
     catnip: bool,
     rng: ChaCha8Rng,
 }
 
+pub type Red<H> = FifoPolicy<H, RedRule>;
+
 impl<H> Red<H> {
-    pub fn new(params: RedParams, limit: Option<Buffer>, catnip: bool, seed: u64) -> Red<H> {
-        Red {
-            params,
-            limit,
-            fifo: Fifo::new(),
-            avg: 0.0,
-            count: -1,
-            idle_since: Some(0),
-            catnip,
-            rng: ChaCha8Rng::seed_from_u64(seed),
-        }
+    pub fn new(params: RedParams, unit: Unit, limit: Option<Buffer>, catnip: bool, seed: u64) -> Red<H> {
+        let rule = RedRule { params, unit, avg: 0.0, count: -1, catnip, rng: ChaCha8Rng::seed_from_u64(seed) };
+        FifoPolicy::with_rule(limit, rule)
     }
 
     pub fn average(&self) -> f64 {
-        self.avg
+        self.rule.avg
     }
+}
 
-    fn update_average(&mut self, now: u64) {
-        let idle = self.idle_since.filter(|_| self.fifo.is_empty());
-        self.avg = next_average(&self.params, self.avg, self.fifo.len() as f64, idle, now);
-    }
-
+impl RedRule {
     fn early_drop(&mut self) -> bool {
         early_drop(&self.params, self.avg, &mut self.count, &mut self.rng)
     }
@@ -113,46 +172,23 @@ pub fn early_drop(p: &RedParams, avg: f64, count: &mut i64, rng: &mut ChaCha8Rng
     false
 }
 
-impl<H> QueuePolicy<H> for Red<H> {
-    fn enqueue(&mut self, pkt: Queued<H>, now: u64, dropped: &mut Vec<Dropped<H>>) {
-        self.update_average(now);
+impl<H> Admission<H> for RedRule {
+    fn admit(&mut self, pkt: Queued<H>, q: &mut Buffered<H>, now: u64, dropped: &mut Vec<Dropped<H>>) {
+        self.avg = next_average(&self.params, self.avg, q.fifo.size(self.unit) as f64, q.idle_since(), now);
         let early = self.early_drop();
-        if !early && self.fifo.fits(self.limit, pkt.info.len as usize) {
-            self.fifo.push(pkt);
-        } else if self.catnip && is_high(pkt.info.class) && self.fifo.count_where(is_low) > 0 {
+        if !early && q.fits(pkt.info.len) {
+            q.fifo.push(pkt);
+        } else if self.catnip && is_high(pkt.info.class) && q.fifo.count_where(is_low) > 0 {
             if early {
                 // RED wanted a drop: a low-priority packet pays it instead of this arrival.
-                let out = self.fifo.remove_random_where(is_low, &mut self.rng).expect("counted above");
-                dropped.push(Dropped { pkt: out, evicted: true });
+                let out = q.fifo.remove_random_where(is_low, &mut self.rng).expect("counted above");
+                dropped.push(Dropped::evicted(out));
             }
             // And if the buffer is still full, push-out as CATNIP-Good does.
-            push_out(&mut self.fifo, self.limit, pkt, is_low, &mut self.rng, dropped);
+            push_out(&mut q.fifo, q.limit, pkt, is_low, &mut self.rng, dropped);
         } else {
-            dropped.push(Dropped { pkt, evicted: false });
+            dropped.push(Dropped::refused(pkt));
         }
-        if !self.fifo.is_empty() {
-            self.idle_since = None;
-        }
-    }
-
-    fn dequeue(&mut self, now: u64) -> Option<Queued<H>> {
-        let pkt = self.fifo.pop()?;
-        if self.fifo.is_empty() {
-            self.idle_since = Some(now);
-        }
-        Some(pkt)
-    }
-
-    fn len_packets(&self) -> usize {
-        self.fifo.len()
-    }
-
-    fn len_bytes(&self) -> usize {
-        self.fifo.bytes()
-    }
-
-    fn drain(&mut self) -> Vec<Queued<H>> {
-        self.fifo.drain()
     }
 }
 
@@ -169,7 +205,7 @@ mod tests {
 
     #[test]
     fn average_follows_the_ewma_and_decays_when_idle() {
-        let mut red = Red::new(PARAMS, Some(Buffer::Packets(10)), false, 1);
+        let mut red = Red::new(PARAMS, Unit::Packets, Some(Buffer::Packets(10)), false, 1);
         let mut d = Vec::new();
         red.enqueue(pkt(0, 0), 0, &mut d); // empty queue, idle since 0: avg stays 0
         red.enqueue(pkt(1, 0), 0, &mut d); // q = 1
@@ -185,7 +221,7 @@ mod tests {
 
     #[test]
     fn no_early_drops_below_min_th_all_at_max_th() {
-        let mut red = Red::new(RedParams { w_q: 1.0, ..PARAMS }, None, false, 1);
+        let mut red = Red::new(RedParams { w_q: 1.0, ..PARAMS }, Unit::Packets, None, false, 1);
         let mut d = Vec::new();
         for i in 0..3 {
             red.enqueue(pkt(i, 0), 0, &mut d); // avg = q before this arrival: 0, 1, 2 -> none dropped
@@ -197,7 +233,7 @@ mod tests {
         let before = d.len();
         // Force q >= max_th: every further arrival is dropped.
         while red.len_packets() < 6 {
-            red.fifo.push(pkt(99, 0));
+            red.q.fifo.push(pkt(99, 0));
         }
         red.enqueue(pkt(100, 0), 0, &mut d);
         assert_eq!(d.len(), before + 1);
@@ -206,14 +242,14 @@ mod tests {
     #[test]
     fn drop_rate_between_thresholds_matches_the_count_rule() {
         // avg held at the midpoint of the thresholds: p_b = max_p / 2 = 0.05.
-        let mut red: Red<u64> = Red::new(RedParams { w_q: 1e-9, ..PARAMS }, None, false, 5);
-        red.avg = 4.0;
-        red.idle_since = None;
-        red.fifo.push(pkt(0, 0));
+        let mut red: Red<u64> = Red::new(RedParams { w_q: 1e-9, ..PARAMS }, Unit::Packets, None, false, 5);
+        red.rule.avg = 4.0;
+        red.q.set_busy();
+        red.q.fifo.push(pkt(0, 0));
         let mut drops = 0;
         let n = 200_000;
         for _ in 0..n {
-            if red.early_drop() {
+            if red.rule.early_drop() {
                 drops += 1;
             }
         }
@@ -226,18 +262,18 @@ mod tests {
 
     #[test]
     fn catnip_red_pushes_out_a_low_packet_for_a_high_arrival() {
-        let mut red = Red::new(RedParams { w_q: 1.0, ..PARAMS }, Some(Buffer::Packets(8)), true, 2);
+        let mut red = Red::new(RedParams { w_q: 1.0, ..PARAMS }, Unit::Packets, Some(Buffer::Packets(8)), true, 2);
         for i in 0..7 {
-            red.fifo.push(pkt(i, if i == 3 { DSCP_AF12 } else { DSCP_AF11 }));
+            red.q.fifo.push(pkt(i, if i == 3 { DSCP_AF12 } else { DSCP_AF11 }));
         }
-        red.idle_since = None;
+        red.q.set_busy();
         // avg = q = 7 >= max_th: RED drops; the high arrival evicts the one low packet instead.
         let mut out = Vec::new();
         red.enqueue(pkt(50, DSCP_AF11), 0, &mut out);
-        let got: Vec<(u64, bool)> = out.iter().map(|x| (x.pkt.seq, x.evicted)).collect();
+        let got: Vec<(u64, bool)> = out.iter().map(|x| (x.pkt.seq, x.is_eviction())).collect();
         assert_eq!(got, vec![(3, true)]);
         let mut out = Vec::new();
         red.enqueue(pkt(51, DSCP_AF11), 0, &mut out); // no low packet left: the arrival goes
-        assert_eq!(out.iter().map(|x| (x.pkt.seq, x.evicted)).collect::<Vec<_>>(), vec![(51, false)]);
+        assert_eq!(out.iter().map(|x| (x.pkt.seq, x.is_eviction())).collect::<Vec<_>>(), vec![(51, false)]);
     }
 }

@@ -16,9 +16,23 @@
 //! total within the link's buffer. Each queue is DropTail.
 
 use super::fifo::Fifo;
-use super::{Dropped, QueuePolicy, Queued};
+use super::{Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
 use crate::config::Buffer;
 use crate::packet::Class;
+use serde::Deserialize;
+
+/// `{"kind": "wrr", "weights": [w0, w1(, w2)]}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WrrConfig {
+    pub weights: Vec<u32>,
+}
+
+impl PolicyParams for WrrConfig {
+    fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
+        Ok(Box::new(Wrr::<H>::new(&self.weights, env.buffer)?))
+    }
+}
 
 pub struct Wrr<H> {
     queues: Vec<Fifo<H>>,
@@ -72,7 +86,7 @@ impl<H> QueuePolicy<H> for Wrr<H> {
         if self.queues[i].fits(self.limits[i], pkt.info.len as usize) {
             self.queues[i].push(pkt);
         } else {
-            dropped.push(Dropped { pkt, evicted: false });
+            dropped.push(Dropped::refused(pkt));
         }
     }
 

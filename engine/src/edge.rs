@@ -1,0 +1,739 @@
+//! Edge functions: what a DiffServ edge does to a link's arrivals before its queue. A link's
+//! `edge` list is applied in order to every arrival: `mark` sets the DSCP by header fields,
+//! `police` meters with a token bucket and drops or remarks what is out of profile, `shape`
+//! holds packets in a buffer of its own until a token bucket lets them on. The loss wrapper and
+//! the policy see the packet as the edge functions left it.
+//!
+//! Token buckets are exact integers on the engine's virtual clock (a credit in units of 1e-9
+//! bit, to which a rate of r bit/s adds r per ns), so a shaper's releases, like the
+//! transmitter's departures, never drift and never move with a late wake-up.
+
+use crate::config::Buffer;
+use crate::packet::PacketInfo;
+use crate::policy::fifo::Fifo;
+use crate::policy::Queued;
+use crate::stats::EdgeCounters;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+/// Every edge function kind, in the order error messages list them.
+pub const KINDS: &[&str] = &["mark", "police", "shape"];
+
+/// The smallest bucket: one packet of 64 bytes.
+pub const MIN_BUCKET_BYTES: u64 = 64;
+
+/// One edge function: `{"kind": K, ...}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind")]
+pub enum EdgeConfig {
+    #[serde(rename = "mark")]
+    Mark(MarkConfig),
+    #[serde(rename = "police")]
+    Police(PoliceConfig),
+    #[serde(rename = "shape")]
+    Shape(ShapeConfig),
+}
+
+/// `{"kind": "mark", "rules": [...], "default": D or null}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkConfig {
+    #[serde(default)]
+    pub rules: Vec<MarkRule>,
+    /// DSCP of a packet no rule matches; null leaves it unchanged.
+    #[serde(default)]
+    pub default: Option<u8>,
+}
+
+/// A classifier rule: every field given must match (null or absent: any).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MarkRule {
+    #[serde(default)]
+    pub proto: Option<u8>,
+    #[serde(default)]
+    pub src: Option<String>,
+    #[serde(default)]
+    pub dst: Option<String>,
+    #[serde(default)]
+    pub sport: Option<[u32; 2]>,
+    #[serde(default)]
+    pub dport: Option<[u32; 2]>,
+    pub dscp: u8,
+}
+
+/// What a policer keys its buckets by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Per {
+    #[default]
+    Link,
+    Src,
+    Flow,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExceedAction {
+    Drop,
+    Remark,
+}
+
+/// `{"action": "drop"}` or `{"action": "remark", "dscp": D}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExceedConfig {
+    pub action: ExceedAction,
+    #[serde(default)]
+    pub dscp: Option<u8>,
+}
+
+/// `{"kind": "police", "rate_bps": r, "bucket_bytes": b, "dscp": [..] or null, "per": "link",
+/// "exceed": {...}}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoliceConfig {
+    pub rate_bps: u64,
+    pub bucket_bytes: u64,
+    /// The DSCPs it meters (null: every packet); others pass untouched and uncounted.
+    #[serde(default)]
+    pub dscp: Option<Vec<u8>>,
+    #[serde(default)]
+    pub per: Per,
+    pub exceed: ExceedConfig,
+}
+
+/// `{"kind": "shape", "rate_bps": r, "bucket_bytes": b, "buffer": {...} or null}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeConfig {
+    pub rate_bps: u64,
+    pub bucket_bytes: u64,
+    /// The shaper's own buffer (tail drop); null: unlimited.
+    #[serde(default)]
+    pub buffer: Option<Buffer>,
+}
+
+fn check_dscp(field: &str, dscp: u8) -> Result<u8, String> {
+    if dscp <= 63 {
+        Ok(dscp)
+    } else {
+        Err(format!("{field}: must be a DSCP, 0-63 (got {dscp})"))
+    }
+}
+
+/// `a.b.c.d/len` (or a bare address, /32) as (network, mask); host bits must be zero.
+pub fn parse_cidr(text: &str) -> Result<(u32, u32), String> {
+    let (addr, len) = match text.split_once('/') {
+        Some((a, l)) => (a, l.parse::<u32>().ok().filter(|l| *l <= 32).ok_or(format!("{text:?}: prefix length must be 0-32"))?),
+        None => (text, 32),
+    };
+    let addr: Ipv4Addr = addr.parse().map_err(|_| format!("{text:?}: not an IPv4 address a.b.c.d/len"))?;
+    let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+    let net = u32::from(addr);
+    if net & !mask != 0 {
+        return Err(format!("{text:?}: host bits set (the network is {}/{len})", Ipv4Addr::from(net & mask)));
+    }
+    Ok((net, mask))
+}
+
+fn port_range(range: [u32; 2]) -> Result<(u16, u16), String> {
+    let [lo, hi] = range;
+    if lo <= hi && hi <= 65535 {
+        Ok((lo as u16, hi as u16))
+    } else {
+        Err(format!("need lo <= hi <= 65535 (got [{lo}, {hi}])"))
+    }
+}
+
+fn check_bucket(rate_bps: u64, bucket_bytes: u64) -> Result<(), String> {
+    if rate_bps == 0 {
+        return Err("rate_bps: must be above 0".into());
+    }
+    if bucket_bytes < MIN_BUCKET_BYTES {
+        return Err(format!("bucket_bytes: must hold one packet of {MIN_BUCKET_BYTES} bytes at least (got {bucket_bytes})"));
+    }
+    Ok(())
+}
+
+impl MarkRule {
+    fn compile(&self) -> Result<Rule, String> {
+        if let Some(p) = self.proto.filter(|p| *p != 6 && *p != 17) {
+            return Err(format!("proto: must be 6 (TCP), 17 (UDP) or null (got {p})"));
+        }
+        let cidr = |name: &str, v: &Option<String>| v.as_deref().map(parse_cidr).transpose().map_err(|e| format!("{name}: {e}"));
+        let ports = |name: &str, v: Option<[u32; 2]>| v.map(port_range).transpose().map_err(|e| format!("{name}: {e}"));
+        Ok(Rule {
+            proto: self.proto,
+            src: cidr("src", &self.src)?,
+            dst: cidr("dst", &self.dst)?,
+            sport: ports("sport", self.sport)?,
+            dport: ports("dport", self.dport)?,
+            dscp: check_dscp("dscp", self.dscp)?,
+        })
+    }
+}
+
+impl EdgeConfig {
+    /// Why the parameters of `kind` in `rest` do not deserialize (see config.rs).
+    pub fn explain(kind: &str, rest: &serde_json::Value) -> Option<String> {
+        match kind {
+            "mark" => crate::config::deep_error::<MarkConfig>(rest),
+            "police" => crate::config::deep_error::<PoliceConfig>(rest),
+            "shape" => crate::config::deep_error::<ShapeConfig>(rest),
+            _ => None,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EdgeConfig::Mark(_) => "mark",
+            EdgeConfig::Police(_) => "police",
+            EdgeConfig::Shape(_) => "shape",
+        }
+    }
+
+    /// Whether it may change a packet's DSCP.
+    pub fn may_rewrite(&self) -> bool {
+        match self {
+            EdgeConfig::Mark(_) => true,
+            EdgeConfig::Police(p) => p.exceed.action == ExceedAction::Remark,
+            EdgeConfig::Shape(_) => false,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        self.build::<()>().map(|_| ())
+    }
+
+    /// Check the parameters (errors name the field: `rules[1].src: ...`) and build the function.
+    pub fn build<H>(&self) -> Result<Stage<H>, String> {
+        match self {
+            EdgeConfig::Mark(m) => {
+                let rules = m
+                    .rules
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| r.compile().map_err(|e| format!("rules[{i}].{e}")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let default = m.default.map(|d| check_dscp("default", d)).transpose()?;
+                Ok(Stage::Mark(Marker { rules, default }))
+            }
+            EdgeConfig::Police(p) => {
+                check_bucket(p.rate_bps, p.bucket_bytes)?;
+                let meter = match &p.dscp {
+                    None => [true; 64],
+                    Some(list) if list.is_empty() => return Err("dscp: an empty list meters nothing (null: all)".into()),
+                    Some(list) => {
+                        let mut m = [false; 64];
+                        for (i, d) in list.iter().enumerate() {
+                            m[usize::from(check_dscp(&format!("dscp[{i}]"), *d)?)] = true;
+                        }
+                        m
+                    }
+                };
+                let remark = match (p.exceed.action, p.exceed.dscp) {
+                    (ExceedAction::Drop, None) => None,
+                    (ExceedAction::Drop, Some(_)) => return Err("exceed.dscp: only for the action remark".into()),
+                    (ExceedAction::Remark, None) => return Err("exceed.dscp: the action remark needs a DSCP".into()),
+                    (ExceedAction::Remark, Some(d)) => Some(check_dscp("exceed.dscp", d)?),
+                };
+                let spec = BucketSpec::new(p.rate_bps, p.bucket_bytes);
+                Ok(Stage::Police(Policer { spec, meter, per: p.per, remark, one: None, buckets: HashMap::new() }))
+            }
+            EdgeConfig::Shape(s) => {
+                check_bucket(s.rate_bps, s.bucket_bytes)?;
+                if matches!(s.buffer, Some(Buffer::Packets(0) | Buffer::Bytes(0))) {
+                    return Err("buffer: must hold at least one packet or byte (null for unlimited)".into());
+                }
+                let spec = BucketSpec::new(s.rate_bps, s.bucket_bytes);
+                Ok(Stage::Shape(Shaper { spec, tokens: spec.full(0), limit: s.buffer, queue: Fifo::new() }))
+            }
+        }
+    }
+}
+
+/// A token bucket's rate and depth, in credit units (1e-9 bit).
+#[derive(Debug, Clone, Copy)]
+struct BucketSpec {
+    rate: i128,
+    depth: i128,
+}
+
+/// A bucket's credit as of time `at` (ns).
+#[derive(Debug, Clone, Copy)]
+struct Tokens {
+    credit: i128,
+    at: u64,
+}
+
+impl BucketSpec {
+    fn new(rate_bps: u64, bucket_bytes: u64) -> BucketSpec {
+        BucketSpec { rate: i128::from(rate_bps), depth: cost(bucket_bytes) }
+    }
+
+    fn full(&self, now: u64) -> Tokens {
+        Tokens { credit: self.depth, at: now }
+    }
+
+    fn refill(&self, t: &mut Tokens, now: u64) {
+        if now <= t.at {
+            return;
+        }
+        let dt = i128::from(now - t.at);
+        let room = self.depth - t.credit;
+        t.credit = if dt >= (room + self.rate - 1) / self.rate { self.depth } else { t.credit + self.rate * dt };
+        t.at = now;
+    }
+
+    /// The credit a packet of `len` bytes waits for: its cost, or a full bucket if larger.
+    fn need(&self, len: u32) -> i128 {
+        cost(u64::from(len)).min(self.depth)
+    }
+}
+
+fn cost(bytes: u64) -> i128 {
+    i128::from(bytes) * 8 * 1_000_000_000
+}
+
+struct Rule {
+    proto: Option<u8>,
+    src: Option<(u32, u32)>,
+    dst: Option<(u32, u32)>,
+    sport: Option<(u16, u16)>,
+    dport: Option<(u16, u16)>,
+    dscp: u8,
+}
+
+impl Rule {
+    fn matches(&self, p: &PacketInfo) -> bool {
+        let within = |r: Option<(u16, u16)>, port: Option<u16>| r.is_none_or(|(lo, hi)| port.is_some_and(|x| lo <= x && x <= hi));
+        self.proto.is_none_or(|x| x == p.proto)
+            && self.src.is_none_or(|(net, mask)| p.src & mask == net)
+            && self.dst.is_none_or(|(net, mask)| p.dst & mask == net)
+            && within(self.sport, p.ports.map(|x| x.0))
+            && within(self.dport, p.ports.map(|x| x.1))
+    }
+}
+
+pub struct Marker {
+    rules: Vec<Rule>,
+    default: Option<u8>,
+}
+
+impl Marker {
+    /// The first matching rule's DSCP, else the default; true if the DSCP changed.
+    pub fn mark(&self, p: &mut PacketInfo) -> bool {
+        let dscp = self.rules.iter().find(|r| r.matches(p)).map(|r| r.dscp).or(self.default);
+        match dscp {
+            Some(d) if d != p.dscp => {
+                p.set_dscp(d);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+pub struct Policer {
+    spec: BucketSpec,
+    meter: [bool; 64],
+    per: Per,
+    /// Out of profile: remark to this DSCP, or drop (None).
+    remark: Option<u8>,
+    one: Option<Tokens>,
+    buckets: HashMap<u64, Tokens>,
+}
+
+/// A policer's decision on one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policed {
+    Unmetered,
+    In,
+    Out,
+}
+
+/// Buckets kept per source or flow before the full ones (same as new) are forgotten.
+const PRUNE_AT: usize = 4096;
+
+impl Policer {
+    pub fn meter(&mut self, p: &PacketInfo, now: u64) -> Policed {
+        if !self.meter[usize::from(p.dscp & 63)] {
+            return Policed::Unmetered;
+        }
+        let spec = self.spec;
+        let key = match self.per {
+            Per::Link => None,
+            Per::Src => Some(u64::from(p.src)),
+            Per::Flow => Some(p.flow),
+        };
+        if key.is_some() && self.buckets.len() >= PRUNE_AT {
+            self.buckets.retain(|_, t| {
+                spec.refill(t, now);
+                t.credit < spec.depth
+            });
+        }
+        let tokens = match key {
+            None => self.one.get_or_insert(spec.full(now)),
+            Some(k) => self.buckets.entry(k).or_insert(spec.full(now)),
+        };
+        spec.refill(tokens, now);
+        let c = cost(u64::from(p.len));
+        if tokens.credit >= c {
+            tokens.credit -= c;
+            Policed::In
+        } else {
+            Policed::Out
+        }
+    }
+}
+
+pub struct Shaper<H> {
+    spec: BucketSpec,
+    tokens: Tokens,
+    limit: Option<Buffer>,
+    queue: Fifo<H>,
+}
+
+impl<H> Shaper<H> {
+    /// When the head of the queue may leave, if any is held.
+    pub fn next_release(&self) -> Option<u64> {
+        let head = self.queue.front()?;
+        let deficit = self.spec.need(head.info.len) - self.tokens.credit;
+        if deficit <= 0 {
+            return Some(self.tokens.at);
+        }
+        Some(self.tokens.at + ((deficit + self.spec.rate - 1) / self.spec.rate) as u64)
+    }
+
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+}
+
+/// What an edge function did with a packet.
+pub enum Step<H> {
+    /// On to the next function (or the queue).
+    Next(Queued<H>),
+    /// A shaper holds it.
+    Held,
+    /// Dropped by a policer (true) or a full shaper buffer (false).
+    Drop(Queued<H>, bool),
+}
+
+/// A built edge function.
+pub enum Stage<H> {
+    Mark(Marker),
+    Police(Policer),
+    Shape(Shaper<H>),
+}
+
+impl<H> Stage<H> {
+    /// Counters for this function, all zero.
+    pub fn counters(&self) -> EdgeCounters {
+        match self {
+            Stage::Mark(_) => EdgeCounters::Mark { remarked: 0 },
+            Stage::Police(_) => EdgeCounters::Police { in_profile: 0, out_profile: 0, dropped: 0 },
+            Stage::Shape(_) => EdgeCounters::Shape { held: 0, dropped: 0, queue_pkts: 0 },
+        }
+    }
+
+    /// Apply the function to an arrival at `now`.
+    pub fn apply(&mut self, mut pkt: Queued<H>, now: u64, counters: &mut EdgeCounters) -> Step<H> {
+        match (self, counters) {
+            (Stage::Mark(m), EdgeCounters::Mark { remarked }) => {
+                if m.mark(&mut pkt.info) {
+                    *remarked += 1;
+                }
+                Step::Next(pkt)
+            }
+            (Stage::Police(p), EdgeCounters::Police { in_profile, out_profile, dropped }) => match p.meter(&pkt.info, now) {
+                Policed::Unmetered => Step::Next(pkt),
+                Policed::In => {
+                    *in_profile += 1;
+                    Step::Next(pkt)
+                }
+                Policed::Out => {
+                    *out_profile += 1;
+                    match p.remark {
+                        Some(d) => {
+                            pkt.info.set_dscp(d);
+                            Step::Next(pkt)
+                        }
+                        None => {
+                            *dropped += 1;
+                            Step::Drop(pkt, true)
+                        }
+                    }
+                }
+            },
+            (Stage::Shape(s), EdgeCounters::Shape { held, dropped, queue_pkts }) => {
+                let len = pkt.info.len;
+                if s.queue.is_empty() {
+                    s.spec.refill(&mut s.tokens, now);
+                    if s.tokens.credit >= s.spec.need(len) {
+                        s.tokens.credit -= cost(u64::from(len));
+                        return Step::Next(pkt);
+                    }
+                }
+                if !s.queue.fits(s.limit, len as usize) {
+                    *dropped += 1;
+                    return Step::Drop(pkt, false);
+                }
+                s.queue.push(pkt);
+                *held += 1;
+                *queue_pkts += 1;
+                Step::Held
+            }
+            _ => unreachable!("an edge function's counters are of its kind"),
+        }
+    }
+
+    /// When a shaper next releases a packet.
+    pub fn next_release(&self) -> Option<u64> {
+        match self {
+            Stage::Shape(s) => s.next_release(),
+            _ => None,
+        }
+    }
+
+    /// Release a shaper's head packet at `t` (its `next_release`).
+    pub fn release(&mut self, t: u64, counters: &mut EdgeCounters) -> Queued<H> {
+        let (Stage::Shape(s), EdgeCounters::Shape { queue_pkts, .. }) = (self, counters) else {
+            unreachable!("only shapers hold packets")
+        };
+        // Not capped at the depth: t is the first ns with enough credit, so the excess is less
+        // than one ns of tokens, and keeping it keeps the schedule from drifting.
+        s.tokens.credit += s.spec.rate * i128::from(t - s.tokens.at);
+        s.tokens.at = t;
+        let pkt = s.queue.pop().expect("a release time means a packet held");
+        s.tokens.credit -= cost(u64::from(pkt.info.len));
+        *queue_pkts -= 1;
+        pkt
+    }
+
+    /// Packets held (shutdown).
+    pub fn drain(&mut self, counters: &mut EdgeCounters) -> Vec<Queued<H>> {
+        match (self, counters) {
+            (Stage::Shape(s), EdgeCounters::Shape { queue_pkts, .. }) => {
+                *queue_pkts = 0;
+                s.queue.drain()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edge(json: &str) -> Result<Stage<u64>, String> {
+        let c: EdgeConfig = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        c.build()
+    }
+
+    fn info(dscp: u8, proto: u8, src: &str, dst: &str, ports: Option<(u16, u16)>) -> PacketInfo {
+        let a = |s: &str| u32::from(s.parse::<Ipv4Addr>().unwrap());
+        PacketInfo::new(1000, dscp, 0).with_addresses(proto, a(src), a(dst), ports)
+    }
+
+    fn mark(json: &str, p: &PacketInfo) -> u8 {
+        let Ok(Stage::Mark(m)) = edge(json) else { panic!("not a marker") };
+        let mut p = *p;
+        m.mark(&mut p);
+        assert_eq!(p.class, crate::packet::Class::from_dscp(p.dscp));
+        p.dscp
+    }
+
+    #[test]
+    fn the_first_matching_rule_wins_then_the_default() {
+        let rules = r#"{"kind": "mark", "rules": [
+            {"proto": 6, "dst": "10.1.0.0/16", "dport": [80, 80], "dscp": 10},
+            {"src": "10.2.0.0/24", "dscp": 12},
+            {"proto": 17, "sport": [5000, 5999], "dscp": 14}], "default": 0}"#;
+        let web = info(46, 6, "10.2.0.5", "10.1.2.3", Some((40000, 80)));
+        assert_eq!(mark(rules, &web), 10); // rules 1 and 2 match: the first wins
+        assert_eq!(mark(rules, &info(46, 6, "10.2.0.5", "10.1.2.3", Some((40000, 81)))), 12);
+        assert_eq!(mark(rules, &info(46, 6, "10.2.1.5", "10.1.2.3", Some((40000, 81)))), 0); // default
+        // Port ranges are inclusive, and need ports: a UDP packet in range, then out of it.
+        assert_eq!(mark(rules, &info(46, 17, "9.9.9.9", "1.1.1.1", Some((5999, 1)))), 14);
+        assert_eq!(mark(rules, &info(46, 17, "9.9.9.9", "1.1.1.1", Some((6000, 1)))), 0);
+        assert_eq!(mark(rules, &info(46, 17, "9.9.9.9", "1.1.1.1", None)), 0);
+        // No default: an unmatched packet keeps its DSCP.
+        assert_eq!(mark(r#"{"kind": "mark", "rules": [{"proto": 17, "dscp": 10}]}"#, &web), 46);
+        assert_eq!(mark(r#"{"kind": "mark", "rules": [{"src": "0.0.0.0/0", "dscp": 12}]}"#, &web), 12);
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        for (json, want) in [
+            (r#"{"kind": "mark", "rules": [{"dscp": 10}, {"src": "10.0.0.1/24", "dscp": 10}]}"#, "rules[1].src: \"10.0.0.1/24\": host bits set"),
+            (r#"{"kind": "mark", "rules": [{"dst": "10.0.0/8", "dscp": 10}]}"#, "rules[0].dst: \"10.0.0/8\": not an IPv4 address"),
+            (r#"{"kind": "mark", "rules": [{"dst": "10.0.0.0/33", "dscp": 10}]}"#, "rules[0].dst: \"10.0.0.0/33\": prefix length"),
+            (r#"{"kind": "mark", "rules": [{"sport": [10, 5], "dscp": 10}]}"#, "rules[0].sport: need lo <= hi <= 65535"),
+            (r#"{"kind": "mark", "rules": [{"dport": [10, 65536], "dscp": 10}]}"#, "rules[0].dport: need lo <= hi"),
+            (r#"{"kind": "mark", "rules": [{"proto": 1, "dscp": 10}]}"#, "rules[0].proto: must be 6 (TCP), 17 (UDP)"),
+            (r#"{"kind": "mark", "rules": [{"dscp": 64}]}"#, "rules[0].dscp: must be a DSCP, 0-63 (got 64)"),
+            (r#"{"kind": "mark", "default": 99}"#, "default: must be a DSCP"),
+            (r#"{"kind": "police", "rate_bps": 0, "bucket_bytes": 1500, "exceed": {"action": "drop"}}"#, "rate_bps: must be above 0"),
+            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 63, "exceed": {"action": "drop"}}"#, "bucket_bytes: must hold one packet of 64"),
+            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "dscp": [10, 70], "exceed": {"action": "drop"}}"#, "dscp[1]: must be a DSCP"),
+            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "dscp": [], "exceed": {"action": "drop"}}"#, "dscp: an empty list"),
+            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "exceed": {"action": "remark"}}"#, "exceed.dscp: the action remark needs"),
+            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "exceed": {"action": "drop", "dscp": 12}}"#, "exceed.dscp: only for"),
+            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "exceed": {"action": "remark", "dscp": 64}}"#, "exceed.dscp: must be a DSCP"),
+            (r#"{"kind": "shape", "rate_bps": 1000, "bucket_bytes": 10}"#, "bucket_bytes: must hold"),
+            (r#"{"kind": "shape", "rate_bps": 1000, "bucket_bytes": 1500, "buffer": {"packets": 0}}"#, "buffer: must hold at least one"),
+        ] {
+            let e = edge(json).err().unwrap_or_else(|| panic!("{json} accepted"));
+            assert!(e.starts_with(want), "{json}: {e}");
+        }
+        assert_eq!(parse_cidr("10.1.2.3").unwrap(), (0x0a01_0203, u32::MAX));
+        assert_eq!(parse_cidr("0.0.0.0/0").unwrap(), (0, 0));
+    }
+
+    fn q(seq: u64, len: u32, dscp: u8, src: u32) -> Queued<u64> {
+        Queued { handle: seq, info: PacketInfo::new(len, dscp, 0).with_addresses(6, src, 1, None), arrival: 0, seq }
+    }
+
+    #[test]
+    fn police_per_source_remarks_or_drops_and_keeps_to_rate_times_t_plus_bucket() {
+        // 1 Mbit/s, 3000-byte bucket, per source; AF11 metered, AF12 not.
+        let json = |exceed: &str| {
+            format!(r#"{{"kind": "police", "rate_bps": 1000000, "bucket_bytes": 3000, "dscp": [10], "per": "src", "exceed": {exceed}}}"#)
+        };
+        for exceed in [r#"{"action": "remark", "dscp": 12}"#, r#"{"action": "drop"}"#] {
+            let mut stage = edge(&json(exceed)).unwrap();
+            let mut c = stage.counters();
+            // Two sources each sending 1000-byte AF11 packets at 2 Mbit/s (every 4 ms) for 2 s,
+            // and a third source's AF12 at the same rate.
+            let mut in_bytes = [0u64; 2];
+            let (mut remarked, mut dropped) = (0, 0);
+            for k in 0..500u64 {
+                let t = k * 4_000_000;
+                for (s, src) in [(0usize, 1u32), (1, 2)] {
+                    match stage.apply(q(k, 1000, 10, src), t, &mut c) {
+                        Step::Next(p) if p.info.dscp == 10 => in_bytes[s] += 1000,
+                        Step::Next(p) => {
+                            assert_eq!(p.info.dscp, 12);
+                            remarked += 1
+                        }
+                        Step::Drop(_, policed) => {
+                            assert!(policed);
+                            dropped += 1
+                        }
+                        Step::Held => unreachable!(),
+                    }
+                    // Never more than rate * t + bucket in profile, for each source.
+                    let bound = 1_000_000 * (t + 1) / 8_000_000_000 + 3000;
+                    assert!(in_bytes[s] <= bound, "{} > {bound} at {t}", in_bytes[s]);
+                }
+                assert!(matches!(stage.apply(q(k, 1000, 12, 3), t, &mut c), Step::Next(p) if p.info.dscp == 12));
+            }
+            // Each source gets about the rate: 2 s * 1 Mbit/s = 250 kB, plus the bucket.
+            for b in in_bytes {
+                assert!((250_000..=253_000).contains(&b), "{b}");
+            }
+            let EdgeCounters::Police { in_profile, out_profile, dropped: d } = c else { panic!() };
+            assert_eq!(in_profile + out_profile, 1000); // the AF12 packets are not counted
+            assert_eq!(in_profile, (in_bytes[0] + in_bytes[1]) / 1000);
+            if exceed.contains("remark") {
+                assert_eq!((remarked, dropped, d), (out_profile, 0, 0));
+            } else {
+                assert_eq!((remarked, dropped, d), (0, out_profile, out_profile));
+            }
+        }
+    }
+
+    #[test]
+    fn a_policer_per_link_shares_one_bucket_and_oversized_packets_are_out() {
+        let mut stage = edge(r#"{"kind": "police", "rate_bps": 8000, "bucket_bytes": 1000, "exceed": {"action": "drop"}}"#).unwrap();
+        let mut c = stage.counters();
+        let pass = |s: &mut Stage<u64>, c: &mut EdgeCounters, len, src, t| matches!(s.apply(q(0, len, 0, src), t, c), Step::Next(_));
+        assert!(pass(&mut stage, &mut c, 600, 1, 0));
+        assert!(!pass(&mut stage, &mut c, 600, 2, 0)); // 400 left: the other source shares it
+        assert!(pass(&mut stage, &mut c, 400, 2, 0));
+        assert!(!pass(&mut stage, &mut c, 1, 2, 0));
+        assert!(pass(&mut stage, &mut c, 1, 2, 1_000_000)); // 8000 bit/s: 1 byte per ms
+        assert!(!pass(&mut stage, &mut c, 1001, 1, 10_000_000_000)); // larger than the bucket
+    }
+
+    /// Offer arrivals (time, len) to a shaper and run it; (seq, release time) of what passed.
+    fn shape(json: &str, arrivals: &[(u64, u32)]) -> (Vec<(u64, u64)>, Vec<u64>, EdgeCounters) {
+        let mut stage = edge(json).unwrap();
+        let mut c = stage.counters();
+        let (mut out, mut dropped) = (Vec::new(), Vec::new());
+        let run_to = |stage: &mut Stage<u64>, c: &mut EdgeCounters, now: u64, out: &mut Vec<(u64, u64)>| {
+            while let Some(t) = stage.next_release().filter(|t| *t <= now) {
+                out.push((stage.release(t, c).seq, t));
+            }
+        };
+        for (i, &(t, len)) in arrivals.iter().enumerate() {
+            run_to(&mut stage, &mut c, t, &mut out);
+            match stage.apply(q(i as u64, len, 0, 0), t, &mut c) {
+                Step::Next(p) => out.push((p.seq, t)),
+                Step::Held => {}
+                Step::Drop(p, policed) => {
+                    assert!(!policed);
+                    dropped.push(p.seq)
+                }
+            }
+        }
+        run_to(&mut stage, &mut c, u64::MAX, &mut out);
+        (out, dropped, c)
+    }
+
+    #[test]
+    fn a_shaper_releases_at_its_rate_after_the_burst_and_exactly_on_the_clock() {
+        // 1 Mbit/s, bucket 3000 bytes: 40 packets of 1000 bytes at once. Three leave at once (the
+        // bucket), then one every 8 ms exactly, however many there are.
+        let arrivals: Vec<(u64, u32)> = (0..40).map(|_| (0, 1000)).collect();
+        let (out, dropped, c) = shape(r#"{"kind": "shape", "rate_bps": 1000000, "bucket_bytes": 3000}"#, &arrivals);
+        assert!(dropped.is_empty());
+        let times: Vec<u64> = out.iter().map(|x| x.1).collect();
+        assert_eq!(&times[..4], &[0, 0, 0, 8_000_000]);
+        assert!(times.windows(2).skip(2).all(|w| w[1] - w[0] == 8_000_000));
+        assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), (0..40).collect::<Vec<_>>()); // FIFO
+        assert_eq!(c, EdgeCounters::Shape { held: 37, dropped: 0, queue_pkts: 0 });
+        // A rate that does not divide evenly: 3 Mbit/s, 1000 bytes = 2666.67 us. Releases are
+        // rounded up to the ns but never drift: packet k leaves at ceil(k * 8e9 / 3e6) ns.
+        let arrivals: Vec<(u64, u32)> = (0..1000).map(|_| (0, 1000)).collect();
+        let (out, _, _) = shape(r#"{"kind": "shape", "rate_bps": 3000000, "bucket_bytes": 1000}"#, &arrivals);
+        for (k, (_, t)) in out.iter().enumerate() {
+            assert_eq!(*t, (k as u64 * 8_000_000_000_000).div_ceil(3_000_000), "packet {k}");
+        }
+        // Output rate over the run: 999 packets after the first in 999 * 2666.67 us.
+        assert_eq!(out.last().unwrap().1, 2_664_000_000);
+    }
+
+    #[test]
+    fn a_shaper_buffer_tail_drops() {
+        let arrivals: Vec<(u64, u32)> = (0..10).map(|_| (0, 1000)).collect();
+        let json = r#"{"kind": "shape", "rate_bps": 1000000, "bucket_bytes": 1000, "buffer": {"packets": 4}}"#;
+        let (out, dropped, c) = shape(json, &arrivals);
+        // One passes on the bucket, four wait, five are dropped.
+        assert_eq!(dropped, vec![5, 6, 7, 8, 9]);
+        assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+        assert_eq!(c, EdgeCounters::Shape { held: 4, dropped: 5, queue_pkts: 0 });
+        let json = r#"{"kind": "shape", "rate_bps": 1000000, "bucket_bytes": 1000, "buffer": {"bytes": 2500}}"#;
+        let (_, dropped, _) = shape(json, &arrivals);
+        assert_eq!(dropped.len(), 7);
+        // An idle shaper refills to its bucket, no more.
+        let (out, _, _) = shape(
+            r#"{"kind": "shape", "rate_bps": 1000000, "bucket_bytes": 2000}"#,
+            &[(0, 1000), (0, 1000), (0, 1000), (1_000_000_000, 1000), (1_000_000_000, 1000), (1_000_000_000, 1000)],
+        );
+        let times: Vec<u64> = out.iter().map(|x| x.1).collect();
+        assert_eq!(times, vec![0, 0, 8_000_000, 1_000_000_000, 1_000_000_000, 1_008_000_000]);
+        // A packet larger than the bucket waits for a full bucket, and leaves it in debt.
+        let (out, _, _) = shape(r#"{"kind": "shape", "rate_bps": 8000, "bucket_bytes": 100}"#, &[(0, 50), (0, 300), (0, 100)]);
+        let times: Vec<u64> = out.iter().map(|x| x.1).collect();
+        assert_eq!(times, vec![0, 50_000_000, 350_000_000]);
+    }
+}
