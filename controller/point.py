@@ -161,9 +161,10 @@ class PointRun:
 
     def _record_environment(self) -> None:
         net = self.net
-        first = {}
+        first = {}  # one host per group, named by its role where it has one (CATNIP: client, server)
+        roles = {g.name: g.role or g.name for g in net.graph.groups}
         for h in net.hosts.values():
-            first.setdefault(h.group, h)
+            first.setdefault(roles[h.group], h)
         some_router = next(iter(net.routers.values()))
         self.store.update_point(
             self.run_id, self.index,

@@ -186,8 +186,7 @@ def test_priority_policies_in_a_live_dumbbell(caps, tmp_path, no_leftovers, kind
     (marked by iptables in the server's namespace; SPM itself is its own issue): CATNIP-Good
     must spare the high-priority packets, CATNIP-Bad the low ones, DropTail neither."""
     sc = scenario(**{"bottleneck.buffer": "10p"})
-    sc = sc.model_copy(update={"router": sc.router.model_copy(
-        update={"policy": sc.router.policy.model_copy(update={"kind": kind})})})
+    sc = sc.model_copy(update={"router": s.RouterSpec(policy={"kind": kind})})
     with network(sc, caps, tmp_path) as (d, engines):
         server = d.servers[0]
         mark = "iptables -w -t mangle -A OUTPUT -p tcp"
