@@ -238,6 +238,8 @@ impl<H: 'static> Link<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::Class;
+    use crate::stats::EdgeCounters;
 
     const MS: u64 = 1_000_000;
     const US: u64 = 1_000;
@@ -277,6 +279,123 @@ mod tests {
         // Survivors leave exactly one delay after they arrived.
         assert!(fates.iter().filter(|f| f.1 == "sent").all(|f| f.2 == f.0 as u64 * US + MS));
         assert_eq!(link.stats.sent.total_packets() + link.stats.dropped.total_packets(), 4000);
+    }
+
+    /// A 100 Mbit/s link with 1 ms of delay (buffer 100 packets unless `json` says).
+    fn link_from(json: &str) -> Link<usize> {
+        let buffer = if json.contains(r#""buffer""#) { "" } else { r#""buffer": {"packets": 100},"# };
+        let text = format!(
+            r#"{{"seed": 4, "links": [{{"name": "l", "queue_num": 0, "rate_bps": 100000000, "delay_us": 1000,
+                {buffer} {json}}}]}}"#
+        );
+        let config = crate::config::Config::parse(&text).unwrap();
+        Link::new(&config.links[0], config.seed).unwrap()
+    }
+
+    /// Feed arrivals (time, len, dscp, src) and run to the end; every fate, in arrival order.
+    fn run(link: &mut Link<usize>, arrivals: &[(u64, u32, u8, u32)]) -> Vec<Fate<usize>> {
+        let mut out = Vec::new();
+        for (i, &(t, len, dscp, src)) in arrivals.iter().enumerate() {
+            link.advance(t, &mut out);
+            link.arrive(i, PacketInfo::new(len, dscp, 0).with_addresses(6, src, 1, Some((1, 80))), t, &mut out);
+        }
+        link.advance(u64::MAX, &mut out);
+        out.sort_by_key(|f| match f {
+            Fate::Deliver { handle, .. } | Fate::Drop { handle, .. } => *handle,
+        });
+        out
+    }
+
+    #[test]
+    fn the_policy_and_the_stats_see_the_class_the_edge_functions_left() {
+        // Everything from 10.0.0.0/8 becomes AF11, the rest AF12; CATNIP-Good then protects
+        // the AF11 packets however they arrived, and the stats count them as high.
+        let mut link = link_from(
+            r#""buffer": {"packets": 10}, "policy": {"kind": "catnip_good"},
+               "edge": [{"kind": "mark", "rules": [{"src": "10.0.0.0/8", "dscp": 10}], "default": 12}]"#,
+        );
+        let arrivals: Vec<(u64, u32, u8, u32)> =
+            (0..40).map(|i| (0, 1500, 0, if i % 4 == 0 { 0x0a00_0001 } else { 0x0b00_0001 })).collect();
+        let fates = run(&mut link, &arrivals);
+        for (i, f) in fates.iter().enumerate() {
+            match f {
+                Fate::Deliver { info, .. } => assert_eq!(info.dscp, if i % 4 == 0 { 10 } else { 12 }),
+                Fate::Drop { info, cause, .. } => {
+                    assert_eq!(info.dscp, 12, "packet {i}: an AF11 packet was dropped ({cause:?})");
+                }
+            }
+        }
+        let s = &link.stats;
+        assert_eq!((s.arrived.packets(Class::High), s.sent.packets(Class::High)), (10, 10));
+        assert_eq!((s.arrived.packets(Class::Other), s.arrived.packets(Class::Low)), (0, 30));
+        assert_eq!(s.edge, vec![EdgeCounters::Mark { remarked: 40 }]);
+    }
+
+    #[test]
+    fn link_loss_counts_lost_among_dropped() {
+        let mut link = link_from(r#""policy": {"kind": "droptail"}, "loss": {"p": 0.2, "p_high": 0.0}"#);
+        let arrivals: Vec<(u64, u32, u8, u32)> = (0..5000).map(|i| (i * 200_000, 100, [10, 12][i as usize % 2], 0)).collect();
+        let fates = run(&mut link, &arrivals);
+        let lost: Vec<usize> = fates
+            .iter()
+            .filter_map(|f| match f {
+                Fate::Drop { handle, cause: DropCause::Lost, .. } => Some(*handle),
+                _ => None,
+            })
+            .collect();
+        assert!(lost.iter().all(|i| i % 2 == 1), "AF11 has p_high = 0");
+        assert!((400..600).contains(&lost.len()), "{}", lost.len());
+        let s = &link.stats;
+        assert_eq!((s.lost.total_packets(), s.dropped.total_packets()), (lost.len() as u64, lost.len() as u64));
+        assert_eq!((s.lost.packets(Class::High), s.lost.packets(Class::Low)), (0, lost.len() as u64));
+    }
+
+    #[test]
+    fn a_shaper_on_a_fast_link_sets_the_pace_exactly_however_late_the_wake_up() {
+        // 100 Mbit/s link (1500 bytes: 120 us), shaper 1.5 Mbit/s (8 ms) with a 3000-byte
+        // bucket and 5 packets of buffer: 12 packets at once. Two go at once, five wait 8 ms
+        // apart, five are dropped by the shaper.
+        let json = r#""policy": {"kind": "droptail"},
+            "edge": [{"kind": "shape", "rate_bps": 1500000, "bucket_bytes": 3000, "buffer": {"packets": 5}}]"#;
+        let arrivals: Vec<(u64, u32, u8, u32)> = (0..12).map(|_| (0, 1500, 0, 0)).collect();
+        let mut on_time = link_from(json);
+        let mut out = Vec::new();
+        for (i, a) in arrivals.iter().enumerate() {
+            on_time.arrive(i, PacketInfo::new(a.1, 0, 0), 0, &mut out);
+        }
+        assert_eq!(on_time.next_event(), Some(120 * US));
+        for t in (0..100).map(|k| k * MS) {
+            on_time.advance(t, &mut out);
+        }
+        let mut late = link_from(json);
+        let fates = run(&mut late, &arrivals); // one wake-up at the end
+        let times = |v: &[Fate<usize>]| -> Vec<u64> {
+            let mut t: Vec<u64> = v.iter().filter_map(|f| if let Fate::Deliver { at, .. } = f { Some(*at) } else { None }).collect();
+            t.sort();
+            t
+        };
+        let want: Vec<u64> = [120 * US, 240 * US].into_iter().chain((1..=5).map(|k| k * 8 * MS + 120 * US)).map(|t| t + MS).collect();
+        assert_eq!(times(&out), want);
+        assert_eq!(times(&fates), want);
+        let shaped = fates.iter().filter(|f| matches!(f, Fate::Drop { cause: DropCause::ShaperFull, .. })).count();
+        assert_eq!(shaped, 5);
+        assert_eq!(late.stats.edge, vec![EdgeCounters::Shape { held: 5, dropped: 5, queue_pkts: 0 }]);
+        assert_eq!((late.stats.arrived.total_packets(), late.stats.dropped.total_packets()), (12, 5));
+    }
+
+    #[test]
+    fn a_policer_that_drops_reports_police() {
+        let mut link = link_from(
+            r#""policy": {"kind": "droptail"},
+               "edge": [{"kind": "police", "rate_bps": 8000, "bucket_bytes": 2000, "per": "src", "exceed": {"action": "drop"}}]"#,
+        );
+        // Two sources, 1000 bytes each at once: each gets its own bucket of 2000.
+        let arrivals: Vec<(u64, u32, u8, u32)> = (0..6).map(|i| (0, 1000, 0, 1 + (i % 2) as u32)).collect();
+        let fates = run(&mut link, &arrivals);
+        let policed: Vec<bool> = fates.iter().map(|f| matches!(f, Fate::Drop { cause: DropCause::Policed, .. })).collect();
+        assert_eq!(policed, vec![false, false, false, false, true, true]);
+        assert_eq!(link.stats.edge, vec![EdgeCounters::Police { in_profile: 4, out_profile: 2, dropped: 2 }]);
+        assert_eq!(link.stats.dropped.total_packets(), 2);
     }
 
     #[test]

@@ -202,6 +202,41 @@ mod tests {
     }
 
     #[test]
+    fn extra_columns_feed_the_edge_functions_and_fates_say_who_dropped() {
+        // Columns by name, in another order; a mark by destination port, a policer dropping
+        // AF11 beyond 8 kbit/s with a 1000-byte bucket, loss for the rest.
+        let trace = "time_us,size,dscp,flow,dport,sport,proto,src,dst\n\
+                     0,1000,0,1,80,4000,6,10.0.0.1,10.0.0.2\n\
+                     0,1000,0,1,80,4000,6,10.0.0.1,10.0.0.2\n\
+                     0,1000,0,2,22,4001,6,10.0.0.1,10.0.0.2\n\
+                     10,100,46,3,,,1,10.0.0.3,10.0.0.2\n";
+        let trace = read_trace(trace.as_bytes()).unwrap();
+        assert_eq!((trace[0].proto, trace[0].src, trace[0].ports), (6, 0x0a00_0001, Some((4000, 80))));
+        assert_eq!((trace[3].proto, trace[3].ports), (1, None));
+        let config = crate::config::Config::parse(
+            r#"{"seed": 2, "links": [{"name": "l", "queue_num": 0, "rate_bps": 1000000, "delay_us": 0,
+                "buffer": null, "policy": {"kind": "droptail"}, "loss": {"p": 0.999999, "p_high": 0},
+                "edge": [{"kind": "mark", "rules": [{"proto": 6, "dport": [80, 80], "dscp": 10}]},
+                         {"kind": "police", "rate_bps": 8000, "bucket_bytes": 1000, "dscp": [10], "exceed": {"action": "drop"}}]}]}"#,
+        )
+        .unwrap();
+        let mut link: Link<usize> = Link::new(&config.links[0], 2).unwrap();
+        let fates = replay(&mut link, &trace);
+        let got: Vec<(&str, &str, u8)> = fates.iter().map(|f| (f.fate, f.by.as_str(), f.dscp_out)).collect();
+        assert_eq!(got, vec![("sent", "", 10), ("dropped", "police", 10), ("dropped", "loss", 0), ("dropped", "loss", 46)]);
+        let mut csv = Vec::new();
+        write_fates(&mut csv, &trace, &fates).unwrap();
+        let text = String::from_utf8(csv).unwrap();
+        assert_eq!(text.lines().nth(2), Some("1,0,1000,0,1,dropped,0.000,police,10"));
+        assert_eq!(text.lines().nth(3), Some("2,0,1000,0,2,dropped,0.000,loss,0"));
+        // The old four columns still read, with or without a header.
+        assert_eq!(read_trace("time,size,dscp,flow\n1,2,3,4\n".as_bytes()).unwrap()[0].flow, 4);
+        assert_eq!(read_trace("1,2,3,4\n".as_bytes()).unwrap()[0].dscp, 3);
+        assert!(read_trace("time_us,size,dscp,flow,port\n".as_bytes()).unwrap_err().to_string().contains("unknown column \"port\""));
+        assert!(read_trace("time_us,size,dscp,flow,sport\n0,1,0,0,70000\n".as_bytes()).is_err());
+    }
+
+    #[test]
     fn bad_traces_are_refused_with_the_line() {
         assert!(read_trace("time_us,size,dscp,flow\n5,1,0,0\n4,1,0,0\n".as_bytes())
             .unwrap_err()

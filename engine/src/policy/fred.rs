@@ -399,6 +399,36 @@ mod tests {
     }
 
     #[test]
+    fn in_byte_mode_a_flow_is_held_to_its_bytes() {
+        // max_q = min_th = 3000 bytes (the average stays near 0): a flow of small packets may
+        // queue 30 of 100 bytes, a flow of large ones 2 of 1500. In packets (min_th 3) the
+        // small flow is cut at 3 packets.
+        let run = |q: &mut Fred<u64>| {
+            let mut d = Vec::new();
+            for s in 0..40 {
+                let small = Queued { handle: s, info: PacketInfo::new(100, 0, 1), arrival: 0, seq: s };
+                q.enqueue(small, 0, &mut d);
+            }
+            for s in 100..104 {
+                let large = Queued { handle: s, info: PacketInfo::new(1500, 0, 2), arrival: 0, seq: s };
+                q.enqueue(large, 0, &mut d);
+            }
+            let small = d.iter().filter(|x| x.pkt.seq < 100).count();
+            (40 - small, 4 - (d.len() - small))
+        };
+        let mut bytes: Fred<u64> =
+            Fred::classic(params(3000.0, 9000.0, 1e-6, 0.1), 3000.0, None, 1).measured_in(Unit::Bytes, 1000);
+        assert_eq!(run(&mut bytes), (30, 2));
+        assert_eq!(bytes.rule.flows[&1].qlen, vec![3000]);
+        assert_eq!(bytes.rule.flows[&2].qlen, vec![3000]);
+        let mut packets: Fred<u64> = Fred::classic(params(3.0, 9.0, 1e-6, 0.1), 2.0, None, 1);
+        assert_eq!(run(&mut packets), (3, 3));
+        // Departures give the bytes back, and the flow's state goes with its last one.
+        while bytes.dequeue(0).is_some() {}
+        assert!(bytes.rule.flows.is_empty() && bytes.rule.nactive == vec![0]);
+    }
+
+    #[test]
     fn the_buffer_limit_still_applies_without_a_strike() {
         let mut q: Fred<u64> = Fred::classic(params(4.0, 8.0, 0.001, 0.1), 2.0, Some(Buffer::Packets(2)), 1);
         assert_eq!(offer(&mut q, 0, &[(0, 1, 0), (1, 2, 0), (2, 3, 0)]), vec![2]);

@@ -260,6 +260,38 @@ mod tests {
         assert!((mean_gap - 10.0).abs() < 0.2, "mean gap {mean_gap}");
     }
 
+    /// How many of `n` packets of `len` bytes offered at once a RED built from the config's
+    /// JSON queues (w_q 1: the average is the queue; max_p 1e-9: between the thresholds a drop
+    /// is all but impossible, at max_th certain).
+    fn accepted(thresholds: &str, n: u64, len: u32) -> usize {
+        let json = format!(r#"{{{thresholds}, "w_q": 1, "max_p": 1e-9}}"#);
+        let config: RedConfig = serde_json::from_str(&json).unwrap();
+        let env = LinkEnv { buffer: None, rate_bps: 1_000_000, seed: 1 };
+        let mut red = config.build::<u64>(&env).unwrap();
+        let mut d = Vec::new();
+        for i in 0..n {
+            red.enqueue(Queued { handle: i, info: PacketInfo::new(len, 0, 0), arrival: 0, seq: i }, 0, &mut d);
+        }
+        red.len_packets()
+    }
+
+    #[test]
+    fn byte_mode_averages_bytes_not_packets() {
+        // Thresholds 3000 and 6000 bytes: 40 small packets (4000 bytes) stay below max_th, large
+        // ones stop at 6000 bytes (4). In packets (3 and 6) both stop at 6 packets.
+        let bytes = r#""min_th": {"bytes": 3000}, "max_th": {"bytes": 6000}"#;
+        let packets = r#""min_th": 3, "max_th": {"packets": 6}"#;
+        assert_eq!((accepted(bytes, 40, 100), accepted(bytes, 10, 1500)), (40, 4));
+        assert_eq!((accepted(packets, 40, 100), accepted(packets, 10, 1500)), (6, 6));
+        // And the same in the average's own terms, below the limit of one RED.
+        let mut red = Red::new(RedParams { w_q: 0.5, ..PARAMS }, Unit::Bytes, None, false, 1);
+        let mut d = Vec::new();
+        red.q.set_busy();
+        red.q.fifo.push(Queued { handle: 0, info: PacketInfo::new(1500, 0, 0), arrival: 0, seq: 0 });
+        red.enqueue(pkt(1, 0), 0, &mut d);
+        assert_eq!(red.average(), 750.0);
+    }
+
     #[test]
     fn catnip_red_pushes_out_a_low_packet_for_a_high_arrival() {
         let mut red = Red::new(RedParams { w_q: 1.0, ..PARAMS }, Unit::Packets, Some(Buffer::Packets(8)), true, 2);
