@@ -184,6 +184,9 @@ def test_iperf3_json_parsing():
     assert down["intervals"][1][1] == pytest.approx(9556465.2)
     assert down["received"] == {"bytes": 1048576, "seconds": 0.865131, "bps": pytest.approx(9696344.25)}
     assert down["retransmits"] == 164
+    assert parse_flow(json.loads(DOWNLOAD_JSON), None, "download", want_bytes=1 << 20)["error"] is None
+    short = parse_flow(json.loads(DOWNLOAD_JSON), None, "download", want_bytes=2 << 20)
+    assert short["error"] == "received 1048576 of 2097152 bytes"
     up = parse_flow(json.loads(UPLOAD_JSON), None, "upload")
     assert up["error"] is None
     # the receiver's (server's) intervals, not the sender's
@@ -272,14 +275,22 @@ def _run(net: NetLine, tmp_path: Path, raw: dict, kill_server_after: float | Non
     return result, failure, (done, total), ctx.start_at
 
 
+def _sent_bytes(net: NetLine, dev: str) -> int:
+    """Bytes the htb class of a router interface has sent: the data crossed it."""
+    out = net.node("r").cmd(f"tc -s class show dev {dev} classid 1:1")
+    return int(out.split(" Sent ", 1)[1].split()[0])
+
+
 def _metric(result, name):
     return [s for s in result.samples if s["metric"] == name]
 
 
 @pytest.mark.netns
 def test_bulk_download_goodput_is_the_link_rate(line, tmp_path):
+    before = _sent_bytes(line, line.router_out)
     res, failure, progress, start_at = _run(line, tmp_path, {"kind": "bulk", "bytes": "1MB", "interval": "200ms",
                                                    "congestion_control": "reno"})
+    assert _sent_bytes(line, line.router_out) - before > 1 << 20  # server -> client
     assert failure is None and res.missing == [] and progress == (1, 1)
     (flow,) = _metric(res, "flow_goodput")
     assert flow["error"] is None and flow["host"] == f"{PREFIX}-c" and flow["tag"] == "rtt0"
@@ -289,17 +300,19 @@ def test_bulk_download_goodput_is_the_link_rate(line, tmp_path):
     ts = [g["t"] for g in goodput]
     assert ts == sorted(ts) and ts[1] - ts[0] == pytest.approx(0.2, abs=0.01)
     (start,) = _metric(res, "start")
-    assert 0 <= start["value"] < 0.3 and ts[0] == start["t"]
+    assert 0 < start["value"] < 0.3 and ts[0] == start["t"]  # the real launch: after the planned one
     (retr,) = _metric(res, "retransmits")
     assert retr["host"] == f"{PREFIX}-s" and retr["value"] >= 0
 
 
 @pytest.mark.netns
 def test_bulk_upload_flows_share_the_link(line, tmp_path):
+    before = _sent_bytes(line, f"{PREFIX}-r0")
     res, failure, _, start_at = _run(line, tmp_path, {"kind": "bulk", "direction": "upload", "duration": 2,
                                             "flows_per_client": 2, "interval": "500ms", "start": "100ms",
                                             "stagger": "50ms", "congestion_control": "reno"})
     assert failure is None and res.missing == []
+    assert _sent_bytes(line, f"{PREFIX}-r0") - before > 1 << 20  # client -> server
     flows = _metric(res, "flow_goodput")
     assert sorted(f["flow"] for f in flows) == [f"{PREFIX}-c/0", f"{PREFIX}-c/1"]
     assert all(f["host"] == f"{PREFIX}-s" for f in flows)  # the receiver

@@ -278,9 +278,11 @@ def _load_json(path: Path | None) -> dict | None:
         return None
 
 
-def parse_flow(client_json: dict | None, server_json: dict | None, direction: str) -> dict[str, Any]:
-    """What one flow's iperf3 outputs say: receiver intervals [(start, bit/s)], the receiver's
-    total (bytes, seconds, bit/s), the sender's retransmits, and the error if any."""
+def parse_flow(client_json: dict | None, server_json: dict | None, direction: str,
+               want_bytes: int | None = None) -> dict[str, Any]:
+    """What one flow's iperf3 outputs say: receiver intervals [(start, bit/s, seconds)], the
+    receiver's total (bytes, seconds, bit/s), the sender's retransmits, and the error if any
+    (also when fewer than `want_bytes` arrived)."""
     out: dict[str, Any] = {"intervals": [], "received": None, "retransmits": None, "error": None}
     if client_json is None:
         out["error"] = "no iperf3 client output"
@@ -304,6 +306,8 @@ def parse_flow(client_json: dict | None, server_json: dict | None, direction: st
         out["error"] = f"iperf3: {client_json['error']}"
     elif out["received"] is None:
         out["error"] = "iperf3 reported no received total"
+    elif want_bytes is not None and out["received"]["bytes"] < want_bytes:
+        out["error"] = f"received {out['received']['bytes']} of {want_bytes} bytes"
     return out
 
 
@@ -386,13 +390,11 @@ class Bulk(Application):
             rec, snd = (f.server, f.client) if self.spec.direction == "upload" else (f.client, f.server)
             launch = launched_at(f.client_proc.log) or f.launch  # late under load: the real instant
             res.samples.append(sample(app, "start", f.client, f.server, f.id, launch, launch - self.ctx.start_at, "s"))
-            parsed = parse_flow(_load_json(f.client_out), _load_json(f.server_out), self.spec.direction)
+            parsed = parse_flow(_load_json(f.client_out), _load_json(f.server_out), self.spec.direction,
+                                self.spec.bytes)
             for start, bps, _ in parsed["intervals"]:
                 res.samples.append(sample(app, "goodput", rec, snd, f.id, launch + start, bps, "bit/s"))
-            error = parsed["error"]
-            got = parsed["received"]
-            if error is None and self.spec.bytes is not None and got["bytes"] < self.spec.bytes:
-                error = f"received {got['bytes']} of {self.spec.bytes} bytes"
+            error, got = parsed["error"], parsed["received"]
             if error is None and (f.client_proc is None or f.client_proc.popen.poll() is None):
                 error = "iperf3 client still running"
             if error:
