@@ -18,8 +18,9 @@ from testbed.netline import NetLine, NsNode
 from workloads import ftp as ftp_proc
 from workloads.apps import base
 from workloads.apps.base import AppContext, AppError, Host, ValidationError, parse_spec
-from workloads.apps.bulk import parse_flow, parse_size
+from workloads.apps.bulk import host_seed, parse_flow, parse_size
 from workloads.apps.burst import cell_tag, plan
+from workloads.telnet import gaps
 
 REPO = Path(__file__).resolve().parents[1]
 PREFIX, NET = "ctpa", 68
@@ -230,9 +231,16 @@ def _hosts(net: NetLine) -> tuple[Host, Host]:
     return client, server
 
 
-def _run(net: NetLine, tmp_path: Path, raw: dict, kill_server_after: float | None = None,
-         time_limit: float = 30.0):
-    """The runner's steps; returns (result, AppError raised by check or None, progress, start_at)."""
+def _kill_servers(app) -> None:
+    for p in app.procs:
+        if p.role == "server":
+            p.popen.kill()
+            p.popen.wait()
+
+
+def _run(net: NetLine, tmp_path: Path, raw: dict, events: list | None = None, time_limit: float = 30.0):
+    """The runner's steps; `events` are (seconds after start_at, action(app)). Returns (result,
+    AppError raised by check or None, progress, start_at)."""
     client, server = _hosts(net)
     spec = parse_spec({**BASE, **raw})
     ctx = AppContext(tmp_path / spec.kind, 7, time_limit, str(REPO / ".venv" / "bin" / "python"), REPO, 0.0)
@@ -244,15 +252,11 @@ def _run(net: NetLine, tmp_path: Path, raw: dict, kill_server_after: float | Non
         ctx.start_at = time.monotonic() + 0.5  # the clients' Python starts in time even under load
         app.start_clients()
         deadline = time.monotonic() + time_limit
-        killed = False
+        events = sorted(events or [], key=lambda e: e[0])
         while not app.done():
             assert time.monotonic() < deadline, "the clients did not end on their own"
-            if kill_server_after is not None and not killed and time.monotonic() > ctx.start_at + kill_server_after:
-                for p in app.procs:
-                    if p.role == "server":
-                        p.popen.kill()
-                        p.popen.wait()
-                killed = True
+            while events and time.monotonic() > ctx.start_at + events[0][0]:
+                events.pop(0)[1](app)
             try:
                 app.check()
             except AppError as exc:
@@ -332,8 +336,13 @@ def test_telnet_echo_delays(line, tmp_path):
     assert len(echoes) == 20
     assert all(e["error"] is None and 0 <= e["value"] < 1 and e["unit"] == "s" for e in echoes)
     assert {e["flow"] for e in echoes} == {f"{PREFIX}-c/1"}  # one persistent connection
+    # one keystroke at a time: the next is typed the seeded gap after the echo
+    client, _ = _hosts(line)
+    gap = gaps("exponential", 0.02, host_seed(7, client, "telnet"))
     ts = [e["t"] for e in echoes]
-    assert all(b - a >= e["value"] for a, b, e in zip(ts, ts[1:], echoes))  # one keystroke at a time
+    for a, b, e in zip(ts, ts[1:], echoes):
+        expect = e["value"] + next(gap)
+        assert expect <= b - a < expect + 0.1
 
 
 @pytest.mark.netns
@@ -393,6 +402,39 @@ def test_ftp_fixed_size_probes(line, tmp_path):
     assert all(0.9 * 204800 * 8 / RATE_BPS <= t["value"] < 1 for t in times)
 
 
+def _forwarding(on: bool):
+    def act(app) -> None:  # the router is no host of the application: reached by its namespace
+        rule = "-D FORWARD -j DROP" if on else "-I FORWARD -j DROP"
+        subprocess.run(["ip", "netns", "exec", f"{PREFIX}-r", "sh", "-c", f"iptables {rule}"], check=True)
+    return act
+
+
+@pytest.mark.netns
+@pytest.mark.parametrize("raw", [
+    {"kind": "telnet", "keystrokes": 40, "model": "fixed", "mean": "30ms", "timeout": "150ms"},
+    {"kind": "burst", "cells": [["20KB", "30ms"]], "repeat": 30, "timeout": "150ms"},
+    {"kind": "ftp", "files": 30, "size": "20KB", "gap_model": "fixed", "gap_mean": "30ms", "timeout": "150ms"},
+], ids=lambda raw: raw["kind"])
+def test_a_stalled_path_fails_units_and_the_client_reconnects(line, tmp_path, raw):
+    """The router drops everything for 0.6 s: the units under way fail (samples with an error,
+    listed in `missing`), and the client goes on over a new connection once the path is back."""
+    try:
+        res, failure, progress, start_at = _run(line, tmp_path, raw,
+                                                events=[(0.3, _forwarding(False)), (0.9, _forwarding(True))])
+    finally:
+        subprocess.run(["ip", "netns", "exec", f"{PREFIX}-r", "iptables", "-F", "FORWARD"], check=False)
+    assert failure is None and progress[0] == 30 + 10 * (raw["kind"] == "telnet")
+    metric = {"telnet": "echo_delay", "burst": "burst_time", "ftp": "file_time"}[raw["kind"]]
+    rows = sorted(_metric(res, metric), key=lambda r: r["t"])
+    failed = [r for r in rows if r["error"]]
+    assert failed and all(r["value"] is None for r in failed)
+    assert any("failed" in m for m in res.missing)
+    after = [r for r in rows if r["t"] > failed[-1]["t"]]
+    assert after and all(r["error"] is None and r["value"] < 0.15 for r in after)
+    if raw["kind"] != "ftp":  # ftp opens a connection per file anyway
+        assert after[0]["flow"] != rows[0]["flow"], "no new connection after the stall"
+
+
 @pytest.mark.netns
 @pytest.mark.parametrize("raw", [
     {"kind": "bulk", "duration": 3, "interval": "500ms"},
@@ -401,7 +443,7 @@ def test_ftp_fixed_size_probes(line, tmp_path):
     {"kind": "ftp", "duration": "3s", "gap_mean": "50ms", "size": "100KB"},
 ], ids=lambda raw: raw["kind"])
 def test_a_killed_server_fails_check_and_collect_reports_missing(line, tmp_path, raw):
-    res, failure, _, start_at = _run(line, tmp_path, raw, kill_server_after=0.8)
+    res, failure, _, start_at = _run(line, tmp_path, raw, events=[(0.8, _kill_servers)])
     assert isinstance(failure, AppError) and "server" in str(failure)
     assert res.missing, "collect() must report what the dead server left unmeasured"
     if raw["kind"] == "bulk":
