@@ -231,13 +231,6 @@ def _hosts(net: NetLine) -> tuple[Host, Host]:
     return client, server
 
 
-def _kill_servers(app) -> None:
-    for p in app.procs:
-        if p.role == "server":
-            p.popen.kill()
-            p.popen.wait()
-
-
 def _run(net: NetLine, tmp_path: Path, raw: dict, events: list | None = None, time_limit: float = 30.0):
     """The runner's steps; `events` are (seconds after start_at, action(app)). Returns (result,
     AppError raised by check or None, progress, start_at)."""
@@ -442,10 +435,19 @@ def test_a_stalled_path_fails_units_and_the_client_reconnects(line, tmp_path, ra
     {"kind": "burst", "cells": [["20KB", "100ms"]], "repeat": 20},
     {"kind": "ftp", "duration": "3s", "gap_mean": "50ms", "size": "100KB"},
 ], ids=lambda raw: raw["kind"])
-def test_a_killed_server_fails_check_and_collect_reports_missing(line, tmp_path, raw):
-    res, failure, _, start_at = _run(line, tmp_path, raw, events=[(0.8, _kill_servers)])
-    assert isinstance(failure, AppError) and "server" in str(failure)
-    assert res.missing, "collect() must report what the dead server left unmeasured"
+@pytest.mark.parametrize("role", ["server", "client"])
+def test_a_killed_process_fails_check_and_collect_reports_missing(line, tmp_path, raw, role):
+    def kill(app) -> None:
+        for p in app.procs:
+            if p.role == role:
+                p.popen.kill()
+                p.popen.wait()
+
+    res, failure, _, start_at = _run(line, tmp_path, raw, events=[(0.8, kill)])
+    assert isinstance(failure, AppError) and role in str(failure)
+    assert res.missing, f"collect() must report what the dead {role} left unmeasured"
+    if role == "client" and raw["kind"] != "bulk":
+        assert any("ended early" in m for m in res.missing)
     if raw["kind"] == "bulk":
         (flow,) = _metric(res, "flow_goodput")
         assert flow["value"] is None and flow["error"]

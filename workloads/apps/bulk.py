@@ -371,8 +371,10 @@ class Bulk(Application):
         return sum(1 for f in self.flows if f.client_proc and f.client_proc.popen.poll() is not None), len(self.flows)
 
     def check(self) -> None:
-        """A one-off server ends by itself (exit 0) once its flow is over: only a failed exit counts."""
-        for p in self.procs:
+        """A one-off server ends by itself (exit 0) once its flow is over: only a failed exit counts.
+        Clients first: iperf3 3.12's server can crash (SIGSEGV) when its client is killed, and the
+        client is then the cause to name."""
+        for p in sorted(self.procs, key=lambda p: p.role != "client"):
             code = p.popen.poll()
             if code is None or code == 0:
                 continue
