@@ -383,6 +383,21 @@ def test_ftp_both_directions(line, tmp_path):
         assert t["value"] >= 0.9 * int(size) * 8 / RATE_BPS  # both directions at 10 Mbit/s (htb lets a burst by)
         assert t["value"] < 5
     assert sorted(s["value"] for s in sizes) == sorted(int(t["flow"].split("/")[3]) for t in times)
+    # each stream waits a seeded gap, then a file, then a gap after that file's end, ...
+    client, _ = _hosts(line)
+    seed = host_seed(7, client, "ftp")
+    for direction in ("down", "up"):
+        gap = ftp_proc.gaps({"model": "exponential", "mean": 0.05}, f"{seed}/{direction}/gap")
+        size = ftp_proc.sizes({"model": "pareto", "mean": 204800, "shape": 1.2, "max_size": 1 << 20},
+                              f"{seed}/{direction}/size")
+        files = sorted((t for t in times if t["flow"].split("/")[1] == direction), key=lambda t: t["t"])
+        assert [int(t["flow"].split("/")[3]) for t in files] == [next(size) for _ in files]
+        ready = start_at
+        for t in files:
+            # a file ends at its receiver's last byte; the client learns it at most a few ms later
+            g = next(gap)
+            assert ready + g <= t["t"] < ready + g + 0.1
+            ready = t["t"] + t["value"]
 
 
 @pytest.mark.netns
