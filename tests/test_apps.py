@@ -4,6 +4,7 @@ namespaces (testbed/netline.py) with a 10 Mbit/s htb on the router, and with its
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import statistics
@@ -203,7 +204,7 @@ def test_iperf3_json_parsing():
 # --- root: end to end on a line of namespaces ---------------------------------------------------
 
 def _netns() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout
     return {line.split()[0] for line in out.splitlines() if line.startswith(f"{PREFIX}-")}
 
 
@@ -264,7 +265,7 @@ def _run(net: NetLine, tmp_path: Path, raw: dict, events: list | None = None, ti
         app.stop()
         app.stop()  # safe twice
     for ns in net.names:
-        left = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        left = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, check=False).stdout.split()
         assert not left, f"processes left in {ns} after stop(): {left}"
     for s in result.samples:
         assert set(s) == set(SAMPLE_KEYS), s
@@ -285,7 +286,7 @@ def _metric(result, name):
 @pytest.mark.netns
 def test_bulk_download_goodput_is_the_link_rate(line, tmp_path):
     before = _sent_bytes(line, line.router_out)
-    res, failure, progress, start_at = _run(line, tmp_path, {"kind": "bulk", "bytes": "1MB", "interval": "200ms",
+    res, failure, progress, _ = _run(line, tmp_path, {"kind": "bulk", "bytes": "1MB", "interval": "200ms",
                                                    "congestion_control": "reno"})
     assert _sent_bytes(line, line.router_out) - before > 1 << 20  # server -> client
     assert failure is None and res.missing == [] and progress == (1, 1)
@@ -305,7 +306,7 @@ def test_bulk_download_goodput_is_the_link_rate(line, tmp_path):
 @pytest.mark.netns
 def test_bulk_upload_flows_share_the_link(line, tmp_path):
     before = _sent_bytes(line, f"{PREFIX}-r0")
-    res, failure, _, start_at = _run(line, tmp_path, {"kind": "bulk", "direction": "upload", "duration": 2,
+    res, failure, _, _ = _run(line, tmp_path, {"kind": "bulk", "direction": "upload", "duration": 2,
                                             "flows_per_client": 2, "interval": "500ms", "start": "100ms",
                                             "stagger": "50ms", "congestion_control": "reno"})
     assert failure is None and res.missing == []
@@ -323,7 +324,7 @@ def test_bulk_upload_flows_share_the_link(line, tmp_path):
 
 @pytest.mark.netns
 def test_telnet_echo_delays(line, tmp_path):
-    res, failure, progress, start_at = _run(line, tmp_path, {"kind": "telnet", "keystrokes": 20, "mean": "20ms"})
+    res, failure, progress, _ = _run(line, tmp_path, {"kind": "telnet", "keystrokes": 20, "mean": "20ms"})
     assert failure is None and res.missing == [] and progress == (20, 20)
     echoes = _metric(res, "echo_delay")
     assert len(echoes) == 20
@@ -333,7 +334,7 @@ def test_telnet_echo_delays(line, tmp_path):
     client, _ = _hosts(line)
     gap = gaps("exponential", 0.02, host_seed(7, client, "telnet"))
     ts = [e["t"] for e in echoes]
-    for a, b, e in zip(ts, ts[1:], echoes):
+    for (a, b), e in zip(itertools.pairwise(ts), echoes):
         expect = e["value"] + next(gap)
         assert expect <= b - a < expect + 0.1
 
@@ -350,7 +351,7 @@ def test_telnet_runs_for_its_duration(line, tmp_path):
 
 @pytest.mark.netns
 def test_burst_times_per_cell(line, tmp_path):
-    res, failure, progress, start_at = _run(line, tmp_path, {"kind": "burst", "bursts": ["5KB", "80KB"],
+    res, failure, progress, _ = _run(line, tmp_path, {"kind": "burst", "bursts": ["5KB", "80KB"],
                                                    "idles": ["100ms", "300ms"], "repeat": 2, "warmup": "10KB"})
     assert failure is None and res.missing == [] and progress == (8, 8)
     bursts = _metric(res, "burst_time")
@@ -364,7 +365,7 @@ def test_burst_times_per_cell(line, tmp_path):
     assert all(0.064 <= v < 0.5 for v in big)  # 80 KB at 10 Mbit/s: at least 65.5 ms of payload
     assert all(v < 0.064 for v in cells["rtt0/5120B/0.1s"] + cells["rtt0/5120B/0.3s"])
     ts = sorted(b["t"] for b in bursts)
-    assert all(b - a >= 0.1 for a, b in zip(ts, ts[1:]))  # the idles separate the bursts
+    assert all(b - a >= 0.1 for a, b in itertools.pairwise(ts))  # the idles separate the bursts
     (warm,) = _metric(res, "warmup_time")
     assert warm["error"] is None and warm["t"] < ts[0]
 
@@ -377,7 +378,7 @@ def test_ftp_both_directions(line, tmp_path):
     times, sizes = _metric(res, "file_time"), _metric(res, "file_bytes")
     assert len(times) == len(sizes) == 6
     for t in times:
-        client, direction, seq, size = t["flow"].split("/")
+        client, direction, _, size = t["flow"].split("/")
         assert client == f"{PREFIX}-c" and t["error"] is None
         assert t["host"] == (f"{PREFIX}-c" if direction == "down" else f"{PREFIX}-s")
         assert t["value"] >= 0.9 * int(size) * 8 / RATE_BPS  # both directions at 10 Mbit/s (htb lets a burst by)
@@ -402,7 +403,7 @@ def test_ftp_both_directions(line, tmp_path):
 
 @pytest.mark.netns
 def test_ftp_fixed_size_probes(line, tmp_path):
-    res, failure, _, start_at = _run(line, tmp_path, {"kind": "ftp", "size": "200KB", "files": 2, "gap_mean": "50ms",
+    res, failure, _, _ = _run(line, tmp_path, {"kind": "ftp", "size": "200KB", "files": 2, "gap_mean": "50ms",
                                             "gap_model": "fixed"})
     assert failure is None and res.missing == []
     times = _metric(res, "file_time")
@@ -427,7 +428,7 @@ def test_a_stalled_path_fails_units_and_the_client_reconnects(line, tmp_path, ra
     """The router drops everything for 0.6 s: the units under way fail (samples with an error,
     listed in `missing`), and the client goes on over a new connection once the path is back."""
     try:
-        res, failure, progress, start_at = _run(line, tmp_path, raw,
+        res, failure, progress, _ = _run(line, tmp_path, raw,
                                                 events=[(0.3, _forwarding(False)), (0.9, _forwarding(True))])
     finally:
         subprocess.run(["ip", "netns", "exec", f"{PREFIX}-r", "iptables", "-F", "FORWARD"], check=False)
@@ -458,7 +459,7 @@ def test_a_killed_process_fails_check_and_collect_reports_missing(line, tmp_path
                 p.popen.kill()
                 p.popen.wait()
 
-    res, failure, _, start_at = _run(line, tmp_path, raw, events=[(0.8, kill)])
+    res, failure, _, _ = _run(line, tmp_path, raw, events=[(0.8, kill)])
     assert isinstance(failure, AppError) and role in str(failure)
     assert res.missing, f"collect() must report what the dead {role} left unmeasured"
     if role == "client" and raw["kind"] != "bulk":

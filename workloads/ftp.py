@@ -33,7 +33,8 @@ import socketserver
 import sys
 import threading
 import time
-from typing import Any, Iterator, TextIO
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 MAX_SIZE = 1 << 34
 CHUNK = b"x" * 65536

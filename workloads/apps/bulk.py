@@ -42,8 +42,19 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from spec import units
 from spec.units import parse_duration
-from workloads.apps.base import (AppContext, AppError, AppResult, AppSpec, Application, Host, Proc, read_jsonl,
-                                 register, tail, wait_for_line)
+from workloads.apps.base import (
+    AppContext,
+    AppError,
+    Application,
+    AppResult,
+    AppSpec,
+    Host,
+    Proc,
+    read_jsonl,
+    register,
+    tail,
+    wait_for_line,
+)
 
 # --- shared by the plug-ins bulk, telnet, burst and ftp (they would sit well in base.py) --------
 
@@ -231,7 +242,7 @@ class BulkSpec(AppSpec):
                       " each server host counts up from it, one port per flow")
 
     @model_validator(mode="after")
-    def _check(self) -> "BulkSpec":
+    def _check(self) -> BulkSpec:
         need_servers(self)
         if (self.duration is None) == (self.bytes is None):
             raise ValueError("duration, bytes: give exactly one (a duration for unlimited flows, bytes for finite ones)")

@@ -34,7 +34,14 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from workloads.apps.base import AppResult, AppSpec, Host, read_jsonl, register
-from workloads.apps.bulk import ClientServerApp, Duration, Size, host_seed, need_servers, sample
+from workloads.apps.bulk import (
+    ClientServerApp,
+    Duration,
+    Size,
+    host_seed,
+    need_servers,
+    sample,
+)
 
 MAX_BURST = 1 << 30
 
@@ -57,7 +64,7 @@ class BurstSpec(AppSpec):
     port: int = Field(default=8070, ge=1, le=65535, description="TCP port of the burst servers")
 
     @model_validator(mode="after")
-    def _check(self) -> "BurstSpec":
+    def _check(self) -> BurstSpec:
         need_servers(self)
         grid = self.bursts is not None or self.idles is not None
         if grid == (self.cells is not None):

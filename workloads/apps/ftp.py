@@ -60,7 +60,7 @@ class FtpSpec(AppSpec):
     port: int = Field(default=2121, ge=1, le=65535, description="TCP port of the file servers")
 
     @model_validator(mode="after")
-    def _check(self) -> "FtpSpec":
+    def _check(self) -> FtpSpec:
         need_servers(self)
         if (self.files is None) == (self.duration is None):
             raise ValueError("files, duration: give exactly one")

@@ -48,7 +48,7 @@ class TelnetSpec(AppSpec):
     port: int = Field(default=2323, ge=1, le=65535, description="TCP port of the echo servers")
 
     @model_validator(mode="after")
-    def _check(self) -> "TelnetSpec":
+    def _check(self) -> TelnetSpec:
         need_servers(self)
         if (self.duration is None) == (self.keystrokes is None):
             raise ValueError("duration, keystrokes: give exactly one")
