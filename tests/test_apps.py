@@ -19,7 +19,8 @@ from testbed.netline import NetLine, NsNode
 from workloads import ftp as ftp_proc
 from workloads.apps import base
 from workloads.apps.base import AppContext, AppError, Host, ValidationError, parse_spec
-from workloads.apps.bulk import host_seed, parse_flow, parse_size
+from workloads.apps.bulk import parse_flow
+from workloads.apps.common import host_seed, parse_size
 from workloads.apps.burst import cell_tag, plan
 from workloads.telnet import gaps
 

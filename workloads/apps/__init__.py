@@ -1,8 +1,10 @@
 """The built-in applications; importing this package registers them (workloads/apps/base.py)."""
 
-from workloads.apps import base  # noqa: F401
-from workloads.apps import bulk  # noqa: F401
-from workloads.apps import web  # noqa: F401
-from workloads.apps import telnet  # noqa: F401
-from workloads.apps import burst  # noqa: F401
-from workloads.apps import ftp  # noqa: F401
+from workloads.apps import (
+    base,  # noqa: F401
+    bulk,  # noqa: F401
+    burst,  # noqa: F401
+    ftp,  # noqa: F401
+    telnet,  # noqa: F401
+    web,  # noqa: F401
+)

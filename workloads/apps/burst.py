@@ -34,7 +34,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from workloads.apps.base import AppResult, AppSpec, Host, read_jsonl, register
-from workloads.apps.bulk import (
+from workloads.apps.common import (
     ClientServerApp,
     Duration,
     Size,

@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from workloads.apps.base import AppSpec, Host, register
-from workloads.apps.bulk import ClientServerApp, Duration, Size, need_servers, sample
+from workloads.apps.common import ClientServerApp, Duration, Size, need_servers, sample
 from workloads.ftp import MAX_SIZE, pareto_scale
 
 DIRECTIONS = {"download": ["down"], "upload": ["up"], "both": ["down", "up"]}

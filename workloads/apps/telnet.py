@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from workloads.apps.base import AppSpec, Host, register
-from workloads.apps.bulk import ClientServerApp, Duration, Size, need_servers, sample
+from workloads.apps.common import ClientServerApp, Duration, Size, need_servers, sample
 
 
 class TelnetSpec(AppSpec):

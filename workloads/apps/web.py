@@ -7,7 +7,6 @@ Records: objects and pages (the tables CATNIP's reports read) and a `page_time` 
 
 from __future__ import annotations
 
-
 import random
 import subprocess
 import time
@@ -16,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from spec import units
-from workloads.apps.base import AppResult, AppSpec, Application, read_jsonl, register
+from workloads.apps.base import Application, AppResult, AppSpec, read_jsonl, register
 
 
 class ThinkTimeSpec(BaseModel):
