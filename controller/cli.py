@@ -165,7 +165,8 @@ class _ProgressDisplay:
         if self.enabled:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TextColumn("pages"), TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
+                                      TextColumn("{task.fields[unit]}"), TimeElapsedColumn(),
+                                      TextColumn("{task.fields[info]}"),
                                       transient=False)
             self._progress.__enter__()
         return self
@@ -175,17 +176,18 @@ class _ProgressDisplay:
             self._progress.__exit__(*exc)
 
     def update(self, p) -> None:
-        info = p.phase
+        info = p.phase + (f" ({p.detail})" if p.detail else "")
         if p.bottleneck:
             info += f" | queue {p.bottleneck.get('queue_pkts')} pkts, drops {p.bottleneck.get('dropped')}"
         if self._progress:
             if p.point not in self._tasks:
                 self._tasks[p.point] = self._progress.add_task(
-                    f"point {p.point + 1}/{p.points} {p.label}", total=p.pages_total or None, info=info)
-            self._progress.update(self._tasks[p.point], completed=p.pages_done, info=info)
+                    f"point {p.point + 1}/{p.points} {p.label}", total=p.pages_total or None, info=info, unit=p.unit)
+            self._progress.update(self._tasks[p.point], completed=p.pages_done, total=p.pages_total or None,
+                                  info=info, unit=p.unit)
         elif self.plain and time.monotonic() - self._last_plain > 10:
             self._last_plain = time.monotonic()
-            click.echo(f"  point {p.point + 1}/{p.points} [{p.label}] {p.pages_done}/{p.pages_total} pages,"
+            click.echo(f"  point {p.point + 1}/{p.points} [{p.label}] {p.pages_done}/{p.pages_total} {p.unit},"
                        f" {p.elapsed:.0f} s, {info}", err=True)
 
 

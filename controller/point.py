@@ -206,6 +206,10 @@ class PointRun:
                     prog.bottleneck = {"queue_pkts": s.get("queue_pkts"), "sent_bytes": sent, "dropped": dropped}
             done = [app.progress() for app in self.apps]
             prog.pages_done, prog.pages_total = sum(d for d, _ in done), sum(t for _, t in done)
+            prog.unit = self._units()
+            if len(self.apps) > 1:
+                prog.detail = ", ".join(f"{app.spec.instance} {d}{'/' + str(t) if t else ''} {app.progress_unit}"
+                                        for app, (d, t) in zip(self.apps, done))
             prog.elapsed = time.monotonic() - start
             self.progress(prog)
             if all(app.done() for app in self.apps):

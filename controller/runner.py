@@ -38,8 +38,10 @@ class Progress:
     point: int
     points: int
     label: str
-    pages_done: int = 0
-    pages_total: int = 0
+    pages_done: int = 0     # work units done (pages when the point runs only web sessions)
+    pages_total: int = 0    # of this many (0: open-ended)
+    unit: str = "pages"     # what pages_done counts: an application's unit, or "units" for several
+    detail: str = ""        # per application: "web 12/48 pages, telnet 300 keystrokes"
     elapsed: float = 0.0
     phase: str = "starting"
     bottleneck: dict = field(default_factory=dict)
