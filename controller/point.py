@@ -98,7 +98,14 @@ class PointRun:
             try:
                 self._watch(prog)
             except BaseException:
+                # What was measured before a failure, a time limit or a cancel is kept, with the
+                # engines' counters and the real-time verdict of the part that ran.
+                self.cpu_end = cpu_times()
                 self._record_apps(partial=True)
+                try:
+                    self._collect_counters()
+                except Exception as exc:  # noqa: BLE001 - the original error is the one to report
+                    print(f"catnip: counters of the failed point not recorded: {exc}", file=sys.stderr)
                 raise
             self.cpu_end = cpu_times()
             self._phase(prog, "collecting")
