@@ -2,7 +2,8 @@
 contract whose other half is the engine's tagged enum (docs/engine.md).
 
 Each class checks its own parameters and writes its own engine block (`engine_config`). Adding a
-policy is one class here (plus its entry in `POLICIES`) and one Rust file in engine/src/policy/.
+policy is one class here, registered (`register`), and one Rust file in engine/src/policy/ with
+its variant in the engine's config enum (tests/test_plugins.py adds a toy one).
 
 Thresholds (RED family) are a packet count (10), a share of the queue's buffer ('20%', CATNIP's
 choice, section V-A) or a size ('50KB': the engine then averages the queue in bytes, as the
@@ -11,9 +12,9 @@ TCP-friendly marking paper's Table 1 gives its RIO thresholds).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
 from spec import units
 
@@ -262,16 +263,49 @@ class CatnipLoss(_Policy):
         return {"kind": "catnip_loss", "loss_p": self.loss_p, "loss_p_high": self.loss_p_high}
 
 
-POLICIES: tuple[type[_Policy], ...] = (DropTail, CatnipGood, CatnipBad, Red, CatnipRed, Fred, Rio, Red3, Frio, Wrr,
-                                       Bernoulli, CatnipLoss)
-KINDS = tuple(p.model_fields["kind"].default for p in POLICIES)
+REGISTRY: dict[str, type[_Policy]] = {}
 
-PolicySpec = Annotated[Union[tuple(POLICIES)], Field(discriminator="kind")]
+
+def register(cls: type[_Policy]) -> type[_Policy]:
+    """Make a policy class available to scenarios under its `kind` (the engine must know the kind too)."""
+    kind = cls.model_fields["kind"].default
+    if not isinstance(kind, str) or REGISTRY.get(kind, cls) is not cls:
+        raise TypeError(f"policy {cls.__name__}: kind {kind!r} missing or registered twice")
+    REGISTRY[kind] = cls
+    return cls
+
+
+def unregister(kind: str) -> None:
+    REGISTRY.pop(kind, None)
+
+
+for _cls in (DropTail, CatnipGood, CatnipBad, Red, CatnipRed, Fred, Rio, Red3, Frio, Wrr, Bernoulli, CatnipLoss):
+    register(_cls)
+KINDS = tuple(REGISTRY)  # the built-in kinds
 
 
 def parameters(kind: str) -> list[str]:
     """The parameters a policy takes (for error messages)."""
-    for p in POLICIES:
-        if p.model_fields["kind"].default == kind:
-            return [f for f in p.model_fields if f != "kind"]
-    return []
+    cls = REGISTRY.get(kind)
+    return [f for f in cls.model_fields if f != "kind"] if cls else []
+
+
+def parse_policy(raw: Any) -> _Policy:
+    """A policy block validated by its own class; errors name the field or list what is allowed."""
+    if isinstance(raw, _Policy):
+        return raw
+    if not isinstance(raw, dict):
+        raise ValueError(f"a policy is a mapping with a 'kind', e.g. {{kind: droptail}}; got {raw!r}")
+    kind = raw.get("kind", "droptail")
+    cls = REGISTRY.get(kind)
+    if cls is None:
+        raise ValueError(f"kind {kind!r} not allowed: {', '.join(REGISTRY)}")
+    extra = sorted(set(raw) - set(cls.model_fields))
+    if extra:
+        takes = parameters(kind)
+        raise ValueError(f"{', '.join(extra)}: not {'a parameter' if len(extra) == 1 else 'parameters'} of policy"
+                         f" '{kind}' (it takes {', '.join(takes) if takes else 'none'})")
+    return cls.model_validate(raw)
+
+
+PolicySpec = Annotated[SerializeAsAny[_Policy], BeforeValidator(parse_policy)]

@@ -19,8 +19,7 @@ from pydantic import (BaseModel, ConfigDict, Field, SerializeAsAny, StringConstr
 
 from spec import units
 from spec.graph import Graph
-from spec.policy import KINDS as POLICY_KINDS
-from spec.policy import DropTail, PolicySpec, parameters
+from spec.policy import DropTail, PolicySpec
 from topologies import LIBRARY
 from workloads.apps.base import AppSpec, parse_spec
 
@@ -200,22 +199,19 @@ def parse_override(text: str) -> tuple[str, Any]:
 def _format_errors(exc: ValidationError, prefix: str = "") -> str:
     lines = []
     for err in exc.errors():
-        parts, kind = [], None
+        parts = []
         for i, p in enumerate(err["loc"]):
             # A tagged union puts the chosen tag in the location (`router.policy.red.min_th`): drop it.
-            if isinstance(p, str) and i > 0 and str(err["loc"][i - 1]) in ("policy", "topology") and (
-                    p in POLICY_KINDS or p in {t.model_fields["kind"].default for t in LIBRARY}):
-                kind = p
+            if isinstance(p, str) and i > 0 and str(err["loc"][i - 1]) == "topology" and (
+                    p in {t.model_fields["kind"].default for t in LIBRARY}):
+
                 continue
             if isinstance(p, str) and "[" in p:  # pydantic's name of a validator-wrapped union member
                 continue
             parts.append(str(p))
         loc = ".".join(parts)
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden" and kind in POLICY_KINDS:
-            takes = parameters(kind)
-            msg = f"not a parameter of policy '{kind}' (it takes {', '.join(takes) if takes else 'none'})"
-        elif err["type"] == "union_tag_invalid":
+        if err["type"] == "union_tag_invalid":
             loc = f"{loc}.kind" if loc else "kind"
             msg = f"{err['ctx']['tag']!r} not allowed: {err['ctx']['expected_tags'].replace(chr(39), '')}"
         elif err["type"] == "extra_forbidden":

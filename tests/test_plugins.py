@@ -75,3 +75,36 @@ def test_toy_application_runs_beside_bulk_and_records_samples(toy_app, isolated_
         # 2 x (5 + 10 + 5) ms of propagation; the bulk flows may queue some replies behind them
         assert min(rtts) >= 0.040 and min(rtts) < 0.060, rtts
         assert store.samples(run_id, 0, app="bulk", metric="goodput")
+
+
+def test_toy_policy_is_one_registered_class():
+    """A queue policy's Python half: one class, registered; the scenario accepts it, checks its
+    parameters and hands the engine its block (its Rust half: engine/tests/toy_policy.rs)."""
+    from pydantic import Field
+
+    from spec.graph import resolve
+    from spec.policy import _Policy, register as register_policy, unregister as unregister_policy
+
+    class EveryNth(_Policy):
+        kind: Literal["toy_every_nth"] = "toy_every_nth"
+        n: int = Field(ge=2)
+
+        def engine_config(self, buffer):
+            return {"kind": self.kind, "n": self.n}
+
+    raw = {"name": "t", "topology": {"clients": 1, "servers": 1, "client_link": "10Mbit"},
+           "router": {"policy": {"kind": "toy_every_nth", "n": 3}}}
+    link = {"rate": "10Mbit", "delay": "1ms", "buffer": "10p"}
+    raw["topology"] = {"clients": 1, "servers": 1, "client_link": link, "server_link": link, "bottleneck": link}
+    with pytest.raises(s.ScenarioError, match="kind 'toy_every_nth' not allowed"):
+        s.validate(raw)
+    register_policy(EveryNth)
+    try:
+        sc = s.validate(raw)
+        bottleneck = sc.graph().links[0]
+        assert resolve(bottleneck, bottleneck.reverse, sc.router.policy).policy.engine_config({"packets": 10}) == {
+            "kind": "toy_every_nth", "n": 3}
+        with pytest.raises(s.ScenarioError, match=r"router.policy.n: 1: Input should be greater than or equal to 2"):
+            s.validate({**raw, "router": {"policy": {"kind": "toy_every_nth", "n": 1}}})
+    finally:
+        unregister_policy("toy_every_nth")
