@@ -1,7 +1,8 @@
 """The dashboard in a real browser (Debian's headless Chromium through Selenium), against a real
 `catnip web` serving real runs: start a short run from the form, watch live progress move, read
-the finished table, start a second run, compare the two, download the CSV. A screenshot of each
-page is saved in tests/artifacts/dashboard/ for a reviewer to look at.
+the finished table, start a second run, compare the two, download the CSV. The application
+metrics' charts are checked on a run written by hand (no network). A screenshot of each page is
+saved in tests/artifacts/dashboard/ for a reviewer to look at.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ARTIFACTS, REPO, need_engine, need_root
-
-pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 SHOTS = ARTIFACTS / "dashboard"
@@ -45,6 +44,30 @@ def server(isolated_data, no_leftovers):
             proc.kill()
             pytest.fail("catnip web did not stop within 60 s of SIGTERM")
         assert proc.returncode == 0, proc.stdout.read()
+
+
+@pytest.fixture
+def apps_server(isolated_data):
+    """`catnip web` on a database holding a run of two applications written by hand (no network)."""
+    from results.store import Store
+    from tests.test_web import APPS, _record_apps
+    db = isolated_data / "data" / "catnip.db"
+    with Store(db) as store:
+        _record_apps(store)
+    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "web", "--port", "0", "--db", str(db)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match, f"catnip web did not announce its address: {line!r}"
+        yield f"http://127.0.0.1:{match.group(1)}", APPS
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("catnip web did not stop within 30 s of SIGTERM")
 
 
 @pytest.fixture
@@ -107,6 +130,8 @@ def _start(driver, base: str, overrides: list[str]) -> str:
     return form
 
 
+@pytest.mark.netns
+@pytest.mark.slow
 def test_start_watch_read_compare_download(server, browser):
     from selenium.webdriver.common.by import By
     d = browser
@@ -180,3 +205,24 @@ def test_start_watch_read_compare_download(server, browser):
           and not d.find_elements(By.ID, "cancel-form"), 90)
     assert "cancelled" in d.find_element(By.ID, "progress-table").text
     _shot(d, "6-cancelled-run")
+
+
+def test_application_ccdf_chart_renders(apps_server, browser):
+    """A point's Applications section: the CCDF of telnet's echo delays is drawn, one curve per tag,
+    on a log y axis, with a markup tag shown as text; the goodput chart has a line per flow."""
+    from selenium.webdriver.common.by import By
+    base, run_id = apps_server
+    d = browser
+    d.get(f"{base}/runs/{run_id}")
+    _wait("the CCDF charts", lambda: len(d.find_elements(By.CSS_SELECTOR, ".apps-ccdf .main-svg")) >= 2, 20)
+    chart = d.execute_script("""const gd = document.getElementById("apps-ccdf-0-1");
+        return {title: gd.layout.title.text, y: gd.layout.yaxis.type, names: gd.data.map(t => t.name),
+                n: gd.data.map(t => t.x.length)};""")
+    assert chart["y"] == "log" and chart["title"] == "telnet: echo_delay CCDF", chart
+    assert chart["n"] == [3, 4]  # <b>x</b>: 0.1 0.2 0.3; rtt20ms: 4 delays (the timeout left out)
+    shown = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#apps-ccdf-0-1 .legendtext")]
+    assert shown == ["<b>x</b>", "rtt20ms"], shown  # the tag's markup as text, not bold
+    assert len(d.find_elements(By.CSS_SELECTOR, "#apps-ccdf-0-1 .scatterlayer .trace")) == 2
+    lines = d.find_elements(By.CSS_SELECTOR, "#apps-goodput-0-0 .scatterlayer .trace")
+    assert len(lines) == 2 and "C.O.V. across flows 0.429" in d.find_element(By.ID, "apps-goodput-0-0").text
+    _shot(d, "7-applications")

@@ -329,3 +329,165 @@ def test_a_transfer_measurement_shows_its_latencies(env):
     assert f"catnip model validate {run_id}" in page
     assert client.get("/runs").status_code == 200
     assert client.get(f"/runs/{run_id}/events?once=1").status_code == 200
+
+
+# --- application metrics (the `samples` table) -------------------------------------------------
+APPS = "20260102-000000-apps-dddd"
+TAG = "<b>x</b>"  # a tag that is markup: must be shown as text everywhere
+
+
+def _record_apps(store: Store, run_id: str = APPS) -> None:
+    """A finished two-point run of two applications (no pages): point 0 has telnet echo delays in two
+    RTT classes (one timed out) and bulk goodput of two flows over time; point 1 recorded no samples."""
+    store.create_run(run_id, "apps", "scenarios/apps.yaml", {"name": "apps"}, {}, 1, "abc", {}, {})
+    for point in (0, 1):
+        store.create_point(run_id, point, 0, {"app.rate": point + 1}, {"topology": {}}, 1)
+    echo = [("rtt20ms", 0.02), ("rtt20ms", 0.05), ("rtt20ms", 0.03), ("rtt20ms", 0.04), (TAG, 0.2), (TAG, 0.1),
+            (TAG, 0.3)]
+    store.add_samples(run_id, 0, [{"app": "telnet", "metric": "echo_delay", "host": "c1", "flow": f"e{i}", "tag": tag,
+                                   "t": 10.0 + i, "value": v, "unit": "s"} for i, (tag, v) in enumerate(echo)]
+                      + [{"app": "telnet", "metric": "echo_delay", "tag": "rtt20ms", "t": 20.0, "unit": "s",
+                          "error": "timeout"}])
+    # goodput: flow a 4, 5, 6 Mbit/s (mean 5), flow b 1, 3 (mean 2): C.O.V. 1.5 / 3.5
+    goodput = [("a", "rtt20ms", 100.0, 4e6), ("a", "rtt20ms", 101.0, 5e6), ("a", "rtt20ms", 102.0, 6e6),
+               ("b", TAG, 100.5, 1e6), ("b", TAG, 101.5, 3e6)]
+    store.add_samples(run_id, 0, [{"app": "bulk", "metric": "goodput", "flow": f, "tag": tag, "t": t, "value": v,
+                                   "unit": "bit/s"} for f, tag, t, v in goodput])
+    for point in (0, 1):
+        store.update_point(run_id, point, status="done", realtime_ok=1)
+    store.finish_run(run_id, "done")
+
+
+@pytest.fixture
+def apps_env(env):
+    app, client, _ = env
+    with Store(app.config["CATNIP_DB"]) as store:
+        _record_apps(store)
+    return app, client
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else format(v, ".4g")
+
+
+def test_run_page_shows_application_metrics_per_point(apps_env):
+    from results import samples
+    app, client = apps_env
+    r = client.get(f"/runs/{APPS}")
+    assert r.status_code == 200
+    page = r.get_data(as_text=True)
+    section = re.search(r'<div class="apps" id="apps-0">(.*?)<div class="charts">', page, re.DOTALL).group(1)
+    table = re.search(r'<table class="apps-table">(.*?)</table>', section, re.DOTALL).group(1)
+    rows = [re.findall(r"<td>([^<]*)</td>", tr) for tr in re.findall(r"<tr>(<td>.*?)</tr>", table, re.DOTALL)]
+    with Store(app.config["CATNIP_DB"]) as store:
+        expected = samples.summaries(store, APPS, 0, by_tag=True)
+    assert [(s.app, s.metric, s.tag) for s in expected] == [
+        ("bulk", "goodput", TAG), ("bulk", "goodput", "rtt20ms"), ("telnet", "echo_delay", TAG),
+        ("telnet", "echo_delay", "rtt20ms")]
+    assert rows == [[s.app, s.metric, s.tag.replace("<", "&lt;").replace(">", "&gt;"), s.unit, str(s.n), str(s.errors),
+                     *(_fmt(v) for v in (s.mean, s.ci95, s.p50, s.p90, s.p99, s.max))] for s in expected]
+    # by hand: rtt20ms echo delays 0.02..0.05: mean 0.035, the timeout counted as an error
+    assert rows[3][4:7] == ["4", "1", "0.035"]
+    # goodput: the C.O.V. of the per-flow means, 1.5 / 3.5
+    assert re.search(r"C\.O\.V\. across flows of each flow's mean goodput\s*<strong>0\.429</strong> \(2 flows\)",
+                     section)
+    data = json.loads(re.search(r'<script id="apps-data" type="application/json">(.*?)</script>', page, re.DOTALL).group(1))
+    assert set(data) == {"0"}  # point 1 recorded no samples: no section
+    assert 'id="apps-1"' not in page and 'id="point-1"' in page
+    assert [f'apps-ccdf-0-{i}' in page for i in range(3)] == [True, True, False]
+    assert 'id="apps-goodput-0-0"' in page and 'id="apps-goodput-0-1"' not in page
+
+
+def test_application_names_are_escaped(apps_env):
+    app, client = apps_env
+    with Store(app.config["CATNIP_DB"]) as store:
+        store.add_samples(APPS, 1, [{"app": "<script>alert(1)</script>", "metric": "a&b<i>", "tag": TAG, "value": 1.0}])
+    page = client.get(f"/runs/{APPS}").get_data(as_text=True)
+    assert TAG not in page and "<script>alert" not in page and "<i>" not in page
+    assert "<td>&lt;b&gt;x&lt;/b&gt;</td>" in page and "<td>a&amp;b&lt;i&gt;</td>" in page
+    assert "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>" in page
+    data = re.search(r'<script id="apps-data" type="application/json">(.*?)</script>', page, re.DOTALL).group(1)
+    assert "\\u003cb\\u003ex\\u003c/b\\u003e" in data and "</" not in data  # cannot close the script element
+
+
+def test_points_without_samples_render_as_before(env):
+    _, client, _ = env
+    page = client.get(f"/runs/{BASE}").get_data(as_text=True)
+    assert "Applications" not in page and "apps-data" not in page and 'class="apps"' not in page
+    assert client.get(f"/runs/{BASE}/points/0/apps.json").get_json()["summaries"] == []
+
+
+def test_application_metrics_json(apps_env):
+    from results import samples
+    app, client = apps_env
+    r = client.get(f"/runs/{APPS}/points/0/apps.json")
+    assert r.status_code == 200 and r.mimetype == "application/json"
+    got = r.get_json()
+    assert (got["run_id"], got["point"], got["label"]) == (APPS, 0, "app.rate=1")
+    with Store(app.config["CATNIP_DB"]) as store:
+        assert got["summaries"] == [json.loads(json.dumps(s.__dict__)) for s in samples.summaries(store, APPS, 0, True)]
+        ccdf = {(m["app"], m["metric"]): {c["tag"]: list(zip(c["x"], c["y"])) for c in m["curves"]}
+                for m in got["ccdf"]}
+        assert ccdf == {(a, m): {tag: samples.ccdf_for(store, APPS, 0, a, m, tag) for tag in ("rtt20ms", TAG)}
+                        for a, m in (("bulk", "goodput"), ("telnet", "echo_delay"))}
+        # rtt20ms by hand: 0.02 0.03 0.04 0.05, the timeout left out
+        assert ccdf["telnet", "echo_delay"]["rtt20ms"] == [(0.02, 0.75), (0.03, 0.5), (0.04, 0.25), (0.05, 0.0)]
+        (g,) = got["goodput"]
+        assert g["app"] == "bulk" and g["flows"] == 2 and g["units"] == ["bit/s"] and g["t0"] == 100.0
+        assert g["cov"] == pytest.approx(samples.cov_across_flows(store, APPS, 0, "bulk", "goodput"))
+        assert g["cov"] == pytest.approx(1.5 / 3.5)
+    assert g["series"] == [{"flow": "a", "t": [0.0, 1.0, 2.0], "value": [4e6, 5e6, 6e6]},
+                           {"flow": "b", "t": [0.5, 1.5], "value": [1e6, 3e6]}]
+    empty = client.get(f"/runs/{APPS}/points/1/apps.json").get_json()
+    assert (empty["label"], empty["summaries"], empty["ccdf"], empty["goodput"]) == ("app.rate=2", [], [], [])
+
+
+def test_untagged_samples_have_their_own_ccdf(apps_env):
+    from results import samples
+    app, client = apps_env
+    with Store(app.config["CATNIP_DB"]) as store:
+        store.create_point(APPS, 2, 0, {}, {}, 1)
+        store.add_samples(APPS, 2, [{"app": "ftp", "metric": "file_time", "tag": tag, "value": v, "unit": "s"}
+                                    for tag, v in ((None, 1.0), (None, 2.0), ("big", 8.0), ("big", 9.0))])
+        pooled = samples.ccdf_for(store, APPS, 2, "ftp", "file_time")
+    (m,) = client.get(f"/runs/{APPS}/points/2/apps.json").get_json()["ccdf"]
+    curves = {c["tag"]: list(zip(c["x"], c["y"])) for c in m["curves"]}
+    # ccdf_for(tag=None) pools every tag; the untagged curve is of the untagged samples only
+    assert len(pooled) == 4 and curves == {None: [(1.0, 0.5), (2.0, 0.0)], "big": [(8.0, 0.5), (9.0, 0.0)]}
+
+
+@pytest.mark.parametrize("url, status, message", [
+    (f"/runs/{APPS}/points/7/apps.json", 404, "has no point 7"),
+    (f"/runs/{APPS}/points/x/apps.json", 404, "not found"),
+    (f"/runs/{APPS}/points/-1/apps.json", 404, "not found"),
+    ("/runs/20990101-missing/points/0/apps.json", 404, "no run"),
+    ("/runs/bad%20id!/points/0/apps.json", 400, "is not a run id"),
+    ("/runs/20260102/apps.csv", 404, "no run"),  # a prefix of APPS: URLs name runs exactly
+    ("/runs/bad%20id!/apps.csv", 400, "is not a run id"),
+    (f"/runs/{APPS}/apps.xml", 404, "come as .csv or .json"),
+])
+def test_application_metrics_bad_requests(apps_env, url, status, message):
+    _, client = apps_env
+    r = client.get(url)
+    assert r.status_code == status
+    text = r.get_json()["error"] if url.endswith(".json") else r.get_data(as_text=True)  # JSON errors for .json
+    assert message in text.lower() and "Traceback" not in text, text
+
+
+def test_application_metrics_csv_is_the_app_metrics_layout(apps_env):
+    from results import layouts
+    app, client = apps_env
+    r = client.get(f"/runs/{APPS}/apps.csv")
+    assert r.status_code == 200 and r.mimetype == "text/csv"
+    assert r.headers["Content-Disposition"] == f'attachment; filename="{APPS}-apps.csv"'
+    with Store(app.config["CATNIP_DB"]) as store:
+        assert r.get_data(as_text=True) == layouts.render_csv(layouts.build("app-metrics", store, APPS))
+    rows = list(csv.DictReader(io.StringIO(r.get_data(as_text=True))))
+    assert [(row["point"], row["app"], row["metric"], row["tag"], row["n"], row["errors"]) for row in rows] == [
+        ("0", "bulk", "goodput", TAG, "2", "0"), ("0", "bulk", "goodput", "rtt20ms", "3", "0"),
+        ("0", "telnet", "echo_delay", TAG, "3", "0"), ("0", "telnet", "echo_delay", "rtt20ms", "4", "1")]
+    assert float(rows[3]["mean"]) == pytest.approx(0.035) and float(rows[1]["mean"]) == pytest.approx(5e6)
+    js = client.get(f"/runs/{APPS}/apps.json").get_json()
+    assert js["layout"] == "app-metrics" and len(js["rows"]) == 4
+    page = client.get(f"/runs/{APPS}").get_data(as_text=True)
+    assert f'href="/runs/{APPS}/apps.csv"' in page and f'href="/runs/{APPS}/points/0/apps.json"' in page

@@ -3,7 +3,9 @@
 It reads the results database (never writes it: runs are `catnip run` children of the
 controller's run queue, controller/run_queue.py, which it only asks), and only draws what
 results/ computes: report tables (results/report.py), the Table XI comparison
-(results/compare.py) and plot data (results/figures.py).
+(results/compare.py), plot data (results/figures.py), and the applications' per-sample metrics
+(results/samples.py: summaries, CCDFs, per-flow time series, C.O.V.; the `app-metrics` layout of
+results/layouts.py for downloads).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -26,9 +29,10 @@ from spec.scenario import point_label
 from models import validation
 from results import compare as compare_mod
 from results import contrast as contrast_mod
-from results import figures
+from results import figures, layouts
 from results import pooled as pooled_mod
 from results import report as report_mod
+from results import samples as samples_mod
 from results.store import RUN_ID, Store
 from testbed import paths
 from webui import forms
@@ -100,6 +104,71 @@ def _point_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
     return out
 
 
+class _PointSamples:
+    """A store's `samples` for one point, read once: results/samples.py asks for the same rows once
+    per summary, tag, series and C.O.V.; filtering the point's rows (ordered by app, metric, t,
+    rowid) by app and metric gives exactly what Store.samples returns."""
+
+    def __init__(self, store: Store, run_id: str, point: int):
+        self.run_id, self.point = run_id, point
+        self.rows = store.samples(run_id, point)
+        self.by_metric: dict[tuple[str, str], list] = {}
+        for r in self.rows:
+            self.by_metric.setdefault((r["app"], r["metric"]), []).append(r)
+
+    def samples(self, run_id: str, point: int, app: str | None = None, metric: str | None = None) -> list:
+        if (run_id, point) != (self.run_id, self.point):
+            raise ValueError(f"samples of run {self.run_id} point {self.point} asked for {run_id} point {point}")
+        if app is not None and metric is not None:
+            return self.by_metric.get((app, metric), [])
+        return [r for r in self.rows if (app is None or r["app"] == app) and (metric is None or r["metric"] == metric)]
+
+
+def _app_metrics(store: Store, run_id: str, point: int) -> dict[str, Any] | None:
+    """A point's application metrics as results/samples.py computes them, or None when the point
+    has no samples (runs recorded before applications, or a point that measured nothing):
+    `summaries` (a MetricSummary per app, metric, tag and unit), `ccdf` (per app and metric, one
+    exact CCDF per tag) and `goodput` (per app with a `goodput` metric: each flow's samples over
+    time, t in seconds since the app's first goodput sample at the point, and the C.O.V. of the
+    per-flow means across flows)."""
+    view = _PointSamples(store, run_id, point)
+    summaries = samples_mod.summaries(view, run_id, point, by_tag=True)
+    if not summaries:
+        return None
+    metrics: dict[tuple[str, str], dict[str, Any]] = {}
+    for s in summaries:  # sorted by app, metric, tag (None first), unit
+        m = metrics.setdefault((s.app, s.metric), {"app": s.app, "metric": s.metric, "units": [], "tags": []})
+        if s.unit not in m["units"]:
+            m["units"].append(s.unit)
+        if s.tag not in m["tags"]:
+            m["tags"].append(s.tag)
+    ccdf = []
+    for (app, metric), m in metrics.items():
+        curves = []
+        for tag in m["tags"]:
+            if tag is None and len(m["tags"]) > 1:
+                # ccdf_for(tag=None) pools every tag: the untagged samples' own curve is their CCDF.
+                pts = samples_mod.ccdf(r["value"] for r in view.samples(run_id, point, app, metric)
+                                       if r["tag"] is None and r["error"] is None and r["value"] is not None)
+            else:
+                pts = samples_mod.ccdf_for(view, run_id, point, app, metric, tag)
+            if pts:
+                curves.append({"tag": tag, "x": [x for x, _ in pts], "y": [y for _, y in pts]})
+        ccdf.append({"app": app, "metric": metric, "units": m["units"], "curves": curves})
+    goodput = []
+    for (app, metric), m in metrics.items():
+        if metric != "goodput":
+            continue
+        series = samples_mod.timeseries(view, run_id, point, app, metric)
+        t0 = min((pts[0][0] for pts in series.values() if pts), default=None)
+        goodput.append({"app": app, "units": m["units"], "t0": t0,
+                        "flows": len(samples_mod.per_flow_means(view, run_id, point, app, metric)),
+                        "cov": samples_mod.cov_across_flows(view, run_id, point, app, metric),
+                        "series": [{"flow": flow, "t": [t - t0 for t, _ in pts], "value": [v for _, v in pts]}
+                                   for flow, pts in series.items()]})
+    return {"summaries": [asdict(s) for s in summaries], "ccdf": ccdf, "goodput": goodput}
+
+
 def _register(app: Flask) -> None:
     @app.teardown_appcontext
     def close_store(exc):
@@ -152,6 +221,7 @@ def _register(app: Flask) -> None:
                                "figures": {}, "points": [], "resolved": {}, "capabilities": None,
                                "versions": None, "captures": []}
         ctx["transfers"] = None
+        ctx["apps"] = {}
         if run is not None and json.loads(run["scenario"]).get("kind") == "transfers":
             ctx["transfers"] = validation.cells(store.transfer_trials(run_id))  # no pages, no bottleneck
         elif run is not None:
@@ -169,6 +239,9 @@ def _register(app: Flask) -> None:
             ctx["resolved"] = {p["point"]: yaml.safe_dump(json.loads(p["resolved"]), sort_keys=False)
                                for p in store.points(run_id)}
             ctx["captures"] = [p["point"] for p in store.points(run_id) if p["capture"]]
+            if ctx["report"] is not None:
+                ctx["apps"] = {n: data for n in (p["point"] for p in store.points(run_id))
+                               if (data := _app_metrics(store, run_id, n)) is not None}
             ctx["capabilities"] = json.loads(run["capabilities"] or "null")
             ctx["versions"] = json.loads(run["versions"] or "null")
         ctx["live"] = (job is not None and job.state in LIVE) or (run is not None and run["status"] == "running")
@@ -211,6 +284,35 @@ def _register(app: Flask) -> None:
         body = report_mod.render_csv(rep) if fmt == "csv" else report_mod.render_json(rep)
         return Response(body, mimetype="text/csv" if fmt == "csv" else "application/json",
                         headers={"Content-Disposition": f'attachment; filename="{run_id}.{fmt}"'})
+
+    @app.get("/runs/<run_id>/apps.<fmt>")
+    def apps_download(run_id: str, fmt: str):
+        # The `app-metrics` layout of every point, as `catnip report RUN --apps --csv/--json` writes it.
+        _check_run_id(run_id)
+        if fmt not in ("csv", "json"):
+            abort(404, description=f"no {fmt!r} download; application metrics come as .csv or .json")
+        if _store().run(run_id) is None:  # the exact id: layouts also take an id's prefix
+            abort(404, description=f"no run {run_id!r}")
+        try:
+            table = layouts.build("app-metrics", _store(), run_id)
+        except (KeyError, layouts.LayoutError) as exc:
+            abort(404, description=str(exc.args[0]))
+        return Response(layouts.RENDERERS[fmt](table), mimetype="text/csv" if fmt == "csv" else "application/json",
+                        headers={"Content-Disposition": f'attachment; filename="{run_id}-apps.{fmt}"'})
+
+    @app.get("/runs/<run_id>/points/<int:point>/apps.json")
+    def point_apps(run_id: str, point: int):
+        # One point's application metrics: what its Applications section shows.
+        _check_run_id(run_id)
+        store = _store()
+        if store.run(run_id) is None:
+            abort(404, description=f"no run {run_id!r}")
+        row = store.point(run_id, point)
+        if row is None:
+            abort(404, description=f"run {run_id} has no point {point}")
+        data = _app_metrics(store, run_id, point) or {"summaries": [], "ccdf": [], "goodput": []}
+        return jsonify(run_id=run_id, point=point, label=point_label(json.loads(row["assignment"]), "single point"),
+                       **data)
 
     @app.get("/runs/<run_id>/points/<int:point>/capture.pcap")
     def run_capture(run_id: str, point: int):
@@ -281,6 +383,11 @@ def _register(app: Flask) -> None:
     @app.template_filter("num")
     def num(v: Any, digits: int = 3) -> str:
         return "-" if v is None else f"{v:.{digits}f}"
+
+    @app.template_filter("sig")
+    def sig(v: Any, digits: int = 4) -> str:
+        # Application metrics span units (s, bit/s, B): significant digits, as `catnip report --apps`.
+        return "-" if v is None else format(v, f".{digits}g")
 
     @app.template_filter("when")
     def when(ts: float | None) -> str:

@@ -52,6 +52,33 @@
     });
   }
 
+  // Plotly reads a few HTML tags in names and titles: show app, metric and tag names as written.
+  const esc = s => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+  function drawApps() {
+    // Per point with samples: a CCDF per app and metric (a curve per tag), goodput per flow over time.
+    const el = document.getElementById("apps-data");
+    if (typeof Plotly === "undefined" || !el) return;
+    const units = us => us.filter(u => u !== null).map(esc).join(", ");
+    Object.entries(JSON.parse(el.textContent)).forEach(([point, a]) => {
+      a.ccdf.forEach((m, i) => {
+        const data = m.curves.map(c => ({type: "scatter", mode: "lines+markers", line: {shape: "hv"},
+          marker: {size: 4}, name: c.tag === null ? "(no tag)" : esc(c.tag), x: c.x, y: c.y}));
+        const lay = layout(esc(m.app) + ": " + esc(m.metric) + " CCDF", "fraction of samples greater",
+          units(m.units) || "value");
+        lay.yaxis = {title: {text: "fraction of samples greater"}, type: "log", exponentformat: "power"};
+        Plotly.newPlot(`apps-ccdf-${point}-${i}`, data, lay, opts);
+      });
+      a.goodput.forEach((g, i) => {
+        const data = g.series.map(f => ({type: "scatter", mode: "lines", x: f.t, y: f.value,
+          name: f.flow === null ? "(no flow)" : "flow " + esc(f.flow)}));
+        const cov = g.cov === null ? "" : ` (C.O.V. across flows ${g.cov.toFixed(3)})`;
+        Plotly.newPlot(`apps-goodput-${point}-${i}`, data, layout(esc(g.app) + ": goodput per flow" + cov,
+          units(g.units) || "goodput", "s since the first sample"), opts);
+      });
+    });
+  }
+
   function showProgress(points) {
     const table = document.getElementById("progress-table");
     points.forEach(p => {
@@ -75,6 +102,7 @@
   Object.entries(cfg.series || {}).forEach(([p, s]) => merge(p, s, true));
   draw();
   drawFigures();
+  drawApps();
   if (cfg.live && window.EventSource) {
     const es = new EventSource(cfg.events);
     es.addEventListener("update", ev => {
