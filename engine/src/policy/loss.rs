@@ -163,6 +163,34 @@ mod tests {
     }
 
     #[test]
+    fn the_loss_kinds_draw_as_they_always_did() {
+        // Before the wrapper, `bernoulli` and `catnip_loss` drew one f64 from ChaCha8 seeded with
+        // the seed (stream 0) per arrival whose p is above 0, and lost it when below p: replays
+        // with a seed must not change.
+        let env = LinkEnv { buffer: None, rate_bps: 0, seed: 42 };
+        let mut q = CatnipLossConfig { loss_p: 0.3, loss_p_high: 0.0 }.build::<u64>(&env).unwrap();
+        let mut reference = ChaCha8Rng::seed_from_u64(42);
+        for i in 0..5000 {
+            let dscp = if i % 3 == 0 { DSCP_AF11 } else { DSCP_AF12 };
+            let p = if dscp == DSCP_AF11 { 0.0 } else { 0.3 };
+            let want = p > 0.0 && reference.gen::<f64>() < p;
+            let mut d = Vec::new();
+            q.enqueue(pkt(i, dscp), 0, &mut d);
+            assert_eq!(!d.is_empty(), want, "arrival {i}");
+            q.dequeue(0);
+        }
+        // A link's `loss` draws from stream 1 instead.
+        let mut wrapped = LossConfig { p: 0.3, p_high: None }.wrap(Box::new(droptail::<u64>(None)), 42).unwrap();
+        let mut stream1 = ChaCha8Rng::seed_from_u64(42);
+        stream1.set_stream(1);
+        for i in 0..1000 {
+            let mut d = Vec::new();
+            wrapped.enqueue(pkt(i, DSCP_AF11), 0, &mut d);
+            assert_eq!(!d.is_empty(), stream1.gen::<f64>() < 0.3, "arrival {i}");
+        }
+    }
+
+    #[test]
     fn the_wrapper_loses_before_the_policy_sees_the_packet() {
         // Around a droptail of 2 packets that never drains: the losses come first, and only the
         // survivors fill the buffer (and overflow it: those are refusals, not losses).
