@@ -93,6 +93,19 @@ struct Engine {
     rewrite_failed: u64,
 }
 
+/// Each queue's copy range: whole packets for links that may rewrite the DSCP, 80 bytes for
+/// the others. The crate sizes its one receive buffer for the copy range set last, so the
+/// whole-packet queues come last and the buffer holds their messages.
+fn copy_ranges(config: &Config) -> Vec<(u16, u16)> {
+    let mut ranges: Vec<(u16, u16)> = config
+        .links
+        .iter()
+        .map(|l| (l.queue_num, if l.may_rewrite() { COPY_WHOLE } else { COPY_RANGE }))
+        .collect();
+    ranges.sort_by_key(|r| r.1);
+    ranges
+}
+
 /// Write the packet's new DSCP into `msg` if it differs from the one it came with; true if the
 /// payload must go back with the verdict. `rewrite_failed` counts the packets that cannot be
 /// given back whole.
@@ -288,12 +301,8 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         by_queue[usize::from(l.queue_num)] = i;
         links.push(Link::new(l, config.seed).map_err(|e| anyhow!("link {:?}: {e}", l.name))?);
     }
-    // The crate sizes its one receive buffer for the copy range set last: whole-packet queues
-    // last, so the buffer holds their messages.
-    let mut by_range: Vec<&crate::config::LinkConfig> = config.links.iter().collect();
-    by_range.sort_by_key(|l| l.may_rewrite());
-    for l in by_range {
-        queue.set_copy_range(l.queue_num, if l.may_rewrite() { COPY_WHOLE } else { COPY_RANGE })?;
+    for (queue_num, range) in copy_ranges(config) {
+        queue.set_copy_range(queue_num, range)?;
     }
     queue.set_nonblocking(true);
     // Started before the engine turns real-time, and set back to normal priority in any case.
@@ -389,6 +398,27 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_rewriting_links_copy_whole_packets_and_they_are_set_last() {
+        let link = |n: u16, edge: &str| {
+            format!(
+                r#"{{"name": "l{n}", "queue_num": {n}, "rate_bps": 0, "delay_us": 0, "buffer": null,
+                    "policy": {{"kind": "droptail"}}, "edge": [{edge}]}}"#
+            )
+        };
+        let police = |action: &str| {
+            format!(r#"{{"kind": "police", "rate_bps": 1000, "bucket_bytes": 1500, "exceed": {action}}}"#)
+        };
+        let links = [
+            link(1, r#"{"kind": "mark", "default": 10}"#),
+            link(2, ""),
+            link(3, &police(r#"{"action": "remark", "dscp": 12}"#)),
+            link(4, &police(r#"{"action": "drop"}"#)),
+        ];
+        let config = Config::parse(&format!(r#"{{"links": [{}]}}"#, links.join(", "))).unwrap();
+        assert_eq!(copy_ranges(&config), vec![(2, 80), (4, 80), (1, 65535), (3, 65535)]);
+    }
 
     #[test]
     fn release_marks_round_trip_to_the_microsecond() {
