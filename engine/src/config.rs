@@ -364,7 +364,10 @@ mod tests {
             // Typed parsing: a missing parameter is serde's "missing field" (was "fred needs w_q").
             (r#"{"kind": "fred", "min_th": 2, "max_th": 6, "max_p": 0.1}"#, "missing field `w_q`"),
             (r#"{"kind": "fred", "min_th": 2, "max_th": 6, "w_q": 0.1, "max_p": 0.1, "min_q": -1}"#, "min_q must be"),
-            (r#"{"kind": "frio", "w_q": 0.1, "levels": [{"min_th": 4, "max_th": 8, "max_p": 0.1}]}"#, "frio needs levels: 2"),
+            (
+                r#"{"kind": "frio", "w_q": 0.1, "levels": [{"min_th": 4, "max_th": 8, "max_p": 0.1}]}"#,
+                "frio needs levels: 2",
+            ),
             (r#"{"kind": "wrr"}"#, "missing field `weights`"),
             (r#"{"kind": "wrr", "weights": [1, 0]}"#, "weights[1]: must be at least 1"),
             (r#"{"kind": "wrr", "weights": [1, 99]}"#, "weights[0]: queue 0's share of the buffer (1/100) is empty"),
@@ -387,7 +390,9 @@ mod tests {
     fn every_kind_today_parses_and_an_unknown_kind_lists_them_all() {
         for (i, kind) in crate::policy::KINDS.iter().enumerate() {
             let policy = match *kind {
-                "red" | "catnip_red" | "fred" => format!(r#"{{"kind": "{kind}", "min_th": 2, "max_th": 6, "w_q": 0.1, "max_p": 0.1}}"#),
+                "red" | "catnip_red" | "fred" => {
+                    format!(r#"{{"kind": "{kind}", "min_th": 2, "max_th": 6, "w_q": 0.1, "max_p": 0.1}}"#)
+                }
                 "rio" | "frio" | "red3" => {
                     let n = if *kind == "red3" { 3 } else { 2 };
                     let levels = vec![r#"{"min_th": 2, "max_th": 6, "max_p": 0.1}"#; n].join(", ");
@@ -413,20 +418,35 @@ mod tests {
 
     #[test]
     fn thresholds_take_packets_or_bytes_in_one_unit_per_policy() {
-        let red = |min: &str, max: &str| one_link(&format!(r#""policy": {{"kind": "red", "min_th": {min}, "max_th": {max}, "w_q": 0.1, "max_p": 0.1}}"#));
+        let red = |min: &str, max: &str| {
+            one_link(&format!(
+                r#""policy": {{"kind": "red", "min_th": {min}, "max_th": {max}, "w_q": 0.1, "max_p": 0.1}}"#
+            ))
+        };
         let th = |text: &str| {
             let PolicyConfig::Red(r) = parse(text).unwrap().links[0].policy.clone() else { panic!("not red") };
             (r.min_th, r.max_th)
         };
         assert_eq!(th(&red("2", "6.5")), (Threshold::packets(2.0), Threshold::packets(6.5)));
         assert_eq!(th(&red(r#"{"packets": 2}"#, "6")), (Threshold::packets(2.0), Threshold::packets(6.0)));
-        assert_eq!(th(&red(r#"{"bytes": 3000}"#, r#"{"bytes": 9000}"#)), (Threshold::bytes(3000.0), Threshold::bytes(9000.0)));
+        assert_eq!(
+            th(&red(r#"{"bytes": 3000}"#, r#"{"bytes": 9000}"#)),
+            (Threshold::bytes(3000.0), Threshold::bytes(9000.0))
+        );
         for (min, max, want) in [
             (r#"{"bytes": 3000}"#, "6", r#"links[0] ("b").policy: max_th: in packets but min_th is in bytes"#),
-            (r#"{"byte": 3000}"#, "6", r#"links[0] ("b").policy.min_th: unknown field `byte`, expected `packets` or `bytes`"#),
+            (
+                r#"{"byte": 3000}"#,
+                "6",
+                r#"links[0] ("b").policy.min_th: unknown field `byte`, expected `packets` or `bytes`"#,
+            ),
             (r#"{"bytes": 3000, "packets": 2}"#, "6", r#"links[0] ("b").policy.min_th: one unit only"#),
             (r#""2""#, "6", r#"links[0] ("b").policy.min_th: invalid type: string "2", expected a number of packets"#),
-            (r#"{"bytes": 9000}"#, r#"{"bytes": 3000}"#, r#"links[0] ("b").policy: need 0 <= min_th < max_th (got 9000 and 3000)"#),
+            (
+                r#"{"bytes": 9000}"#,
+                r#"{"bytes": 3000}"#,
+                r#"links[0] ("b").policy: need 0 <= min_th < max_th (got 9000 and 3000)"#,
+            ),
         ] {
             let e = error(&red(min, max));
             assert!(e.starts_with(want), "{e}");
@@ -435,9 +455,11 @@ mod tests {
         let rio = r#""policy": {"kind": "rio", "w_q": 0.1, "levels": [
             {"min_th": {"bytes": 50000}, "max_th": {"bytes": 490000}, "max_p": 0.005},
             {"min_th": {"bytes": 10000}, "max_th": 200, "max_p": 0.25}]}"#;
-        assert!(error(&one_link(rio)).starts_with(r#"links[0] ("b").policy: levels[1].max_th: in packets but levels[0].min_th is in bytes"#));
+        assert!(error(&one_link(rio))
+            .starts_with(r#"links[0] ("b").policy: levels[1].max_th: in packets but levels[0].min_th is in bytes"#));
         let fred = r#""policy": {"kind": "fred", "min_th": {"bytes": 2000}, "max_th": {"bytes": 6000}, "w_q": 0.1, "max_p": 0.1, "min_q": 2}"#;
-        assert!(error(&one_link(fred)).starts_with(r#"links[0] ("b").policy: min_q: in packets but the thresholds are in bytes"#));
+        assert!(error(&one_link(fred))
+            .starts_with(r#"links[0] ("b").policy: min_q: in packets but the thresholds are in bytes"#));
     }
 
     #[test]
@@ -453,18 +475,38 @@ mod tests {
         for (fields, want) in [
             (r#""loss": {"p": 1.5}"#, r#"links[0] ("b").loss: p must be in [0, 1) (got 1.5)"#),
             (r#""loss": {"p": 0.1, "p_hi": 0.2}"#, r#"links[0] ("b").loss.p_hi: unknown field `p_hi`"#),
-            (r#""edge": [{"kind": "mark"}, {"kind": "meter"}]"#, r#"links[0] ("b").edge[1]: unknown kind "meter"; allowed: mark, police, shape"#),
-            (r#""edge": [{"kind": "mark", "rules": [{"dscp": 10, "sport": [1, -2]}]}]"#, r#"links[0] ("b").edge[0].rules[0].sport[1]: invalid value: integer `-2`"#),
-            (r#""edge": [{"kind": "mark", "rules": [{"dscp": 10, "dst": "10.0.0.1/8"}]}]"#, r#"links[0] ("b").edge[0]: rules[0].dst: "10.0.0.1/8": host bits set"#),
-            (r#""edge": [{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "per": "host", "exceed": {"action": "drop"}}]"#,
-             r#"links[0] ("b").edge[0].per: unknown variant `host`, expected one of `link`, `src`, `flow`"#),
-            (r#""edge": [{"kind": "police", "rate_bps": 1, "bucket_bytes": 64}]"#, r#"links[0] ("b").edge[0]: missing field `exceed`"#),
-            (r#""edge": [{"kind": "shape", "rate_bps": 0, "bucket_bytes": 64}]"#, r#"links[0] ("b").edge[0]: rate_bps: must be above 0"#),
+            (
+                r#""edge": [{"kind": "mark"}, {"kind": "meter"}]"#,
+                r#"links[0] ("b").edge[1]: unknown kind "meter"; allowed: mark, police, shape"#,
+            ),
+            (
+                r#""edge": [{"kind": "mark", "rules": [{"dscp": 10, "sport": [1, -2]}]}]"#,
+                r#"links[0] ("b").edge[0].rules[0].sport[1]: invalid value: integer `-2`"#,
+            ),
+            (
+                r#""edge": [{"kind": "mark", "rules": [{"dscp": 10, "dst": "10.0.0.1/8"}]}]"#,
+                r#"links[0] ("b").edge[0]: rules[0].dst: "10.0.0.1/8": host bits set"#,
+            ),
+            (
+                r#""edge": [{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "per": "host", "exceed": {"action": "drop"}}]"#,
+                r#"links[0] ("b").edge[0].per: unknown variant `host`, expected one of `link`, `src`, `flow`"#,
+            ),
+            (
+                r#""edge": [{"kind": "police", "rate_bps": 1, "bucket_bytes": 64}]"#,
+                r#"links[0] ("b").edge[0]: missing field `exceed`"#,
+            ),
+            (
+                r#""edge": [{"kind": "shape", "rate_bps": 0, "bucket_bytes": 64}]"#,
+                r#"links[0] ("b").edge[0]: rate_bps: must be above 0"#,
+            ),
         ] {
             let e = error(&one_link(&format!(r#""policy": {{"kind": "droptail"}}, {fields}"#)));
             assert!(e.starts_with(want), "{e}");
         }
-        let plain = parse(&one_link(r#""policy": {"kind": "droptail"}, "edge": [{"kind": "shape", "rate_bps": 1, "bucket_bytes": 64}]"#)).unwrap();
+        let plain = parse(&one_link(
+            r#""policy": {"kind": "droptail"}, "edge": [{"kind": "shape", "rate_bps": 1, "bucket_bytes": 64}]"#,
+        ))
+        .unwrap();
         assert!(!plain.links[0].may_rewrite());
     }
 }

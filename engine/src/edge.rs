@@ -126,7 +126,9 @@ fn check_dscp(field: &str, dscp: u8) -> Result<u8, String> {
 /// `a.b.c.d/len` (or a bare address, /32) as (network, mask); host bits must be zero.
 pub fn parse_cidr(text: &str) -> Result<(u32, u32), String> {
     let (addr, len) = match text.split_once('/') {
-        Some((a, l)) => (a, l.parse::<u32>().ok().filter(|l| *l <= 32).ok_or(format!("{text:?}: prefix length must be 0-32"))?),
+        Some((a, l)) => {
+            (a, l.parse::<u32>().ok().filter(|l| *l <= 32).ok_or(format!("{text:?}: prefix length must be 0-32"))?)
+        }
         None => (text, 32),
     };
     let addr: Ipv4Addr = addr.parse().map_err(|_| format!("{text:?}: not an IPv4 address a.b.c.d/len"))?;
@@ -152,7 +154,9 @@ fn check_bucket(rate_bps: u64, bucket_bytes: u64) -> Result<(), String> {
         return Err("rate_bps: must be above 0".into());
     }
     if bucket_bytes < MIN_BUCKET_BYTES {
-        return Err(format!("bucket_bytes: must hold one packet of {MIN_BUCKET_BYTES} bytes at least (got {bucket_bytes})"));
+        return Err(format!(
+            "bucket_bytes: must hold one packet of {MIN_BUCKET_BYTES} bytes at least (got {bucket_bytes})"
+        ));
     }
     Ok(())
 }
@@ -162,7 +166,9 @@ impl MarkRule {
         if let Some(p) = self.proto.filter(|p| *p != 6 && *p != 17) {
             return Err(format!("proto: must be 6 (TCP), 17 (UDP) or null (got {p})"));
         }
-        let cidr = |name: &str, v: &Option<String>| v.as_deref().map(parse_cidr).transpose().map_err(|e| format!("{name}: {e}"));
+        let cidr = |name: &str, v: &Option<String>| {
+            v.as_deref().map(parse_cidr).transpose().map_err(|e| format!("{name}: {e}"))
+        };
         let ports = |name: &str, v: Option<[u32; 2]>| v.map(port_range).transpose().map_err(|e| format!("{name}: {e}"));
         Ok(Rule {
             proto: self.proto,
@@ -224,7 +230,9 @@ impl EdgeConfig {
                 check_bucket(p.rate_bps, p.bucket_bytes)?;
                 let meter = match &p.dscp {
                     None => [true; 64],
-                    Some(list) if list.is_empty() => return Err("dscp: an empty list meters nothing (null: all)".into()),
+                    Some(list) if list.is_empty() => {
+                        return Err("dscp: an empty list meters nothing (null: all)".into())
+                    }
                     Some(list) => {
                         let mut m = [false; 64];
                         for (i, d) in list.iter().enumerate() {
@@ -308,7 +316,9 @@ struct Rule {
 
 impl Rule {
     fn matches(&self, p: &PacketInfo) -> bool {
-        let within = |r: Option<(u16, u16)>, port: Option<u16>| r.is_none_or(|(lo, hi)| port.is_some_and(|x| lo <= x && x <= hi));
+        let within = |r: Option<(u16, u16)>, port: Option<u16>| {
+            r.is_none_or(|(lo, hi)| port.is_some_and(|x| lo <= x && x <= hi))
+        };
         self.proto.is_none_or(|x| x == p.proto)
             && self.src.is_none_or(|(net, mask)| p.src & mask == net)
             && self.dst.is_none_or(|(net, mask)| p.dst & mask == net)
@@ -452,26 +462,28 @@ impl<H> Stage<H> {
                 }
                 Step::Next(pkt)
             }
-            (Stage::Police(p), EdgeCounters::Police { in_profile, out_profile, dropped }) => match p.meter(&pkt.info, now) {
-                Policed::Unmetered => Step::Next(pkt),
-                Policed::In => {
-                    *in_profile += 1;
-                    Step::Next(pkt)
-                }
-                Policed::Out => {
-                    *out_profile += 1;
-                    match p.remark {
-                        Some(d) => {
-                            pkt.info.set_dscp(d);
-                            Step::Next(pkt)
-                        }
-                        None => {
-                            *dropped += 1;
-                            Step::Drop(pkt, true)
+            (Stage::Police(p), EdgeCounters::Police { in_profile, out_profile, dropped }) => {
+                match p.meter(&pkt.info, now) {
+                    Policed::Unmetered => Step::Next(pkt),
+                    Policed::In => {
+                        *in_profile += 1;
+                        Step::Next(pkt)
+                    }
+                    Policed::Out => {
+                        *out_profile += 1;
+                        match p.remark {
+                            Some(d) => {
+                                pkt.info.set_dscp(d);
+                                Step::Next(pkt)
+                            }
+                            None => {
+                                *dropped += 1;
+                                Step::Drop(pkt, true)
+                            }
                         }
                     }
                 }
-            },
+            }
             (Stage::Shape(s), EdgeCounters::Shape { held, dropped, queue_pkts }) => {
                 let len = pkt.info.len;
                 if s.queue.is_empty() {
@@ -561,7 +573,7 @@ mod tests {
         assert_eq!(mark(rules, &web), 10); // rules 1 and 2 match: the first wins
         assert_eq!(mark(rules, &info(46, 6, "10.2.0.5", "10.1.2.3", Some((40000, 81)))), 12);
         assert_eq!(mark(rules, &info(46, 6, "10.2.1.5", "10.1.2.3", Some((40000, 81)))), 0); // default
-        // Port ranges are inclusive, and need ports: a UDP packet in range, then out of it.
+                                                                                             // Port ranges are inclusive, and need ports: a UDP packet in range, then out of it.
         assert_eq!(mark(rules, &info(46, 17, "9.9.9.9", "1.1.1.1", Some((5999, 1)))), 14);
         assert_eq!(mark(rules, &info(46, 17, "9.9.9.9", "1.1.1.1", Some((6000, 1)))), 0);
         assert_eq!(mark(rules, &info(46, 17, "9.9.9.9", "1.1.1.1", None)), 0);
@@ -573,23 +585,59 @@ mod tests {
     #[test]
     fn bad_fields_are_named() {
         for (json, want) in [
-            (r#"{"kind": "mark", "rules": [{"dscp": 10}, {"src": "10.0.0.1/24", "dscp": 10}]}"#, "rules[1].src: \"10.0.0.1/24\": host bits set"),
-            (r#"{"kind": "mark", "rules": [{"dst": "10.0.0/8", "dscp": 10}]}"#, "rules[0].dst: \"10.0.0/8\": not an IPv4 address"),
-            (r#"{"kind": "mark", "rules": [{"dst": "10.0.0.0/33", "dscp": 10}]}"#, "rules[0].dst: \"10.0.0.0/33\": prefix length"),
-            (r#"{"kind": "mark", "rules": [{"sport": [10, 5], "dscp": 10}]}"#, "rules[0].sport: need lo <= hi <= 65535"),
+            (
+                r#"{"kind": "mark", "rules": [{"dscp": 10}, {"src": "10.0.0.1/24", "dscp": 10}]}"#,
+                "rules[1].src: \"10.0.0.1/24\": host bits set",
+            ),
+            (
+                r#"{"kind": "mark", "rules": [{"dst": "10.0.0/8", "dscp": 10}]}"#,
+                "rules[0].dst: \"10.0.0/8\": not an IPv4 address",
+            ),
+            (
+                r#"{"kind": "mark", "rules": [{"dst": "10.0.0.0/33", "dscp": 10}]}"#,
+                "rules[0].dst: \"10.0.0.0/33\": prefix length",
+            ),
+            (
+                r#"{"kind": "mark", "rules": [{"sport": [10, 5], "dscp": 10}]}"#,
+                "rules[0].sport: need lo <= hi <= 65535",
+            ),
             (r#"{"kind": "mark", "rules": [{"dport": [10, 65536], "dscp": 10}]}"#, "rules[0].dport: need lo <= hi"),
             (r#"{"kind": "mark", "rules": [{"proto": 1, "dscp": 10}]}"#, "rules[0].proto: must be 6 (TCP), 17 (UDP)"),
             (r#"{"kind": "mark", "rules": [{"dscp": 64}]}"#, "rules[0].dscp: must be a DSCP, 0-63 (got 64)"),
             (r#"{"kind": "mark", "default": 99}"#, "default: must be a DSCP"),
-            (r#"{"kind": "police", "rate_bps": 0, "bucket_bytes": 1500, "exceed": {"action": "drop"}}"#, "rate_bps: must be above 0"),
-            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 63, "exceed": {"action": "drop"}}"#, "bucket_bytes: must hold one packet of 64"),
-            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "dscp": [10, 70], "exceed": {"action": "drop"}}"#, "dscp[1]: must be a DSCP"),
-            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "dscp": [], "exceed": {"action": "drop"}}"#, "dscp: an empty list"),
-            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "exceed": {"action": "remark"}}"#, "exceed.dscp: the action remark needs"),
-            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "exceed": {"action": "drop", "dscp": 12}}"#, "exceed.dscp: only for"),
-            (r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "exceed": {"action": "remark", "dscp": 64}}"#, "exceed.dscp: must be a DSCP"),
+            (
+                r#"{"kind": "police", "rate_bps": 0, "bucket_bytes": 1500, "exceed": {"action": "drop"}}"#,
+                "rate_bps: must be above 0",
+            ),
+            (
+                r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 63, "exceed": {"action": "drop"}}"#,
+                "bucket_bytes: must hold one packet of 64",
+            ),
+            (
+                r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "dscp": [10, 70], "exceed": {"action": "drop"}}"#,
+                "dscp[1]: must be a DSCP",
+            ),
+            (
+                r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "dscp": [], "exceed": {"action": "drop"}}"#,
+                "dscp: an empty list",
+            ),
+            (
+                r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "exceed": {"action": "remark"}}"#,
+                "exceed.dscp: the action remark needs",
+            ),
+            (
+                r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "exceed": {"action": "drop", "dscp": 12}}"#,
+                "exceed.dscp: only for",
+            ),
+            (
+                r#"{"kind": "police", "rate_bps": 1, "bucket_bytes": 64, "exceed": {"action": "remark", "dscp": 64}}"#,
+                "exceed.dscp: must be a DSCP",
+            ),
             (r#"{"kind": "shape", "rate_bps": 1000, "bucket_bytes": 10}"#, "bucket_bytes: must hold"),
-            (r#"{"kind": "shape", "rate_bps": 1000, "bucket_bytes": 1500, "buffer": {"packets": 0}}"#, "buffer: must hold at least one"),
+            (
+                r#"{"kind": "shape", "rate_bps": 1000, "bucket_bytes": 1500, "buffer": {"packets": 0}}"#,
+                "buffer: must hold at least one",
+            ),
         ] {
             let e = edge(json).err().unwrap_or_else(|| panic!("{json} accepted"));
             assert!(e.starts_with(want), "{json}: {e}");
@@ -606,7 +654,9 @@ mod tests {
     fn police_per_source_remarks_or_drops_and_keeps_to_rate_times_t_plus_bucket() {
         // 1 Mbit/s, 3000-byte bucket, per source; AF11 metered, AF12 not.
         let json = |exceed: &str| {
-            format!(r#"{{"kind": "police", "rate_bps": 1000000, "bucket_bytes": 3000, "dscp": [10], "per": "src", "exceed": {exceed}}}"#)
+            format!(
+                r#"{{"kind": "police", "rate_bps": 1000000, "bucket_bytes": 3000, "dscp": [10], "per": "src", "exceed": {exceed}}}"#
+            )
         };
         for exceed in [r#"{"action": "remark", "dscp": 12}"#, r#"{"action": "drop"}"#] {
             let mut stage = edge(&json(exceed)).unwrap();
@@ -653,9 +703,13 @@ mod tests {
 
     #[test]
     fn a_policer_per_link_shares_one_bucket_and_oversized_packets_are_out() {
-        let mut stage = edge(r#"{"kind": "police", "rate_bps": 8000, "bucket_bytes": 1000, "exceed": {"action": "drop"}}"#).unwrap();
+        let mut stage =
+            edge(r#"{"kind": "police", "rate_bps": 8000, "bucket_bytes": 1000, "exceed": {"action": "drop"}}"#)
+                .unwrap();
         let mut c = stage.counters();
-        let pass = |s: &mut Stage<u64>, c: &mut EdgeCounters, len, src, t| matches!(s.apply(q(0, len, 0, src), t, c), Step::Next(_));
+        let pass = |s: &mut Stage<u64>, c: &mut EdgeCounters, len, src, t| {
+            matches!(s.apply(q(0, len, 0, src), t, c), Step::Next(_))
+        };
         assert!(pass(&mut stage, &mut c, 600, 1, 0));
         assert!(!pass(&mut stage, &mut c, 600, 2, 0)); // 400 left: the other source shares it
         assert!(pass(&mut stage, &mut c, 400, 2, 0));
@@ -732,7 +786,8 @@ mod tests {
         let times: Vec<u64> = out.iter().map(|x| x.1).collect();
         assert_eq!(times, vec![0, 0, 8_000_000, 1_000_000_000, 1_000_000_000, 1_008_000_000]);
         // A packet larger than the bucket waits for a full bucket, and leaves it in debt.
-        let (out, _, _) = shape(r#"{"kind": "shape", "rate_bps": 8000, "bucket_bytes": 100}"#, &[(0, 50), (0, 300), (0, 100)]);
+        let (out, _, _) =
+            shape(r#"{"kind": "shape", "rate_bps": 8000, "bucket_bytes": 100}"#, &[(0, 50), (0, 300), (0, 100)]);
         let times: Vec<u64> = out.iter().map(|x| x.1).collect();
         assert_eq!(times, vec![0, 50_000_000, 350_000_000]);
     }

@@ -334,7 +334,8 @@ mod tests {
     #[test]
     fn link_loss_counts_lost_among_dropped() {
         let mut link = link_from(r#""policy": {"kind": "droptail"}, "loss": {"p": 0.2, "p_high": 0.0}"#);
-        let arrivals: Vec<(u64, u32, u8, u32)> = (0..5000).map(|i| (i * 200_000, 100, [10, 12][i as usize % 2], 0)).collect();
+        let arrivals: Vec<(u64, u32, u8, u32)> =
+            (0..5000).map(|i| (i * 200_000, 100, [10, 12][i as usize % 2], 0)).collect();
         let fates = run(&mut link, &arrivals);
         let lost: Vec<usize> = fates
             .iter()
@@ -370,11 +371,13 @@ mod tests {
         let mut late = link_from(json);
         let fates = run(&mut late, &arrivals); // one wake-up at the end
         let times = |v: &[Fate<usize>]| -> Vec<u64> {
-            let mut t: Vec<u64> = v.iter().filter_map(|f| if let Fate::Deliver { at, .. } = f { Some(*at) } else { None }).collect();
+            let mut t: Vec<u64> =
+                v.iter().filter_map(|f| if let Fate::Deliver { at, .. } = f { Some(*at) } else { None }).collect();
             t.sort();
             t
         };
-        let want: Vec<u64> = [120 * US, 240 * US].into_iter().chain((1..=5).map(|k| k * 8 * MS + 120 * US)).map(|t| t + MS).collect();
+        let want: Vec<u64> =
+            [120 * US, 240 * US].into_iter().chain((1..=5).map(|k| k * 8 * MS + 120 * US)).map(|t| t + MS).collect();
         assert_eq!(times(&out), want);
         assert_eq!(times(&fates), want);
         let shaped = fates.iter().filter(|f| matches!(f, Fate::Drop { cause: DropCause::ShaperFull, .. })).count();
@@ -392,7 +395,8 @@ mod tests {
         // Two sources, 1000 bytes each at once: each gets its own bucket of 2000.
         let arrivals: Vec<(u64, u32, u8, u32)> = (0..6).map(|i| (0, 1000, 0, 1 + (i % 2) as u32)).collect();
         let fates = run(&mut link, &arrivals);
-        let policed: Vec<bool> = fates.iter().map(|f| matches!(f, Fate::Drop { cause: DropCause::Policed, .. })).collect();
+        let policed: Vec<bool> =
+            fates.iter().map(|f| matches!(f, Fate::Drop { cause: DropCause::Policed, .. })).collect();
         assert_eq!(policed, vec![false, false, false, false, true, true]);
         assert_eq!(link.stats.edge, vec![EdgeCounters::Police { in_profile: 4, out_profile: 2, dropped: 2 }]);
         assert_eq!(link.stats.dropped.total_packets(), 2);

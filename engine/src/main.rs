@@ -9,8 +9,6 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
 
-
-
 #[derive(Parser)]
 #[command(version, about = "Router queue engine of the CATNIP testbed")]
 struct Cli {

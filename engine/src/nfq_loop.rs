@@ -97,11 +97,8 @@ struct Engine {
 /// the others. The crate sizes its one receive buffer for the copy range set last, so the
 /// whole-packet queues come last and the buffer holds their messages.
 fn copy_ranges(config: &Config) -> Vec<(u16, u16)> {
-    let mut ranges: Vec<(u16, u16)> = config
-        .links
-        .iter()
-        .map(|l| (l.queue_num, if l.may_rewrite() { COPY_WHOLE } else { COPY_RANGE }))
-        .collect();
+    let mut ranges: Vec<(u16, u16)> =
+        config.links.iter().map(|l| (l.queue_num, if l.may_rewrite() { COPY_WHOLE } else { COPY_RANGE })).collect();
     ranges.sort_by_key(|r| r.1);
     ranges
 }
@@ -203,8 +200,10 @@ fn set_realtime_priority() -> bool {
     let param = libc::sched_param { sched_priority: 20 };
     let ok = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0;
     if !ok {
-        eprintln!("catnip-engine: warning: SCHED_FIFO refused ({}); running unprioritized",
-                  std::io::Error::last_os_error());
+        eprintln!(
+            "catnip-engine: warning: SCHED_FIFO refused ({}); running unprioritized",
+            std::io::Error::last_os_error()
+        );
     }
     ok
 }
@@ -273,7 +272,6 @@ fn arrival_time(msg: &Message, now: u64) -> u64 {
 /// A receive timestamp older than this is not trusted (clock step, stale skb).
 const MAX_STAMP_AGE_NS: u64 = 50_000_000;
 
-
 pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
     let (mut queue, fd) = open_queue()?;
     queue.set_recv_enobufs(true)?;
@@ -291,12 +289,12 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
     let mut by_queue = vec![usize::MAX; 65536];
     let mut links = Vec::new();
     for (i, l) in config.links.iter().enumerate() {
-        queue
-            .bind(l.queue_num)
-            .with_context(|| {
-                format!("link {:?}: cannot bind NFQUEUE {} (root needed; is another process bound to it?)",
-                        l.name, l.queue_num)
-            })?;
+        queue.bind(l.queue_num).with_context(|| {
+            format!(
+                "link {:?}: cannot bind NFQUEUE {} (root needed; is another process bound to it?)",
+                l.name, l.queue_num
+            )
+        })?;
         queue.set_queue_max_len(l.queue_num, config.queue_maxlen)?;
         by_queue[usize::from(l.queue_num)] = i;
         links.push(Link::new(l, config.seed).map_err(|e| anyhow!("link {:?}: {e}", l.name))?);

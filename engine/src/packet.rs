@@ -174,7 +174,8 @@ mod tests {
 
     /// The one's complement header checksum computed from scratch.
     fn checksum(h: &[u8]) -> u16 {
-        let mut sum: u32 = h.chunks(2).enumerate().filter(|(i, _)| *i != 5).map(|(_, w)| u32::from(w[0]) << 8 | u32::from(w[1])).sum();
+        let mut sum: u32 =
+            h.chunks(2).enumerate().filter(|(i, _)| *i != 5).map(|(_, w)| u32::from(w[0]) << 8 | u32::from(w[1])).sum();
         while sum > 0xffff {
             sum = (sum & 0xffff) + (sum >> 16);
         }
@@ -185,8 +186,10 @@ mod tests {
     fn dscp_rewrite_keeps_ecn_and_fixes_the_checksum() {
         // The classic example header (checksum 0xb861), computed by hand: the words sum to
         // 0x479e without the checksum; TOS 0x00 -> 0x28 (AF11) adds 0x28: ~0x47c6 = 0xb839.
-        let mut h = [0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0x00, 0x01, 0xc0,
-                     0xa8, 0x00, 0xc7];
+        let mut h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8,
+            0x00, 0xc7,
+        ];
         assert!(rewrite_dscp(&mut h, DSCP_AF11));
         assert_eq!((h[1], h[10], h[11]), (0x28, 0xb8, 0x39));
         // ECN bits (here CE, 3) are kept: TOS 0x2b -> AF13 0x3b, checksum 0x479e + 0x3b = 0x47d9 -> 0xb826.

@@ -75,13 +75,15 @@ pub fn read_trace(input: impl BufRead) -> Result<Vec<TracePacket>> {
         let addr = |i: usize, name: &str| -> Result<u32> {
             match at(i) {
                 None => Ok(0),
-                Some(v) => Ok(u32::from(
-                    v.parse::<Ipv4Addr>().with_context(|| format!("trace line {}: {name} {v:?}", n + 1))?,
-                )),
+                Some(v) => {
+                    Ok(u32::from(v.parse::<Ipv4Addr>().with_context(|| format!("trace line {}: {name} {v:?}", n + 1))?))
+                }
             }
         };
         let port = |i: usize, name: &str| -> Result<Option<u16>> {
-            num(i, name)?.map(|p| u16::try_from(p).with_context(|| format!("trace line {}: {name} {p}", n + 1))).transpose()
+            num(i, name)?
+                .map(|p| u16::try_from(p).with_context(|| format!("trace line {}: {name} {p}", n + 1)))
+                .transpose()
         };
         let proto = num(4, "proto")?.unwrap_or(0);
         let p = TracePacket {
@@ -181,7 +183,8 @@ mod tests {
     use super::*;
     use crate::config::Buffer;
 
-    const TRACE: &str = "time_us,size,dscp,flow\n0,1500,10,1\n0,1500,12,1\n0,1500,12,2\n1000,500,0,3\n20000,1500,10,1\n";
+    const TRACE: &str =
+        "time_us,size,dscp,flow\n0,1500,10,1\n0,1500,12,1\n0,1500,12,2\n1000,500,0,3\n20000,1500,10,1\n";
 
     #[test]
     fn hand_computed_fates() {
@@ -191,14 +194,13 @@ mod tests {
         let mut link = Link::droptail("l", 1_500_000, 5000, Some(Buffer::Packets(1)));
         let fates = replay(&mut link, &trace);
         let got: Vec<(&str, u64)> = fates.iter().map(|f| (f.fate, f.fate_ns / 1000)).collect();
-        assert_eq!(
-            got,
-            vec![("sent", 13_000), ("sent", 21_000), ("dropped", 0), ("dropped", 1000), ("sent", 33_000)]
-        );
+        assert_eq!(got, vec![("sent", 13_000), ("sent", 21_000), ("dropped", 0), ("dropped", 1000), ("sent", 33_000)]);
         let mut csv = Vec::new();
         write_fates(&mut csv, &trace, &fates).unwrap();
         let text = String::from_utf8(csv).unwrap();
-        assert!(text.starts_with("id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out\n0,0,1500,10,1,sent,13000.000,,10\n"));
+        assert!(
+            text.starts_with("id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out\n0,0,1500,10,1,sent,13000.000,,10\n")
+        );
     }
 
     #[test]
@@ -223,7 +225,10 @@ mod tests {
         let mut link: Link<usize> = Link::new(&config.links[0], 2).unwrap();
         let fates = replay(&mut link, &trace);
         let got: Vec<(&str, &str, u8)> = fates.iter().map(|f| (f.fate, f.by.as_str(), f.dscp_out)).collect();
-        assert_eq!(got, vec![("sent", "", 10), ("dropped", "police", 10), ("dropped", "loss", 0), ("dropped", "loss", 46)]);
+        assert_eq!(
+            got,
+            vec![("sent", "", 10), ("dropped", "police", 10), ("dropped", "loss", 0), ("dropped", "loss", 46)]
+        );
         let mut csv = Vec::new();
         write_fates(&mut csv, &trace, &fates).unwrap();
         let text = String::from_utf8(csv).unwrap();
@@ -232,7 +237,10 @@ mod tests {
         // The old four columns still read, with or without a header.
         assert_eq!(read_trace("time,size,dscp,flow\n1,2,3,4\n".as_bytes()).unwrap()[0].flow, 4);
         assert_eq!(read_trace("1,2,3,4\n".as_bytes()).unwrap()[0].dscp, 3);
-        assert!(read_trace("time_us,size,dscp,flow,port\n".as_bytes()).unwrap_err().to_string().contains("unknown column \"port\""));
+        assert!(read_trace("time_us,size,dscp,flow,port\n".as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("unknown column \"port\""));
         assert!(read_trace("time_us,size,dscp,flow,sport\n0,1,0,0,70000\n".as_bytes()).is_err());
     }
 

@@ -263,8 +263,11 @@ mod tests {
         s.arrived.add(&PacketInfo::new(40, 46, 0));
         s.dropped.add(&PacketInfo::new(1500, 10, 0));
         s.lost.add(&PacketInfo::new(1500, 10, 0));
-        s.edge = vec![EdgeCounters::Mark { remarked: 4 }, EdgeCounters::Police { in_profile: 5, out_profile: 2, dropped: 1 },
-                      EdgeCounters::Shape { held: 3, dropped: 0, queue_pkts: 2 }];
+        s.edge = vec![
+            EdgeCounters::Mark { remarked: 4 },
+            EdgeCounters::Police { in_profile: 5, out_profile: 2, dropped: 1 },
+            EdgeCounters::Shape { held: 3, dropped: 0, queue_pkts: 2 },
+        ];
         s.lateness.record(1_500_000, 1_000_000);
         s.lateness.record(200_000, 1_000_000);
         let v = s.snapshot(3, 4500).to_json();

@@ -111,7 +111,11 @@ impl StatsWriter {
         let sent = tx.send(record).is_ok();
         drop(tx);
         let joined = self.join();
-        if sent { joined } else { joined.and(Err(anyhow!("the stats writer stopped before the final line"))) }
+        if sent {
+            joined
+        } else {
+            joined.and(Err(anyhow!("the stats writer stopped before the final line")))
+        }
     }
 
     fn stopped(&mut self) -> Result<()> {
@@ -147,8 +151,10 @@ fn write_record(file: &mut File, names: &[String], record: &Record) -> Result<()
 fn normal_priority() {
     let param = libc::sched_param { sched_priority: 0 };
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
-        eprintln!("catnip-engine: warning: stats writer cannot take normal priority ({})",
-                  std::io::Error::last_os_error());
+        eprintln!(
+            "catnip-engine: warning: stats writer cannot take normal priority ({})",
+            std::io::Error::last_os_error()
+        );
     }
 }
 
@@ -229,7 +235,8 @@ mod tests {
             let policy = unsafe { libc::sched_getscheduler(0) };
             let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
             unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut set) };
-            let blocked = unsafe { libc::sigismember(&set, libc::SIGTERM) == 1 && libc::sigismember(&set, libc::SIGINT) == 1 };
+            let blocked =
+                unsafe { libc::sigismember(&set, libc::SIGTERM) == 1 && libc::sigismember(&set, libc::SIGINT) == 1 };
             tx.send((policy, blocked)).unwrap();
         })
         .join()
@@ -245,8 +252,16 @@ mod tests {
     fn periodic_lines_are_skipped_not_waited_for_when_the_writer_is_behind() {
         let (tx, _rx) = sync_channel::<Record>(1); // a writer that never reads
         let mut w = StatsWriter { tx: Some(tx), thread: None, skipped: 0 };
-        let rec = || Record { t: 0.0, is_final: false, lateness: Lateness::default(), causes: LatenessCauses::default(), nfq_errors: 0,
-                          rewrite_failed: 0, realtime: false, links: vec![] };
+        let rec = || Record {
+            t: 0.0,
+            is_final: false,
+            lateness: Lateness::default(),
+            causes: LatenessCauses::default(),
+            nfq_errors: 0,
+            rewrite_failed: 0,
+            realtime: false,
+            links: vec![],
+        };
         for _ in 0..3 {
             w.send(rec()).unwrap();
         }

@@ -83,7 +83,14 @@ impl VerdictBatch {
 
 /// Append one verdict message (netlink headers in host order, netfilter payloads big-endian).
 /// Netlink attributes are padded to 4 bytes; a payload only goes with an accept.
-pub fn encode(buf: &mut Vec<u8>, queue_num: u16, packet_id: u32, accept: bool, mark: Option<u32>, payload: Option<&[u8]>) {
+pub fn encode(
+    buf: &mut Vec<u8>,
+    queue_num: u16,
+    packet_id: u32,
+    accept: bool,
+    mark: Option<u32>,
+    payload: Option<&[u8]>,
+) {
     let payload = payload.filter(|_| accept);
     let padded = |n: usize| (n + 3) & !3;
     let payload_len = payload.map_or(0, |p| padded(4 + p.len()));

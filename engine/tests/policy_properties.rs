@@ -149,7 +149,8 @@ fn check(policy: &str, extra: &str, buffer: Buffer, seed: u64) {
     assert_eq!((policed, shaper_full), (by("police"), by("shape")), "{who}");
     // The DSCP a packet leaves with is the class the stats counted it in.
     for class in CLASSES {
-        let sent_in_class = fates.iter().filter(|r| r.fate == "sent" && catnip_engine::packet::Class::from_dscp(r.dscp_out) == class);
+        let sent_in_class =
+            fates.iter().filter(|r| r.fate == "sent" && catnip_engine::packet::Class::from_dscp(r.dscp_out) == class);
         assert_eq!(sent_in_class.count() as u64, s.sent.packets(class), "{who} {class:?}");
     }
 

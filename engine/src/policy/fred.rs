@@ -74,7 +74,9 @@ fn min_q(given: Option<Threshold>, unit: Unit, mean_pkt_bytes: u32) -> Result<f6
     }
     match t.value {
         q if q >= 0.0 && q.is_finite() => Ok(q),
-        q => Err(format!("min_q must be a {} count >= 0 (got {q})", if unit == Unit::Bytes { "byte" } else { "packet" })),
+        q => {
+            Err(format!("min_q must be a {} count >= 0 (got {q})", if unit == Unit::Bytes { "byte" } else { "packet" }))
+        }
     }
 }
 
@@ -188,7 +190,8 @@ impl FredRule {
         let classify = self.classify;
         let lv = &mut self.levels[level];
         let (p, avg) = (lv.params, lv.avg);
-        let share = if self.instantaneous { q.fifo.size_where(self.unit, |c| classify(c) <= level) as f64 } else { avg };
+        let share =
+            if self.instantaneous { q.fifo.size_where(self.unit, |c| classify(c) <= level) as f64 } else { avg };
         let avgcq = share / self.nactive[level].max(1) as f64;
         let max_q = if avg >= p.max_th { 2.0 * self.per_packet } else { p.min_th };
         if qlen >= max_q || (avg >= p.max_th && qlen > 2.0 * avgcq) || (qlen >= avgcq && strike > 1) {
@@ -350,7 +353,7 @@ mod tests {
             q.dequeue(2_000_000);
         }
         assert_eq!(q.averages(), vec![1.25]); // departures leave it alone
-        // Idle from 2 ms to 6 ms: 4 typical transmission times, avg *= 0.5^4.
+                                              // Idle from 2 ms to 6 ms: 4 typical transmission times, avg *= 0.5^4.
         assert!(offer(&mut q, 6_000_000, &[(3, 1, 0)]).is_empty());
         assert_eq!(q.averages(), vec![1.25 / 16.0]);
         assert!(q.rule.flows.len() == 1 && q.rule.nactive == vec![1]);

@@ -32,7 +32,11 @@ impl LossConfig {
     }
 
     /// Wrap `policy` (stream 1 of `seed`).
-    pub fn wrap<H: 'static>(&self, policy: Box<dyn QueuePolicy<H>>, seed: u64) -> Result<Box<dyn QueuePolicy<H>>, String> {
+    pub fn wrap<H: 'static>(
+        &self,
+        policy: Box<dyn QueuePolicy<H>>,
+        seed: u64,
+    ) -> Result<Box<dyn QueuePolicy<H>>, String> {
         self.validate()?;
         Ok(Box::new(Lossy::new(policy, self.p, self.p_high.unwrap_or(self.p), seed, 1)))
     }

@@ -161,7 +161,11 @@ pub trait QueuePolicy<H> {
 /// RED's idle correction needs a typical packet's transmission time; an unrated link drains at once.
 pub fn typical_tx_ns(mean_pkt_bytes: u32, rate_bps: u64) -> f64 {
     let mean_pkt = f64::from(mean_pkt_bytes);
-    if rate_bps == 0 { 1.0 } else { mean_pkt * 8e9 / rate_bps as f64 }
+    if rate_bps == 0 {
+        1.0
+    } else {
+        mean_pkt * 8e9 / rate_bps as f64
+    }
 }
 
 pub(crate) fn default_mean_pkt_bytes() -> u32 {

@@ -143,7 +143,11 @@ pub type MultiRed<H> = FifoPolicy<H, MultiRedRule>;
 
 /// RIO: AF11 is IN (level 0), everything else OUT (level 1).
 pub fn rio_level(class: Class) -> usize {
-    if class == Class::High { 0 } else { 1 }
+    if class == Class::High {
+        0
+    } else {
+        1
+    }
 }
 
 /// 3-level RED: AF11 HIGH, AF12 MED, AF13 and unmarked LOW.
@@ -243,7 +247,8 @@ mod tests {
 
     #[test]
     fn three_levels_count_their_level_or_higher() {
-        let mut q: MultiRed<u64> = MultiRed::new(vec![p(50.0, 60.0), p(50.0, 60.0), p(50.0, 60.0)], three_level, Unit::Packets, None, 1);
+        let mut q: MultiRed<u64> =
+            MultiRed::new(vec![p(50.0, 60.0), p(50.0, 60.0), p(50.0, 60.0)], three_level, Unit::Packets, None, 1);
         for (i, d) in [DSCP_AF11, DSCP_AF12, DSCP_AF12, DSCP_AF13, 0].iter().enumerate() {
             q.q.fifo.push(pkt(i as u64, *d));
         }
@@ -257,11 +262,13 @@ mod tests {
     fn three_level_red_never_drops_high_before_med_before_low_at_equal_averages() {
         // Thresholds staggered as in the service-differentiation paper's Fig. 5 (HIGH's the
         // highest), same w_q and max_p for the three levels (section 4.2).
-        let levels = || vec![
-            RedParams { min_th: 50.0, max_th: 90.0, w_q: 0.5, max_p: 0.1, typical_tx_ns: 1e6 },
-            RedParams { min_th: 30.0, max_th: 70.0, w_q: 0.5, max_p: 0.1, typical_tx_ns: 1e6 },
-            RedParams { min_th: 10.0, max_th: 50.0, w_q: 0.5, max_p: 0.1, typical_tx_ns: 1e6 },
-        ];
+        let levels = || {
+            vec![
+                RedParams { min_th: 50.0, max_th: 90.0, w_q: 0.5, max_p: 0.1, typical_tx_ns: 1e6 },
+                RedParams { min_th: 30.0, max_th: 70.0, w_q: 0.5, max_p: 0.1, typical_tx_ns: 1e6 },
+                RedParams { min_th: 10.0, max_th: 50.0, w_q: 0.5, max_p: 0.1, typical_tx_ns: 1e6 },
+            ]
+        };
         let mut drops = [0u32; 3];
         for v in (0..=100).step_by(5) {
             for seed in 0..200 {

@@ -42,7 +42,13 @@ pub struct CatnipRedConfig(pub RedConfig);
 impl RedConfig {
     /// The checked parameters and their unit.
     pub fn params(&self, rate_bps: u64) -> Result<(RedParams, Unit), String> {
-        red_params(&[("min_th", self.min_th), ("max_th", self.max_th)], self.w_q, self.max_p, self.mean_pkt_bytes, rate_bps)
+        red_params(
+            &[("min_th", self.min_th), ("max_th", self.max_th)],
+            self.w_q,
+            self.max_p,
+            self.mean_pkt_bytes,
+            rate_bps,
+        )
     }
 
     fn red<H: 'static>(&self, env: &LinkEnv, catnip: bool) -> Result<Box<dyn QueuePolicy<H>>, String> {

@@ -65,7 +65,9 @@ impl<H> Wrr<H> {
                 Some(Buffer::Bytes(n)) => Some(Buffer::Bytes(share(n))),
             };
             if matches!(limit, Some(Buffer::Packets(0) | Buffer::Bytes(0))) {
-                return Err(format!("weights[{i}]: queue {i}'s share of the buffer ({w}/{total}) is empty; enlarge the buffer"));
+                return Err(format!(
+                    "weights[{i}]: queue {i}'s share of the buffer ({w}/{total}) is empty; enlarge the buffer"
+                ));
             }
             limits.push(limit);
         }
