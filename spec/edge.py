@@ -113,7 +113,7 @@ class Police(_Edge):
     bucket: int = Field(description="bucket depth in bytes, e.g. '6000B'")
     dscp: list[int] | None = Field(default=None, description="the packets metered (default: all)")
     per: Literal["link", "src", "flow"] = Field(default="link", description="one bucket per link, source or flow")
-    exceed: Any = Field(default="drop", description="'drop' or {remark: DSCP}")
+    exceed: Any = Field(default={"action": "drop"}, description="'drop' or {remark: DSCP}")
 
     _rate = field_validator("rate", mode="before")(lambda cls, v: units.parse_rate(v))
     _bucket = field_validator("bucket", mode="before")(lambda cls, v: v if type(v) is int else units.parse_size(v))

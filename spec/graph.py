@@ -239,6 +239,28 @@ class Graph(_Strict):
         by_name = [g for g in self.groups if g.name == name]
         return by_name or [g for g in self.groups if g.role == name]
 
+    def subnets(self) -> dict[str, str]:
+        """Addressing follows from the graph: group g (in order) is 10.(g+1).0.0/16 (CATNIP's
+        dumbbell: clients 10.1/16, servers 10.2/16)."""
+        return {g.name: f"10.{i + 1}.0.0/16" for i, g in enumerate(self.groups)}
+
+    def directions(self, default_policy: Any) -> list[tuple[str, "ResolvedDirection"]]:
+        """Every emulated link direction with its defaults applied, named for error messages:
+        per host its down and up direction, per router link forward and reverse."""
+        out = []
+        for g in self.groups:
+            for i in range(g.count):
+                cls = g.delay_class(i)
+                delay = cls.delay if cls else None
+                out.append((f"groups.{g.name}.link.down", resolve(g.link, g.link.down, default_policy, delay)))
+                out.append((f"groups.{g.name}.link.up", resolve(g.link, g.link.up, default_policy, delay)))
+                if not g.delay_classes:
+                    break  # the other hosts of the group are alike
+        for i, link in enumerate(self.links):
+            out.append((f"links.{i} ({link.a}-{link.b}).forward", resolve(link, link.forward, default_policy)))
+            out.append((f"links.{i} ({link.a}-{link.b}).reverse", resolve(link, link.reverse, default_policy)))
+        return out
+
     def group_names(self) -> list[str]:
         return [g.name for g in self.groups] + sorted({g.role for g in self.groups if g.role})
 

@@ -6,7 +6,7 @@ policy is one class here, registered (`register`), and one Rust file in engine/s
 its variant in the engine's config enum (tests/test_plugins.py adds a toy one).
 
 Thresholds (RED family) are a packet count (10), a share of the queue's buffer ('20%', CATNIP's
-choice, section V-A) or a size ('50KB': the engine then averages the queue in bytes, as the
+choice, section V-D) or a size ('50KB': the engine then averages the queue in bytes, as the
 TCP-friendly marking paper's Table 1 gives its RIO thresholds).
 """
 
@@ -143,7 +143,7 @@ class _Red(_RedFamily):
 
 
 class Red(_Red):
-    """RED (Floyd and Jacobson 1993). CATNIP used min 20%, max 60%, weight 0.01 (section V-A)."""
+    """RED (Floyd and Jacobson 1993). CATNIP used min 20%, max 60%, weight 0.01 (section V-D)."""
     kind: Literal["red"] = "red"
 
 
@@ -152,14 +152,33 @@ class CatnipRed(_Red):
     kind: Literal["catnip_red"] = "catnip_red"
 
 
+def _min_q(v: Any) -> Any:
+    """FRED's min_q: a packet count, or a size ('3KB') when the thresholds are sizes."""
+    if v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+        return v
+    if isinstance(v, str):
+        return {"bytes": units.parse_size(v)}
+    raise ValueError(f"{v!r}: min_q is a packet count (2) or a size ('3KB')")
+
+
+def _min_q_block(min_q: Any, byte_thresholds: bool) -> dict:
+    if min_q is None:
+        return {}
+    if byte_thresholds != isinstance(min_q, dict):
+        raise ValueError("min_q must be a size ('3KB') when the thresholds are sizes, and a packet count otherwise")
+    return {"min_q": min_q}
+
+
 class Fred(_Red):
     """FRED (Lin and Morris 1997; TCP-friendly marking paper, section 5)."""
     kind: Literal["fred"] = "fred"
-    min_q: float | None = Field(default=None, ge=0, description="packets a flow may queue without a random drop"
-                                                                " (engine default 2)")
+    min_q: Any = Field(default=None, description="packets (or a size, with byte thresholds) a flow may queue"
+                                                 " without a random drop (engine default 2 packets)")
+
+    _mq = field_validator("min_q", mode="before")(lambda cls, v: _min_q(v))
 
     def engine_config(self, buffer):
-        return {**super().engine_config(buffer), **({} if self.min_q is None else {"min_q": self.min_q})}
+        return {**super().engine_config(buffer), **_min_q_block(self.min_q, isinstance(self.min_th, dict))}
 
 
 class Level(BaseModel):
@@ -213,10 +232,13 @@ class Red3(_Levels):
 class Frio(_Levels):
     """FRIO (TCP-friendly marking paper, section 5): RIO with FRED's per-flow accounting."""
     kind: Literal["frio"] = "frio"
-    min_q: float | None = Field(default=None, ge=0, description="as FRED's min_q")
+    min_q: Any = Field(default=None, description="as FRED's min_q")
+
+    _mq = field_validator("min_q", mode="before")(lambda cls, v: _min_q(v))
 
     def engine_config(self, buffer):
-        return {**super().engine_config(buffer), **({} if self.min_q is None else {"min_q": self.min_q})}
+        return {**super().engine_config(buffer),
+                **_min_q_block(self.min_q, isinstance(self.levels[0].min_th, dict))}
 
 
 class Wrr(_Policy):

@@ -140,6 +140,23 @@ class Scenario(_Strict):
             if app.instance in seen:
                 raise ValueError(f"applications.{i}.name: {app.instance!r} is used twice; give each a name")
             seen.add(app.instance)
+        # Every link direction must give the engine (or the kernel) a queue it can build: checked
+        # here, so nothing is started for a scenario that would fail while its network is built.
+        subnets = graph.subnets()
+        for where, d in graph.directions(self.router.policy):
+            try:
+                d.policy.engine_config(d.buffer)
+                for e in d.edge:
+                    e.engine_config(subnets)
+            except ValueError as exc:
+                raise ValueError(f"topology.{where}: {exc}") from None
+            if self.run.link_backend == "kernel" and where.startswith("links.") and (
+                    d.policy.kind not in ("droptail", "red") or d.edge or d.loss):
+                raise ValueError(f"topology.{where}: run.link_backend 'kernel' has droptail and red without edge"
+                                 f" functions or loss (this direction has {d.policy.kind}"
+                                 f"{', edge functions' if d.edge else ''}{', loss' if d.loss else ''})")
+        if self.run.capture and not any(link.role == "bottleneck" for link in graph.links):
+            raise ValueError("run.capture: the topology has no link with role 'bottleneck' to capture at")
         return self
 
     def graph(self) -> Graph:
@@ -208,6 +225,8 @@ def _format_errors(exc: ValidationError, prefix: str = "") -> str:
                 continue
             if isinstance(p, str) and "[" in p:  # pydantic's name of a validator-wrapped union member
                 continue
+            if p in ("mark", "police", "shape") and i > 1 and err["loc"][i - 2] == "edge":  # edge.0.mark.rules
+                continue
             parts.append(str(p))
         loc = ".".join(parts)
         msg = err["msg"].removeprefix("Value error, ")
@@ -220,7 +239,10 @@ def _format_errors(exc: ValidationError, prefix: str = "") -> str:
             msg = f"{err['input']!r} not allowed: {msg.removeprefix('Input should be ')}"
         elif "input" in err and err["type"] not in ("missing", "value_error"):
             msg = f"{err['input']!r}: {msg}"
-        lines.append(f"{prefix}{loc or '(top level)'}: {msg}")
+        if not loc and msg.split(":")[0].split(".")[0] in Scenario.model_fields:
+            lines.append(f"{prefix}{msg}")  # a check of the whole scenario that names its field itself
+        else:
+            lines.append(f"{prefix}{loc or '(top level)'}: {msg}")
     return "\n".join(lines)
 
 

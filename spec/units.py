@@ -17,6 +17,9 @@ _RATE_UNITS = {
     "mbit": 1e6, "mbps": 1e6, "mb/s": 1e6,
     "gbit": 1e9, "gbps": 1e9, "gb/s": 1e9,
 }
+# Byte rates, told apart by the capital B ('MB/s' is megabytes; 'Mb/s' and 'mbit' are megabits).
+_BYTE_RATE_UNITS = {"B/s": 8, "Bps": 8, "kB/s": 8e3, "KB/s": 8e3, "kBps": 8e3, "KBps": 8e3, "MB/s": 8e6, "MBps": 8e6,
+                    "GB/s": 8e9, "GBps": 8e9}
 _TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0}
 _BYTE_UNITS = {"b": 1, "byte": 1, "bytes": 1, "kb": 1024, "kib": 1024, "mb": 1024**2, "mib": 1024**2}
 _PACKET_UNITS = {"p", "pkt", "pkts", "packet", "packets"}
@@ -37,14 +40,20 @@ def parse_rate(value: object) -> int:
     """Bit rate in bit/s. A bare number is bit/s."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a rate; use {RATE_HELP}")
+    scale = 0.0
     if isinstance(value, (int, float)):
         number, unit = float(value), "bit"
     else:
-        parts = _split(str(value))
-        if parts is None or parts[1] not in _RATE_UNITS:
-            raise ValueError(f"{value!r} is not a rate; use {RATE_HELP}")
-        number, unit = parts
-    bps = number * _RATE_UNITS[unit]
+        m = re.fullmatch(_NUMBER + r"([A-Za-z/]*)\s*", str(value))
+        raw_unit = m.group(2) if m else ""
+        if m and raw_unit in _BYTE_RATE_UNITS:  # a capital B is bytes: 1 MB/s = 8 Mbit/s
+            number, unit, scale = float(m.group(1)), raw_unit, _BYTE_RATE_UNITS[raw_unit]
+        else:
+            parts = _split(str(value))
+            if parts is None or parts[1] not in _RATE_UNITS:
+                raise ValueError(f"{value!r} is not a rate; use {RATE_HELP}")
+            number, unit = parts
+    bps = number * (scale if scale else _RATE_UNITS[unit])
     if not math.isfinite(bps):
         raise ValueError(f"{value!r} is not a finite rate")
     if bps <= 0:

@@ -37,6 +37,7 @@ def host_ip(net: ipaddress.IPv4Network, index: int) -> str:
 
 
 def group_net(position: int) -> ipaddress.IPv4Network:
+    """The address block of the group at this position (spec.graph.Graph.subnets)."""
     return ipaddress.ip_network(f"10.{position + 1}.0.0/16")
 
 
@@ -102,7 +103,7 @@ def build(scenario: Scenario, switch_kind: str) -> Network:
             sw = net.addSwitch(f"{PREFIX}s{gi + 1}")
             lan[group.name] = port(group.router)
             net.addLink(n.routers[group.router], sw, intfName1=lan[group.name])
-            n.subnets[group.name] = str(group_net(gi))
+            n.subnets[group.name] = graph.subnets()[group.name]
             for i, short in enumerate(group.host_names()):
                 cls = group.delay_class(i)
                 node = net.addHost(PREFIX + short, ip=None)

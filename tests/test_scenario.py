@@ -65,7 +65,7 @@ def test_buffers(text, expected):
     (["router.policy={kind: fred, min_th: 4}"], "router.policy.max_th: Field required"),
     (["router.policy={kind: fred, min_th: 60%, max_th: 20%, w_q: 0.01}"], "min_th (60%) must be below max_th (20%)"),
     (["router.policy={kind: fred, min_th: 2, max_th: 6, w_q: 0.01, min_q: -1}"],
-     "router.policy.min_q: -1: Input should be greater than or equal to 0"),
+     "router.policy.min_q: -1: min_q is a packet count (2) or a size ('3KB')"),
     (["router.policy={kind: red, min_th: 2, max_th: 6, w_q: 0.01, min_q: 2}"], "router.policy: min_q: not a parameter of policy 'red' (it takes w_q, mean_pkt_bytes, min_th, max_th, max_p)"),
     (["router.policy={kind: frio, w_q: 0.002}"], "router.policy.levels: Field required"),
     (["router.policy={kind: frio, w_q: 0.002, levels: [{min_th: 40%, max_th: 70%}, {min_th: 50%, max_th: 10%}]}"],

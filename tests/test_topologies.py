@@ -119,3 +119,29 @@ def test_byte_thresholds_reach_the_engine_in_bytes():
     assert block["levels"][0]["min_th"] == {"bytes": 51200} and block["levels"][1]["max_th"] == {"bytes": 204800}
     with pytest.raises(ValueError, match="every level's thresholds must be sizes, or none"):
         Rio(w_q=0.002, levels=[{"min_th": "50KB", "max_th": "490KB"}, {"min_th": 1, "max_th": 5}])
+
+
+def test_byte_rates_are_read_as_bytes():
+    from spec.units import parse_rate
+    assert parse_rate("10MB/s") == 80_000_000 and parse_rate("10Mb/s") == 10_000_000
+    assert parse_rate("100KBps") == 800_000 and parse_rate("1.5Mbit") == 1_500_000
+
+
+def test_link_problems_are_found_before_anything_starts():
+    raw = graph_scenario(**two_groups())
+    raw["topology"]["links"][0]["policy"] = {"kind": "wrr", "weights": [1, 99]}
+    assert error(raw).startswith("topology.links.0 (r1-r2).forward: wrr: queue 0's share of the buffer")
+    raw = graph_scenario(**two_groups())
+    raw["topology"]["groups"][0]["link"] = {**LINK, "up": {"edge": [{"kind": "police", "rate": "1Mbit",
+                                                                    "bucket": "6000B", "exceed": "sometimes"}]}}
+    assert "topology.groups.0.link.up.edge.0.exceed: 'sometimes': exceed is 'drop' or {remark: DSCP}" in error(raw)
+    raw = graph_scenario(**two_groups())
+    raw["topology"]["links"][0]["edge"] = [{"kind": "mark", "rules": [{"src": "ghosts", "dscp": 10}]}]
+    assert "topology.links.0 (r1-r2).forward: mark rule names host group 'ghosts'" in error(raw)
+    raw = graph_scenario(**two_groups())
+    raw["run"] = {"link_backend": "kernel"}
+    raw["topology"]["links"][0]["policy"] = {"kind": "catnip_good"}
+    assert "run.link_backend 'kernel' has droptail and red" in error(raw)
+    raw = graph_scenario(**two_groups())
+    raw["run"] = {"capture": True}
+    assert error(raw) == "run.capture: the topology has no link with role 'bottleneck' to capture at"

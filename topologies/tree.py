@@ -34,6 +34,9 @@ class AggregationTree(TopologyBase):
     l2_link: CoreLinkSpec = Field(description="second-level <-> core router")
     bottleneck: CoreLinkSpec
     rtt_classes: list[float] = Field(min_length=1, description="round-trip times of the pairs, e.g. [20ms, 80ms]")
+    data_from: Literal["sources", "destinations"] = Field(
+        default="sources", description="which side sends the measured data: the bottleneck direction it crosses is"
+                                       " reported as bottleneck-data (web servers on the destinations: destinations)")
 
     @field_validator("rtt_classes", mode="before")
     @classmethod
@@ -69,7 +72,8 @@ class AggregationTree(TopologyBase):
                     groups.append(HostGroup(name=f"{name}{n + 1}", count=self.users_per_l1, router=l1, prefix=prefix,
                                             first=n * self.users_per_l1 + 1, role=role, link=self.user_link,
                                             delay_classes=self._rotated(classes, n * self.users_per_l1)))
-        links.append(self._link("sa", "da", self.bottleneck, "bottleneck"))
+        links.append(self.bottleneck.between("sa", "da", "bottleneck",
+                                             data="forward" if self.data_from == "sources" else "reverse"))
         assert per_side == sum(g.count for g in groups) // 2
         return Graph(routers=routers, groups=groups, links=links)
 
