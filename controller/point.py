@@ -61,6 +61,11 @@ class PointRun:
     def execute(self, prog: "Progress") -> None:
         sc = self.sc
         switch = self.caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath)
+        if sc.run.link_backend not in self.caps.link_backends:
+            # Checked before anything is built (the scenario itself was checked when it loaded).
+            raise RuntimeError(f"run.link_backend {sc.run.link_backend!r} is not available on this machine (it has:"
+                               f" {', '.join(self.caps.link_backends) or 'none'}; the kernel backend needs the"
+                               " netem and htb qdiscs; `catnip check`)")
         self.store.update_point(self.run_id, self.index, switch_kind=switch, link_backend=sc.run.link_backend)
         with TeardownStack() as stack:
             self._phase(prog, "building network")
