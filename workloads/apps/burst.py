@@ -23,7 +23,7 @@ it changes only when a failed burst closed the connection):
   "rtt200ms/40960B/2s": `tag.rsplit("/", 2)` gives (host tag, size, idle). A cell's bursts are
   paired across runs by their order in time (reading notes 1.1.c item 9).
 * `warmup_time` (s) for the warm-up burst, tag = the client host's tag.
-A failed burst is a sample with `error` and counts in `missing`.
+A failed burst is a sample with `error` (a measurement, not missing data).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ peer = the other end; tag = the receiving host's tag); flow = "CLIENT/DIR/N/SIZE
   namespaces); t = the connection start.
 * `file_bytes` (bytes): the bytes the receiver got (the size when complete).
 A failed file is a pair of samples with `error` (file_bytes: what arrived, None if unknown for an
-upload) and counts in `missing`.
+upload): a measurement, not missing data.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ typing rate is slightly below 1/mean. Nagle's algorithm stays on (the paper's cl
 Samples: `echo_delay` (s) per keystroke at the client, from the write to the echo's last byte;
 t = the write; flow = "CLIENT/N", N the client's connection number (a keystroke that fails closes
 its connection and the next opens connection N+1); tag = the client host's tag. A failed
-keystroke is a sample with `error` and counts in `missing`.
+keystroke is a sample with `error` (a measurement, not missing data).
 """
 
 from __future__ import annotations
