@@ -207,3 +207,15 @@ def test_http11_run_uses_one_persistent_connection_per_client(isolated_data, no_
     db = sqlite3.connect(isolated_data / "data" / "catnip.db")
     conns = db.execute("SELECT client, COUNT(DISTINCT conn), COUNT(*) FROM objects GROUP BY client").fetchall()
     assert len(conns) == 3 and all(n_conn == 1 and n_obj == 45 for _, n_conn, n_obj in conns), conns
+
+
+def test_missing_link_backend_fails_before_building(isolated_data, no_leftovers):
+    from testbed import capabilities
+    if "kernel" in capabilities.probe().link_backends:
+        pytest.skip("this machine has the kernel backend (netem); the refusal cannot be seen here")
+    res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), "--set", "run.link_backend=kernel", *SMALL)
+    assert res.returncode != 0
+    db = sqlite3.connect(isolated_data / "data" / "catnip.db")
+    status, error = db.execute("SELECT status, error FROM points").fetchone()
+    assert status == "failed" and "run.link_backend 'kernel' is not available on this machine" in error
+    assert db.execute("SELECT COUNT(*) FROM progress WHERE phase='building network'").fetchone()[0] == 0
