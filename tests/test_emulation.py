@@ -47,6 +47,7 @@ def network(sc: s.Scenario, caps, tmp_path):
     try:
         backend.start(list(n.routers.values()), n.directions)
         d = SimpleNamespace(clients=n.hosts_of("clients"), servers=n.hosts_of("servers"), router_c=n.routers["rc"],
+                            switch_kind=n.switch_kind,
                             router_s=n.routers["rs"])
         yield d, {e.router.name: e for e in backend.engines}
     finally:
