@@ -30,9 +30,13 @@ import time
 from collections import deque
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from controller.runner import PointPlan, Progress, ProgressSink, RunCancelled, cpu_times
+from controller.point import cpu_times
+from controller.skeleton import Progress, ProgressSink, RunCancelled
+
+if TYPE_CHECKING:
+    from controller.runner import PointPlan
 from spec.scenario import Sweep
 from results.store import Store
 from testbed import cleanup, paths, processes

@@ -56,16 +56,19 @@ class PointRun:
         self.capture: subprocess.Popen | None = None
         self.marker: spm.SpmMarker | None = None
         self.recorded = False
+        self.stopped_by_us: set[int] = set()  # processes we ended (time limit, cancel): not failures
+        self.counted = False
 
     # --- the point -----------------------------------------------------------------------
     def execute(self, prog: "Progress") -> None:
         sc = self.sc
         switch = self.caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath)
-        if sc.run.link_backend not in self.caps.link_backends:
-            # Checked before anything is built (the scenario itself was checked when it loaded).
-            raise RuntimeError(f"run.link_backend {sc.run.link_backend!r} is not available on this machine (it has:"
-                               f" {', '.join(self.caps.link_backends) or 'none'}; the kernel backend needs the"
-                               " netem and htb qdiscs; `catnip check`)")
+        if sc.run.link_backend == "kernel":
+            # Checked before anything is built (what the kernel can carry was checked when the scenario loaded).
+            missing = sorted(q for q in sc.kernel_qdiscs() | {"netem"} if not self.caps.qdiscs.get(q))
+            if missing:
+                raise RuntimeError(f"run.link_backend 'kernel' is not available on this machine: it lacks the qdiscs"
+                                   f" {', '.join(missing)} (`catnip check`); use run.link_backend: engine")
         self.store.update_point(self.run_id, self.index, switch_kind=switch, link_backend=sc.run.link_backend)
         with TeardownStack() as stack:
             self._phase(prog, "building network")
@@ -114,8 +117,10 @@ class PointRun:
                 raise
             self.cpu_end = cpu_times()
             self._phase(prog, "collecting")
-            self._record_apps(partial=False)
-            self._collect_counters()
+            try:
+                self._record_apps(partial=False)
+            finally:  # counters and the verdict also when data went missing
+                self._collect_counters()
 
     def _phase(self, prog: "Progress", phase: str) -> None:
         prog.phase = phase
@@ -243,6 +248,8 @@ class PointRun:
         missing = []
         for app in self.apps:
             if partial:
+                # Clients still running now are stopped by us, not failed: note them first.
+                self.stopped_by_us.update(id(p) for p in app.procs if p.popen.poll() is None)
                 app.stop()  # outputs complete before they are read
             try:
                 result = app.collect()
@@ -259,6 +266,9 @@ class PointRun:
                                                                          if len(missing) > 10 else ""))
 
     def _collect_counters(self) -> None:
+        if self.counted:
+            return
+        self.counted = True
         net = self.net
         if self.marker and self.sc.marking.spm:
             try:
@@ -269,6 +279,10 @@ class PointRun:
         for h in net.hosts.values():
             self.store.add_tcp_counters(self.run_id, self.index, h.name, hostconfig.nstat(h.node))
         engines = self._engines()
+        if isinstance(self.backend, KernelBackend):  # router links in tc: their qdiscs' counters
+            for router, final in self.backend.counters().items():
+                self.store.add_link_stats(self.run_id, self.index, router, final, {d.name: d.role for d in net.directions},
+                                          {}, {})
         kernel = {e.router.name: {r["link"]: r for r in e.kernel_queue_counters()} for e in engines}
         for e in engines:
             e.stop()
@@ -284,7 +298,8 @@ class PointRun:
         fidelity = {**fidelity_mod.cpu_fidelity(self.cpu_start, self.cpu_end),
                     **fidelity_mod.engine_fidelity(finals, kernel),
                     "failed_clients": [p.host.name for app in self.apps for p in app.procs
-                                       if p.role == "client" and p.popen.returncode not in (0, None)],
+                                       if p.role == "client" and p.popen.returncode not in (0, None)
+                                       and id(p) not in self.stopped_by_us],
                     "late_threshold_us": int(self.sc.run.late_threshold * 1e6)}
         if self.concurrency is not None:
             fidelity["concurrency"] = self.concurrency
@@ -293,13 +308,23 @@ class PointRun:
                                 environment_after=after)
 
     def _stop_processes(self) -> None:
-        for app in self.apps:
-            app.stop()
+        """Every step runs even when an earlier one fails; the first failure is raised at the end."""
+        steps = [app.stop for app in self.apps] + [self._stop_capture]
+        if self.backend:
+            steps.append(self.backend.stop)
+        failure = None
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 - the rest must still be stopped
+                failure = failure or exc
+        if failure:
+            raise failure
+
+    def _stop_capture(self) -> None:
         if self.capture and self.capture.poll() is None:
             self.capture.send_signal(signal.SIGINT)
             try:
                 self.capture.wait(5)
             except subprocess.TimeoutExpired:
                 self.capture.kill()
-        if self.backend:
-            self.backend.stop()

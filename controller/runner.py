@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
 from controller.point import PointRun, cpu_times
-from controller.skeleton import (RunBusy, RunCancelled, close_abandoned_runs, kernel_resources, machine_busy,
-                                 machine_lock, new_run_id, record_point, signals_cancel)
+from controller.skeleton import (Progress, ProgressSink, RunBusy, RunCancelled, close_abandoned_runs,
+                                 kernel_resources, machine_busy, machine_lock, new_run_id, record_point,
+                                 signals_cancel)
 from results.store import Store
 from spec.scenario import Scenario, Sweep, point_label
 from testbed import paths, processes
@@ -28,26 +29,6 @@ from workloads.pages import catnip_pages
 __all__ = ["PointPlan", "PointRun", "Progress", "ProgressSink", "RunBusy", "RunCancelled", "close_abandoned_runs",
            "cpu_times", "git_revision", "machine_busy", "machine_lock", "new_run_id", "record_point", "run",
            "run_resources", "signals_cancel", "versions"]
-
-
-@dataclass
-class Progress:
-    """What a progress display needs; the CLI draws it, the dashboard will stream it."""
-
-    run_id: str
-    point: int
-    points: int
-    label: str
-    pages_done: int = 0     # work units done (pages when the point runs only web sessions)
-    pages_total: int = 0    # of this many (0: open-ended)
-    unit: str = "pages"     # what pages_done counts: an application's unit, or "units" for several
-    detail: str = ""        # per application: "web 12/48 pages, telnet 300 keystrokes"
-    elapsed: float = 0.0
-    phase: str = "starting"
-    bottleneck: dict = field(default_factory=dict)
-
-
-ProgressSink = Callable[[Progress], None]
 
 
 @contextmanager

@@ -13,10 +13,31 @@ import sys
 import time
 import uuid
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from results.store import Store
 from testbed import hostconfig, paths, processes, sender, spm
+
+
+@dataclass
+class Progress:
+    """What a progress display needs; the CLI draws it, the dashboard will stream it."""
+
+    run_id: str
+    point: int
+    points: int
+    label: str
+    pages_done: int = 0     # work units done (pages when the point runs only web sessions)
+    pages_total: int = 0    # of this many (0: open-ended)
+    unit: str = "pages"     # what pages_done counts: an application's unit, or "units" for several
+    detail: str = ""        # per application: "web 12/48 pages, telnet 300 keystrokes"
+    elapsed: float = 0.0
+    phase: str = "starting"
+    bottleneck: dict = field(default_factory=dict)
+
+
+ProgressSink = Callable[[Progress], None]
 
 
 class RunCancelled(Exception):

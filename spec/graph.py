@@ -162,8 +162,14 @@ class Graph(_Strict):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"groups: names must be unique: {', '.join(dup)} repeated")
+        if len(self.groups) > 254:
+            raise ValueError(f"groups: {len(self.groups)} host groups; at most 254 (group g is addressed 10.(g+1).0.0/16)")
         hosts: dict[str, str] = {}
         for g in self.groups:
+            for d in ("down", "up"):
+                if g.delay_classes and getattr(g.link, d) is not None and getattr(g.link, d).delay is not None:
+                    raise ValueError(f"groups.{g.name}.link.{d}.delay: the group's delay_classes set its hosts' access"
+                                     " delays; a direction's own delay would override them")
             if g.router not in routers:
                 raise ValueError(f"groups.{g.name}.router: unknown router {g.router!r} (routers: {', '.join(self.routers)})")
             last = g.host_names()[-1]
@@ -273,6 +279,24 @@ class ResolvedDirection(_Strict):
     policy: PolicySpec
     loss: LossSpec | None = None
     edge: list[EdgeSpec] = Field(default_factory=list)
+
+
+def kernel_problem(d: ResolvedDirection) -> str | None:
+    """Why the kernel backend cannot carry this router-link direction (None: it can): it has
+    droptail (pfifo/bfifo) and red in packets, without edge functions or random loss."""
+    kind = d.policy.kind
+    if kind not in ("droptail", "red") or d.edge or d.loss:
+        return (f"run.link_backend 'kernel' has droptail and red without edge functions or loss (this direction"
+                f" has {kind}{', edge functions' if d.edge else ''}{', loss' if d.loss else ''})")
+    if kind == "red" and any(isinstance(getattr(d.policy, t), dict) for t in ("min_th", "max_th")):
+        return "run.link_backend 'kernel': kernel red takes thresholds in packets or shares, not sizes"
+    return None
+
+
+def kernel_qdiscs(d: ResolvedDirection) -> set[str]:
+    """The qdiscs the kernel backend needs for this direction."""
+    leaf = "red" if d.policy.kind == "red" else "bfifo" if d.buffer and "bytes" in d.buffer else "pfifo"
+    return {"htb", leaf} | ({"netem"} if d.delay else set())
 
 
 def resolve(link: LinkSpec, direction: Direction | None, default_policy: Any,

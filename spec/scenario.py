@@ -18,7 +18,7 @@ from pydantic import (BaseModel, ConfigDict, Field, SerializeAsAny, StringConstr
                       field_validator, model_validator)
 
 from spec import units
-from spec.graph import Graph
+from spec.graph import Graph, kernel_problem, kernel_qdiscs
 from spec.policy import DropTail, PolicySpec
 from topologies import LIBRARY
 from workloads.apps.base import AppSpec, parse_spec
@@ -137,6 +137,10 @@ class Scenario(_Strict):
                 if group is not None and not graph.groups_named(group):
                     raise ValueError(f"applications.{i}.{field_name}: no host group or role {group!r} in the"
                                      f" topology (it has: {', '.join(names)})")
+            planned = app.planned_seconds()
+            if planned and planned[1] > self.run.time_limit:
+                raise ValueError(f"applications.{i}.{planned[0]}: the planned {planned[1]:g} s do not fit in"
+                                 f" run.time_limit ({self.run.time_limit:g} s)")
             if app.instance in seen:
                 raise ValueError(f"applications.{i}.name: {app.instance!r} is used twice; give each a name")
             seen.add(app.instance)
@@ -150,17 +154,20 @@ class Scenario(_Strict):
                     e.engine_config(subnets)
             except ValueError as exc:
                 raise ValueError(f"topology.{where}: {exc}") from None
-            if self.run.link_backend == "kernel" and where.startswith("links.") and (
-                    d.policy.kind not in ("droptail", "red") or d.edge or d.loss):
-                raise ValueError(f"topology.{where}: run.link_backend 'kernel' has droptail and red without edge"
-                                 f" functions or loss (this direction has {d.policy.kind}"
-                                 f"{', edge functions' if d.edge else ''}{', loss' if d.loss else ''})")
+            problem = kernel_problem(d) if self.run.link_backend == "kernel" and where.startswith("links.") else None
+            if problem:
+                raise ValueError(f"topology.{where}: {problem}")
         if self.run.capture and not any(link.role == "bottleneck" for link in graph.links):
             raise ValueError("run.capture: the topology has no link with role 'bottleneck' to capture at")
         return self
 
     def graph(self) -> Graph:
         return self.topology.graph()
+
+    def kernel_qdiscs(self) -> set[str]:
+        """The qdiscs `run.link_backend: kernel` needs for this scenario's router links."""
+        return set().union(*(kernel_qdiscs(d) for where, d in self.graph().directions(self.router.policy)
+                             if where.startswith("links.")))
 
     @property
     def workload(self) -> Any:

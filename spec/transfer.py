@@ -99,14 +99,6 @@ class TransferScenario(_Strict):
         return [(profile, loss) for profile in self.profiles for loss in self.loss]
 
 
-def is_transfer_scenario(path: str | Path) -> bool:
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError):
-        return False
-    return isinstance(raw, dict) and raw.get("kind") == "transfers"
-
-
 def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -> TransferScenario:
     path = Path(path)
     try:

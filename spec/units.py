@@ -114,13 +114,6 @@ def format_rate(bps: int) -> str:
     return f"{bps}bit"
 
 
-def format_buffer(buffer: dict[str, int]) -> str:
-    if "packets" in buffer:
-        return f"{buffer['packets']}p"
-    size = buffer["bytes"]
-    return f"{size // 1024}KB" if size % 1024 == 0 else f"{size}B"
-
-
 def parse_size(value: object) -> int:
     """A size in bytes, written with its unit ('6000B', '64KB'); bare numbers are ambiguous."""
     if isinstance(value, (int, float, bool)):

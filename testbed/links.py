@@ -11,10 +11,12 @@ host-side serialization of a host's uplink. Backends turn directions into runnin
 * `KernelBackend`: tc qdiscs (htb rate, pfifo/bfifo or red, netem delay) on the egress interface
   of router-to-router directions, where the kernel has those qdiscs (the Debian 12 VM does; this
   machine lacks netem and red). Access links stay on the engine (they need per-host queues on a
-  shared interface); policies and edge functions the kernel has no qdisc for are refused.
+  shared interface); what the kernel cannot carry is refused when the scenario loads
+  (spec.graph.kernel_problem), missing qdiscs before the point's network is built. Its counters
+  are the leaf qdiscs' (no priority classes, no dropped bytes).
 
-Hosts serialize their own uplinks with htb (`shape_host`): the router's engine adds the uplink's
-delay and edge functions at its ingress.
+Hosts serialize their own uplinks with htb (hostconfig.shape_egress): the router's engine adds the
+uplink's delay and edge functions at its ingress.
 """
 
 from __future__ import annotations
@@ -90,22 +92,17 @@ class KernelBackend:
 
     def __init__(self, qdiscs: dict[str, bool], engine: EngineBackend):
         self.qdiscs, self.engine = qdiscs, engine
-        self.applied: list[tuple[Any, str]] = []
+        self.applied: list[LinkDirection] = []
 
     def plan(self, direction: LinkDirection, mtu: int):
+        """The tc configuration of a direction the scenario already checked the kernel can carry
+        (spec.graph.kernel_problem)."""
         from testbed.tc_backend import TcLink
-        policy = direction.policy.get("kind")
-        if direction.edge or direction.loss or policy not in ("droptail", "red"):
-            raise KernelBackendError(f"{direction.name}: the kernel backend has droptail and red without edge"
-                                     f" functions or random loss (this direction has {policy}"
-                                     f"{', edge functions' if direction.edge else ''}{', loss' if direction.loss else ''});"
-                                     " use run.link_backend: engine")
+        policy = direction.policy["kind"]
         buf = direction.buffer or {}
         red = None
         if policy == "red":
             p = direction.policy
-            if isinstance(p["min_th"], dict) or isinstance(p["max_th"], dict):
-                raise KernelBackendError(f"{direction.name}: kernel red takes thresholds in packets here")
             red = {k: p[k] for k in ("min_th", "max_th", "w_q", "max_p", "mean_pkt_bytes")}
         return TcLink(intf=direction.interface, rate_bps=direction.rate_bps, delay_us=int(round(direction.delay_s * 1e6)),
                       buffer_packets=buf.get("packets"), buffer_bytes=buf.get("bytes"), policy=policy, red=red, mtu=mtu)
@@ -120,13 +117,28 @@ class KernelBackend:
         for d, tc in plans:
             for cmd in tc.commands():
                 hostconfig.run(d.router, *cmd)
-            self.applied.append((d.router, d.interface))
+            self.applied.append(d)
         self.engine.start(routers, [d for d in directions if not d.point_to_point])
 
     def check(self) -> None:
         self.engine.check()
 
+    def counters(self) -> dict[str, dict]:
+        """Per router, its tc directions' counters in the engine's stats shape (so reports read
+        them alike): the leaf qdisc counts packets and bytes sent and packets dropped, without
+        priority classes (all `other`) and without the dropped bytes (0)."""
+        import json
+        out: dict[str, dict] = {}
+        for d in self.applied:
+            text = d.router.cmd(f"tc -j -s qdisc show dev {d.interface}")
+            leaf = next((q for q in json.loads(text[text.find("["):] or "[]") if q.get("handle") == "10:"), {})
+            sent, sent_bytes, drops = leaf.get("packets", 0), leaf.get("bytes", 0), leaf.get("drops", 0)
+            final = out.setdefault(d.router.name, {"final": True, "links": {}})
+            final["links"][d.name] = {"arrived": {"other": [sent + drops, sent_bytes]}, "sent": {"other": [sent, sent_bytes]},
+                                      "dropped": {"other": [drops, 0]}, "max_queue_pkts": None, "max_queue_bytes": None}
+        return out
+
     def stop(self) -> None:
         self.engine.stop()
-        for router, intf in self.applied:
-            router.cmd(f"tc qdisc del dev {intf} root 2>/dev/null")
+        for d in self.applied:
+            d.router.cmd(f"tc qdisc del dev {d.interface} root 2>/dev/null")

@@ -62,10 +62,6 @@ class Network:
     def directions_with_role(self, prefix: str) -> list[LinkDirection]:
         return [d for d in self.directions if d.role.startswith(prefix)]
 
-    def node_name(self, short: str) -> str:
-        return PREFIX + short
-
-
 def _switch_class(kind: str):
     from mininet.node import OVSSwitch
     from mininet.nodelib import LinuxBridge

@@ -158,11 +158,6 @@ class SpmMarker:
              "attaching the document-size program")
         return self.cgroup
 
-    def join_cgroup(self, pid: int) -> None:
-        if self.cgroup is None:
-            raise SpmError("make_cgroup() first")
-        (self.cgroup / "cgroup.procs").write_text(str(pid))
-
     def counters(self) -> dict[str, int]:
         out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", str(self.maps / "catnip_counters")],
                               "reading the marker's counters"))

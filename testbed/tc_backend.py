@@ -63,7 +63,8 @@ class TcLink:
         else:
             r = self.red or {}
             avpkt = int(r.get("mean_pkt_bytes", 1000))
-            leaf = ["red", "limit", str((self.buffer_packets or 1000) * avpkt), "min", str(int(r["min_th"] * avpkt)),
+            limit = self.buffer_bytes or (self.buffer_packets or 1000) * avpkt
+            leaf = ["red", "limit", str(limit), "min", str(int(r["min_th"] * avpkt)),
                     "max", str(int(r["max_th"] * avpkt)), "avpkt", str(avpkt), "probability", str(r.get("max_p", 0.1)),
                     "bandwidth", f"{self.rate_bps}bit", "burst", str(max(1, int(r["min_th"])))]
         cmds.append(["tc", "qdisc", "add", *dev, "parent", "1:1", "handle", "10:", *leaf])

@@ -217,5 +217,28 @@ def test_missing_link_backend_fails_before_building(isolated_data, no_leftovers)
     assert res.returncode != 0
     db = sqlite3.connect(isolated_data / "data" / "catnip.db")
     status, error = db.execute("SELECT status, error FROM points").fetchone()
-    assert status == "failed" and "run.link_backend 'kernel' is not available on this machine" in error
+    assert status == "failed" and "run.link_backend 'kernel' is not available on this machine: it lacks" in error
     assert db.execute("SELECT COUNT(*) FROM progress WHERE phase='building network'").fetchone()[0] == 0
+
+
+def test_a_dead_client_fails_the_point_and_keeps_what_was_measured(isolated_data, no_leftovers, background_run):
+    proc = background_run()
+    _wait_for_clients(proc)
+    # let every client finish some pages first, then kill one client
+    db_path = isolated_data / "data" / "catnip.db"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        row = sqlite3.connect(db_path).execute("SELECT MAX(pages_done) FROM progress").fetchone()
+        if row[0] and row[0] >= 6:
+            break
+        time.sleep(0.5)
+    victim = next(pid for pid, cmd in cleanup.our_processes() if "workloads.client" in cmd)
+    os.kill(victim, signal.SIGKILL)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    assert cleanup.leftovers() == {}
+    db = sqlite3.connect(db_path)
+    status, error, fidelity = db.execute("SELECT status, error, fidelity FROM points").fetchone()
+    assert status == "failed" and "client on ctpc" in error and "failed" in error, error
+    assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] >= 6, "pages measured before the failure are kept"
+    assert json.loads(fidelity)["engine_events"] > 0, "the engines' counters are kept too"

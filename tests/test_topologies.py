@@ -52,7 +52,61 @@ def test_tree_expands_with_rtt_classes_and_routes_by_fewest_hops():
     d = src[0].delay_class(0).delay
     assert 2 * (2 * d + 2 * t.l1_link.delay + 2 * t.l2_link.delay + t.bottleneck.delay) == pytest.approx(0.020)
     hops = g.next_hops("se1")
-    assert hops["de4"] == "sm1" and hops["sm1"] == "sm1"
+    assert hops["de4"] == "sm1" and hops["se2"] == "sm1" and hops["dm2"] == "sm1"
+    assert g.next_hops("sm2")["se1"] == "sa"  # up to the core and down the other branch
+    # destination i has the RTT class of source i
+    dst = [x for x in g.groups if x.role == "destinations"]
+    assert [x.delay_class(i).tag for x in dst for i in range(x.count)] == tags
+
+
+def test_tree_labels_the_data_direction_on_both_sides():
+    sc = s.load(REPO / "scenarios" / "tree-small.yaml").points[0][1]  # data_from: destinations
+    down = {(lk.a, lk.b): lk.data for lk in sc.graph().links}
+    assert down[("se1", "sm1")] == "reverse" and down[("sm1", "sa")] == "reverse"  # data comes down to sources
+    assert down[("de1", "dm1")] == "forward" and down[("sa", "da")] == "reverse"   # and goes up from destinations
+    sc = s.load(REPO / "scenarios" / "tree-small.yaml", ["topology.data_from=sources"]).points[0][1]
+    assert {lk.data for lk in sc.graph().links if lk.a.startswith("s")} == {"forward"}
+
+
+def test_a_direction_delay_cannot_override_delay_classes():
+    with pytest.raises(s.ScenarioError, match=r"link.down.delay: the group's delay_classes set its hosts' access delays"):
+        s.load(REPO / "scenarios" / "tree-small.yaml", ["topology.user_link.down={delay: 5ms}"])
+
+
+def test_more_groups_than_addresses_are_refused():
+    groups = [{"name": f"g{i}", "count": 1, "router": "r1", "prefix": "h", "first": i + 1, "link": LINK}
+              for i in range(255)]
+    raw = graph_scenario(routers=["r1"], groups=groups)
+    raw["applications"] = [{"kind": "bulk", "clients": "g0", "servers": "g1", "duration": "5s"}]
+    assert "groups: 255 host groups; at most 254" in error(raw)
+
+
+def test_planned_work_must_fit_the_time_limit():
+    raw = graph_scenario(**two_groups())
+    raw["applications"][0]["duration"] = "10min"
+    s.validate(raw)  # 600 s fit the default 900 s
+    raw["run"] = {"time_limit": "2min"}
+    assert error(raw) == "applications.0.duration: the planned 600 s do not fit in run.time_limit (120 s)"
+
+
+def test_kernel_backend_refuses_byte_red_thresholds():
+    raw = graph_scenario(**two_groups())
+    raw["run"] = {"link_backend": "kernel"}
+    raw["topology"]["links"][0]["policy"] = {"kind": "red", "min_th": "5KB", "max_th": "9KB", "w_q": 0.002}
+    assert "kernel red takes thresholds in packets or shares, not sizes" in error(raw)
+    raw["topology"]["links"][0]["policy"] = {"kind": "red", "min_th": 2, "max_th": 6, "w_q": 0.002}
+    raw["topology"]["links"][0]["buffer"] = "10KB"
+    sc = s.validate(raw)
+    assert sc.kernel_qdiscs() == {"htb", "red", "netem"}
+
+
+def test_kernel_red_limit_is_the_byte_buffer():
+    from testbed.tc_backend import TcLink
+    red = {"min_th": 5, "max_th": 15, "w_q": 0.002, "max_p": 0.1, "mean_pkt_bytes": 1000}
+    leaf = TcLink("x", 10**6, 0, None, 65536, "red", red).commands()[2]
+    assert leaf[leaf.index("limit") + 1] == "65536"
+    leaf = TcLink("x", 10**6, 0, 20, None, "red", red).commands()[2]
+    assert leaf[leaf.index("limit") + 1] == "20000"
 
 
 @pytest.mark.parametrize("change, message", [

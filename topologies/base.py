@@ -29,6 +29,3 @@ class TopologyBase(BaseModel):
             raise ValueError("; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'graph'}: "
                                        f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())) from None
         return self
-
-    def host_count(self) -> int:
-        return sum(g.count for g in self.graph().groups)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from spec import units
-from spec.graph import AccessLinkSpec, CoreLinkSpec, DelayClass, Graph, HostGroup, RouterLink
+from spec.graph import AccessLinkSpec, CoreLinkSpec, DelayClass, Graph, HostGroup
 from topologies.base import TopologyBase
 
 
@@ -58,17 +58,19 @@ class AggregationTree(TopologyBase):
         routers, groups, links = [], [], []
         per_side = self.users_per_l1 * self.l1_per_l2 * self.l2_per_core
         for side, name, role, prefix in (("s", "src", "sources", "s"), ("d", "dst", "destinations", "d")):
+            # Links point up the tree (l1 -> l2 -> core): data goes up on the sending side, down on the other.
+            up = "forward" if (side == "s") == (self.data_from == "sources") else "reverse"
             core = f"{side}a"
             routers.append(core)
             for m in range(self.l2_per_core):
                 l2 = f"{side}m{m + 1}"
                 routers.append(l2)
-                links.append(self._link(l2, core, self.l2_link, "aggregation2"))
+                links.append(self.l2_link.between(l2, core, "aggregation2", data=up))
                 for e in range(self.l1_per_l2):
                     n = m * self.l1_per_l2 + e
                     l1 = f"{side}e{n + 1}"
                     routers.append(l1)
-                    links.append(self._link(l1, l2, self.l1_link, "aggregation1"))
+                    links.append(self.l1_link.between(l1, l2, "aggregation1", data=up))
                     groups.append(HostGroup(name=f"{name}{n + 1}", count=self.users_per_l1, router=l1, prefix=prefix,
                                             first=n * self.users_per_l1 + 1, role=role, link=self.user_link,
                                             delay_classes=self._rotated(classes, n * self.users_per_l1)))
@@ -83,6 +85,3 @@ class AggregationTree(TopologyBase):
         k = offset % len(classes)
         return classes[k:] + classes[:k]
 
-    @staticmethod
-    def _link(a: str, b: str, spec: CoreLinkSpec, role: str) -> RouterLink:
-        return spec.between(a, b, role)

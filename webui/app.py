@@ -87,7 +87,10 @@ def _point_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
             done, total, elapsed = pr["pages_done"], pr["pages_total"], pr["elapsed"]
         else:  # recorded before progress was stored, or a transfer measurement: count what is stored
             wl = json.loads(p["resolved"])
-            if "workload" in wl:
+            if "applications" in wl:  # a point of the general model that left no progress row
+                total = 0
+                done = sum(1 for r in store.pages(run_id, p["point"]) if not r["error"])
+            elif "workload" in wl:
                 total = wl["topology"]["clients"] * len(wl["workload"]["pages"]) * wl["workload"]["rounds"]
                 done = sum(1 for r in store.pages(run_id, p["point"]) if not r["error"])
             else:

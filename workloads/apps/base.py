@@ -9,7 +9,7 @@ application of a scenario through the same steps:
     start_servers -> wait_ready -> start_clients -> (progress, check) until done -> collect -> stop
 
 `stop` runs on every exit path and must be safe to call twice. Plug-ins do not import the
-testbed: hosts come as `Host` objects whose `node` can `popen(argv, ...)` and `cmd(text)` in the
+testbed (web alone uses testbed/apache.py for Apache's configuration): hosts come as `Host` objects whose `node` can `popen(argv, ...)` and `cmd(text)` in the
 host's namespace (a Mininet node), so a toy application fits in a few lines (tests/test_plugins.py).
 """
 
@@ -47,6 +47,11 @@ class AppSpec(BaseModel):
 
     def groups(self) -> list[str]:
         return [g for g in (self.clients, self.servers) if g]
+
+    def planned_seconds(self) -> tuple[str, float] | None:
+        """(field, seconds) of the work this spec plans, when known in advance: the scenario checks
+        it fits in run.time_limit when it loads."""
+        return None
 
 
 @dataclass

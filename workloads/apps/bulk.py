@@ -89,6 +89,9 @@ class BulkSpec(AppSpec):
             raise ValueError(f"duration: iperf3 runs whole seconds, at least 1 (got {self.duration:g} s)")
         return self
 
+    def planned_seconds(self):
+        return ("duration", self.start + self.stagger + self.duration) if self.duration is not None else None
+
 
 # Sleeps until a time.monotonic() instant, notes the instant it really launches on stderr (the
 # log), then becomes the program: one process, so a terminate while it waits ends it (a shell's
@@ -178,8 +181,9 @@ class Bulk(Application):
                     raise AppError(f"{spec.instance}: port: too many flows on {server.name} from port {spec.port}")
                 next_port[server.name] = port + 1
                 self.flows.append(Flow(f"{client.name}/{k}", client, server, port, k))
-        if spec.duration is not None:
-            check_fits(spec, ctx, "duration", spec.start + spec.stagger + spec.duration)
+        planned = spec.planned_seconds()
+        if planned is not None:
+            check_fits(spec, ctx, *planned)
 
     def start_servers(self) -> None:
         for f in self.flows:

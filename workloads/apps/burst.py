@@ -83,6 +83,9 @@ class BurstSpec(AppSpec):
             return [(int(b), float(i)) for b, i in self.cells]
         return [(b, i) for b in self.bursts or [] for i in self.idles or []]
 
+    def planned_seconds(self):
+        return "idles", self.repeat * sum(i for _, i in self.cell_list())
+
 
 def plan(spec: BurstSpec, seed: int) -> list[tuple[int, float]]:
     """The (size, idle) sequence of one client: `repeat` rounds of every cell."""
@@ -108,8 +111,6 @@ class Burst(ClientServerApp):
     progress_unit = "bursts"
     module, unit, unit_name = "burst", "burst", "bursts"
 
-    def planned_seconds(self):
-        return "idles", self.spec.repeat * sum(i for _, i in self.spec.cell_list())
 
     def server_args(self) -> list:
         return ["--nagle"] if self.spec.nagle else []

@@ -108,15 +108,11 @@ class ClientServerApp(Application):
     def __init__(self, spec, ctx: AppContext, clients: list[Host], servers: list[Host]):
         super().__init__(spec, ctx, clients, servers)
         self.outputs: list[tuple[Host, Host, Path, Proc]] = []
-        planned = self.planned_seconds()
+        planned = spec.planned_seconds()
         if planned is not None:
             check_fits(spec, ctx, planned[0], planned[1])
 
     # hooks
-    def planned_seconds(self) -> tuple[str, float] | None:
-        """(field, seconds) of the work the spec plans, when known in advance."""
-        return None
-
     def server_args(self) -> list[Any]:
         return []
 

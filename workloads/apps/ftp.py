@@ -83,6 +83,9 @@ class FtpSpec(AppSpec):
             return {"model": "fixed", "size": self.size}
         return {"model": "pareto", "mean": self.mean_size, "shape": self.shape, "max_size": self.max_size}
 
+    def planned_seconds(self):
+        return ("duration", self.duration) if self.duration is not None else None
+
 
 @register
 class Ftp(ClientServerApp):
@@ -91,8 +94,6 @@ class Ftp(ClientServerApp):
     progress_unit = "files"
     module, unit, unit_name = "ftp", "file", "files"
 
-    def planned_seconds(self):
-        return ("duration", self.spec.duration) if self.spec.duration is not None else None
 
     def server_args(self) -> list:
         return ["--timeout", f"{self.spec.timeout:g}"]

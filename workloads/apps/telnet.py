@@ -54,6 +54,9 @@ class TelnetSpec(AppSpec):
             raise ValueError("duration, keystrokes: give exactly one")
         return self
 
+    def planned_seconds(self):
+        return ("duration", self.duration) if self.duration is not None else None
+
 
 @register
 class Telnet(ClientServerApp):
@@ -62,8 +65,6 @@ class Telnet(ClientServerApp):
     progress_unit = "keystrokes"
     module, unit, unit_name = "telnet", "echo", "keystrokes"
 
-    def planned_seconds(self):
-        return ("duration", self.spec.duration) if self.spec.duration is not None else None
 
     def server_args(self) -> list:
         return ["--nodelay"] if self.spec.nodelay else []
