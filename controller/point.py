@@ -156,10 +156,14 @@ class PointRun:
 
     def _make_apps(self) -> None:
         rng = random.Random(self.seed)
-        for spec in self.sc.applications:
+        for i, spec in enumerate(self.sc.applications):
             cls = lookup(spec.kind)
+            # The first application draws from the point's seed itself (so a web-only scenario makes
+            # the same random choices as before applications were plug-ins); the others from seeds
+            # derived from it.
+            seed = self.seed if i == 0 else rng.randrange(2**31)
             ctx = AppContext(workdir=self.workdir / spec.instance if len(self.sc.applications) > 1 else self.workdir,
-                             seed=rng.randrange(2**31), time_limit=self.sc.run.time_limit, python=paths.python(),
+                             seed=seed, time_limit=self.sc.run.time_limit, python=paths.python(),
                              repo=paths.REPO, start_at=0.0, docroot=paths.docroot(),
                              server_preexec=spm.joiner(self.marker.cgroup) if self.marker else None,
                              catnip_module=spm.MOD_CATNIP if self.marker else None)
