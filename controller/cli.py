@@ -435,7 +435,10 @@ def clean(dry_run: bool) -> None:
         left = cleanup.leftovers()
         click.echo(json.dumps(left, indent=2) if left else "nothing to clean")
         return
-    removed = cleanup.clean()
+    try:
+        removed = cleanup.clean()
+    except cleanup.RunInProgress as exc:
+        raise click.ClickException(str(exc)) from None
     for line in removed:
         click.echo(f"removed {line}")
     left = cleanup.leftovers()

@@ -280,8 +280,10 @@ class PointRun:
             except spm.SpmError as exc:  # the run's other records are worth keeping
                 marking = {"error": str(exc)}
             self.store.update_point(self.run_id, self.index, marking=marking)
+        lost = [h.name for h in net.hosts.values() if not hostconfig.shell_alive(h.node)]
         for h in net.hosts.values():
-            self.store.add_tcp_counters(self.run_id, self.index, h.name, hostconfig.nstat(h.node))
+            if h.name not in lost:  # a node whose shell died cannot be asked (its cmd would block)
+                self.store.add_tcp_counters(self.run_id, self.index, h.name, hostconfig.nstat(h.node))
         engines = self._engines()
         if isinstance(self.backend, KernelBackend):  # router links in tc: their qdiscs' counters
             for router, final in self.backend.counters().items():
@@ -298,13 +300,14 @@ class PointRun:
             configs = {link["name"]: link for link in e.config()["links"]}
             self.store.add_link_stats(self.run_id, self.index, e.router.name, final, roles, configs,
                                       kernel[e.router.name])
-        after = metadata.point_environment(net, [], "after")
+        lost += [name for name, r in net.routers.items() if not hostconfig.shell_alive(r)]
+        after = metadata.point_environment(net, [], "after") if not lost else {"skipped": f"nodes lost: {lost}"}
         fidelity = {**fidelity_mod.cpu_fidelity(self.cpu_start, self.cpu_end),
                     **fidelity_mod.engine_fidelity(finals, kernel),
                     "failed_clients": [p.host.name for app in self.apps for p in app.procs
                                        if p.role == "client" and p.popen.returncode not in (0, None)
                                        and id(p) not in self.stopped_by_us],
-                    "late_threshold_us": int(self.sc.run.late_threshold * 1e6)}
+                    "late_threshold_us": int(self.sc.run.late_threshold * 1e6), "nodes_lost": lost}
         if self.concurrency is not None:
             fidelity["concurrency"] = self.concurrency
         ok = fidelity_mod.realtime_ok(fidelity, self.sc.run.max_late_fraction)

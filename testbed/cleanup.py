@@ -7,6 +7,7 @@ removes it and says what it removed.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -101,8 +102,32 @@ def leftovers() -> dict[str, list]:
     return {k: v for k, v in state.items() if v}
 
 
+class RunInProgress(RuntimeError):
+    """A run holds the machine lock: what exists now is its, not left over."""
+
+
+def run_in_progress() -> str | None:
+    """The pid of the run holding the machine lock (controller/skeleton.machine_lock), if one does."""
+    path = paths.state_dir() / "lock"
+    if not path.exists():
+        return None
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            return fh.read().strip() or "unknown"
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return None
+
+
 def clean() -> list[str]:
-    """Remove every trace; returns a line per thing removed."""
+    """Remove every trace; returns a line per thing removed. Refused while a run holds the machine
+    lock: its namespaces and processes are in use, and removing them would wreck it."""
+    holder = run_in_progress()
+    if holder:
+        raise RunInProgress(f"a run is in progress (pid {holder} holds {paths.state_dir() / 'lock'}): nothing removed;"
+                            " stop it first (Ctrl-C or SIGTERM tears it down cleanly)")
     done = []
     procs = our_processes()
     done += [f"process {pid}: {cmd[:100]}" for pid, cmd in procs]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed import paths
-from testbed.hostconfig import run
+from testbed.hostconfig import run, shell_alive
 
 
 class EngineError(RuntimeError):
@@ -143,6 +143,8 @@ class RouterEngine:
 
     def kernel_queue_counters(self) -> list[dict]:
         """/proc/net/netfilter/nfnetlink_queue of the router's namespace: kernel-side drops."""
+        if not shell_alive(self.router):
+            return []
         text = self.router.cmd("cat /proc/net/netfilter/nfnetlink_queue 2>/dev/null")
         rows = []
         for line in text.split("\n"):

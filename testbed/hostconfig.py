@@ -17,6 +17,12 @@ class HostConfigError(RuntimeError):
     pass
 
 
+def shell_alive(node) -> bool:
+    """Whether a Mininet node's shell still runs: `cmd` on a node whose shell was killed blocks forever."""
+    shell = getattr(node, "shell", None)
+    return shell is not None and shell.poll() is None
+
+
 def run(node, *args: object) -> str:
     """Run a command in the node's namespace; raise with its output if it fails."""
     cmd = " ".join(shlex.quote(str(a)) for a in args)

@@ -130,6 +130,8 @@ class KernelBackend:
         import json
         out: dict[str, dict] = {}
         for d in self.applied:
+            if not hostconfig.shell_alive(d.router):
+                continue
             text = d.router.cmd(f"tc -j -s qdisc show dev {d.interface}")
             leaf = next((q for q in json.loads(text[text.find("["):] or "[]") if q.get("handle") == "10:"), {})
             sent, sent_bytes, drops = leaf.get("packets", 0), leaf.get("bytes", 0), leaf.get("drops", 0)

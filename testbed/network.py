@@ -230,10 +230,15 @@ def _core_role(link: RouterLink, direction: str) -> str:
 
 def stop(n: Network) -> None:
     """Tear the network down; safe to call on a half-built network."""
+    # A switch whose shell was killed (by someone's cleanup) would make Mininet's stop wait forever on
+    # it; its bridge is removed below all the same.
+    dead = [sw for sw in n.net.switches if not hostconfig.shell_alive(sw)]
+    n.net.switches = [sw for sw in n.net.switches if sw not in dead]
     try:
         n.net.stop()
     except Exception:  # noqa: BLE001 - cleanup continues; `catnip clean` catches the rest
         pass
+    n.net.switches += dead
     # A run cancelled while Mininet was starting the switches can leave a Linux bridge that
     # net.stop() did not take down (seen: Ctrl-C in "building network"); ours carry our prefix.
     for sw in n.net.switches:
