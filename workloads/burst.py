@@ -23,17 +23,17 @@ The last line is {"kind": "end", "count", "errors", "reason"}; a client without 
 
 from __future__ import annotations
 
-import argparse
-import json
 import socket
 import socketserver
 import sys
 import time
 from typing import Any, TextIO
 
+from workloads import hostprog
+
 MAX_SIZE = 1 << 30
 CHUNK = b"x" * 65536
-REQUIRED = {"client", "server", "port", "plan", "seed", "start_at", "deadline", "timeout"}
+REQUIRED = {"plan"}  # besides hostprog.CONFIG_KEYS
 OPTIONAL = {"warmup"}
 
 
@@ -64,25 +64,12 @@ class _Handler(socketserver.BaseRequestHandler):
             return
 
 
-class _Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 1024
-
-
 def serve(address: str, port: int, nagle: bool) -> None:
-    with _Server((address, port), _Handler) as srv:
-        srv.nagle = nagle  # type: ignore[attr-defined]
-        print("READY", flush=True)
-        srv.serve_forever()
+    hostprog.serve(address, port, _Handler, nagle=nagle)
 
 
 def load_config(path: str) -> dict[str, Any]:
-    with open(path) as fh:
-        cfg = json.load(fh)
-    missing, unknown = REQUIRED - cfg.keys(), cfg.keys() - REQUIRED - OPTIONAL
-    if missing or unknown:
-        raise ValueError(f"{path}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}")
+    cfg = hostprog.read_config(path, REQUIRED, OPTIONAL)
     for entry in cfg["plan"]:
         if (not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], int)
                 or not 0 < entry[0] <= MAX_SIZE or entry[1] < 0):
@@ -90,42 +77,22 @@ def load_config(path: str) -> dict[str, Any]:
     return cfg
 
 
-def _error(exc: BaseException) -> str:
-    if isinstance(exc, (socket.timeout, TimeoutError)):
-        return "timeout"
-    return f"{type(exc).__name__}: {exc}"
-
-
 class Client:
     def __init__(self, cfg: dict[str, Any], out: TextIO):
-        self.cfg, self.out = cfg, out
+        self.cfg, self.out = cfg, hostprog.Output(out)
         self.sock: socket.socket | None = None
         self.conn = 0
         self.buf = bytearray(1 << 18)
-
-    def emit(self, rec: dict[str, Any]) -> None:
-        self.out.write(json.dumps(rec) + "\n")
-        self.out.flush()
 
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
 
-    def _timeout(self) -> float:
-        return max(0.01, min(self.cfg["timeout"], self.cfg["deadline"] - time.monotonic()))
-
     def connect(self) -> socket.socket:
         if self.sock is None:
             self.conn += 1
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                s.settimeout(self._timeout())
-                s.connect((self.cfg["server"], self.cfg["port"]))
-            except BaseException:
-                s.close()
-                raise
-            self.sock = s
+            self.sock = hostprog.connect(self.cfg["server"], self.cfg["port"], hostprog.unit_timeout(self.cfg))
         return self.sock
 
     def burst(self, kind: str, seq: int, size: int, idle: float | None) -> dict[str, Any]:
@@ -134,7 +101,7 @@ class Client:
         try:
             s = self.connect()
             rec["conn"] = self.conn
-            timeout = self._timeout()
+            timeout = hostprog.unit_timeout(self.cfg)
             t0 = time.monotonic()
             rec["t"] = t0
             s.settimeout(timeout)
@@ -148,14 +115,14 @@ class Client:
                 rec["received"] += n
             rec["time"] = time.monotonic() - t0
         except (OSError, ConnectionError) as exc:
-            rec["error"] = _error(exc)
+            rec["error"] = hostprog.error_text(exc)
             rec["t"] = rec["t"] or time.monotonic()
             self.close()
         return rec
 
     def run(self) -> int:
         cfg = self.cfg
-        time.sleep(max(0.0, cfg["start_at"] - time.monotonic()))
+        hostprog.sleep_until(cfg["start_at"])
         count = errors = 0
         reason = "done"
         try:
@@ -163,43 +130,26 @@ class Client:
         except OSError:
             self.close()  # the first burst tries again and records the failure
         if cfg.get("warmup"):
-            self.emit(self.burst("warmup", -1, cfg["warmup"], None))
+            self.out.emit(self.burst("warmup", -1, cfg["warmup"], None))
         for seq, (size, idle) in enumerate(cfg["plan"]):
             wake = time.monotonic() + idle
             if wake >= cfg["deadline"]:
                 reason = "deadline"
                 break
-            time.sleep(max(0.0, wake - time.monotonic()))
+            hostprog.sleep_until(wake)
             rec = self.burst("burst", seq, size, idle)
-            self.emit(rec)
+            self.out.emit(rec)
             count += 1
             errors += rec["error"] is not None
         self.close()
-        self.emit({"kind": "end", "count": count, "errors": errors, "reason": reason, "mono": time.monotonic()})
+        self.out.end(count, errors, reason)
         return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="role", required=True)
-    s = sub.add_parser("server")
-    s.add_argument("address")
-    s.add_argument("port", type=int)
-    s.add_argument("--nagle", action="store_true", help="keep Nagle's algorithm (default: TCP_NODELAY)")
-    c = sub.add_parser("client")
-    c.add_argument("config")
-    c.add_argument("out")
-    args = ap.parse_args(argv)
-    if args.role == "server":
-        serve(args.address, args.port, args.nagle)
-        return 0
-    try:
-        cfg = load_config(args.config)
-    except (OSError, ValueError) as exc:
-        print(f"workloads.burst: {exc}", file=sys.stderr)
-        return 2
-    with open(args.out, "w") as out:
-        return Client(cfg, out).run()
+    return hostprog.main(argv, "workloads.burst", __doc__, serve, load_config, Client,
+                         server_options={"--nagle": {"action": "store_true",
+                                                     "help": "keep Nagle's algorithm (default: TCP_NODELAY)"}})
 
 
 if __name__ == "__main__":

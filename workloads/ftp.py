@@ -25,8 +25,6 @@ got; None when unknown: an upload that failed), "error"}. The last line is {"kin
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import socket
 import socketserver
@@ -36,9 +34,11 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from workloads import hostprog
+
 MAX_SIZE = 1 << 34
 CHUNK = b"x" * 65536
-REQUIRED = {"client", "server", "port", "directions", "sizes", "gaps", "seed", "start_at", "deadline", "timeout"}
+REQUIRED = {"directions", "sizes", "gaps"}  # besides hostprog.CONFIG_KEYS
 OPTIONAL = {"files", "duration"}
 
 
@@ -109,27 +109,14 @@ class _Handler(socketserver.BaseRequestHandler):
             return
 
 
-class _Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 1024
-
-
 def serve(address: str, port: int, timeout: float) -> None:
-    with _Server((address, port), _Handler) as srv:
-        srv.timeout_s = timeout  # type: ignore[attr-defined]
-        print("READY", flush=True)
-        srv.serve_forever()
+    hostprog.serve(address, port, _Handler, timeout_s=timeout)  # not `timeout`: BaseServer has one
 
 
 # --- the client --------------------------------------------------------------------------------
 
 def load_config(path: str) -> dict[str, Any]:
-    with open(path) as fh:
-        cfg = json.load(fh)
-    missing, unknown = REQUIRED - cfg.keys(), cfg.keys() - REQUIRED - OPTIONAL
-    if missing or unknown:
-        raise ValueError(f"{path}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}")
+    cfg = hostprog.read_config(path, REQUIRED, OPTIONAL)
     if (cfg.get("files") is None) == (cfg.get("duration") is None):
         raise ValueError(f"{path}: give exactly one of files and duration")
     if not cfg["directions"] or set(cfg["directions"]) - {"down", "up"}:
@@ -137,23 +124,12 @@ def load_config(path: str) -> dict[str, Any]:
     return cfg
 
 
-def _error(exc: BaseException) -> str:
-    if isinstance(exc, (socket.timeout, TimeoutError)):
-        return "timeout"
-    return f"{type(exc).__name__}: {exc}"
-
-
 class Client:
     def __init__(self, cfg: dict[str, Any], out: TextIO):
-        self.cfg, self.out = cfg, out
+        self.cfg, self.out = cfg, hostprog.Output(out)
         self.lock = threading.Lock()
         self.count = self.errors = 0
         self.reason = "done"
-
-    def emit(self, rec: dict[str, Any]) -> None:
-        with self.lock:
-            self.out.write(json.dumps(rec) + "\n")
-            self.out.flush()
 
     def transfer(self, direction: str, seq: int, size: int) -> dict[str, Any]:
         cfg = self.cfg
@@ -169,9 +145,7 @@ class Client:
             return remaining
 
         try:
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.settimeout(left())
-                s.connect((cfg["server"], cfg["port"]))
+            with hostprog.connect(cfg["server"], cfg["port"], left()) as s:
                 if direction == "down":
                     s.sendall(b"GET %d\n" % size)
                     buf = bytearray(1 << 18)
@@ -200,7 +174,7 @@ class Client:
                         raise ConnectionError(f"unexpected reply {reply[:40]!r}")
                     rec["received"], rec["time"] = size, float(stamp) - t0
         except (OSError, ConnectionError, ValueError) as exc:
-            rec["error"] = _error(exc)
+            rec["error"] = hostprog.error_text(exc)
         return rec
 
     def stream(self, direction: str) -> None:
@@ -216,9 +190,9 @@ class Client:
             if wake >= cfg["deadline"]:
                 self.reason = "deadline"
                 break
-            time.sleep(max(0.0, wake - time.monotonic()))
+            hostprog.sleep_until(wake)
             rec = self.transfer(direction, seq, next(size_of))
-            self.emit(rec)
+            self.out.emit(rec)
             with self.lock:
                 self.count += 1
                 self.errors += rec["error"] is not None
@@ -231,32 +205,14 @@ class Client:
             t.start()
         for t in threads:
             t.join()
-        self.emit({"kind": "end", "count": self.count, "errors": self.errors, "reason": self.reason,
-                   "mono": time.monotonic()})
+        self.out.end(self.count, self.errors, self.reason)
         return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="role", required=True)
-    s = sub.add_parser("server")
-    s.add_argument("address")
-    s.add_argument("port", type=int)
-    s.add_argument("--timeout", type=float, default=600.0, help="seconds a connection may stay silent")
-    c = sub.add_parser("client")
-    c.add_argument("config")
-    c.add_argument("out")
-    args = ap.parse_args(argv)
-    if args.role == "server":
-        serve(args.address, args.port, args.timeout)
-        return 0
-    try:
-        cfg = load_config(args.config)
-    except (OSError, ValueError) as exc:
-        print(f"workloads.ftp: {exc}", file=sys.stderr)
-        return 2
-    with open(args.out, "w") as out:
-        return Client(cfg, out).run()
+    return hostprog.main(argv, "workloads.ftp", __doc__, serve, load_config, Client,
+                         server_options={"--timeout": {"type": float, "default": 600.0,
+                                                       "help": "seconds a connection may stay silent"}})
 
 
 if __name__ == "__main__":

@@ -22,8 +22,6 @@ with its error, the connection closed, and the next keystroke opens a new one. T
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
 import socket
 import socketserver
@@ -31,7 +29,9 @@ import sys
 import time
 from typing import Any, TextIO
 
-REQUIRED = {"client", "server", "port", "payload", "model", "mean", "seed", "start_at", "deadline", "timeout"}
+from workloads import hostprog
+
+REQUIRED = {"payload", "model", "mean"}  # besides hostprog.CONFIG_KEYS
 OPTIONAL = {"duration", "keystrokes", "nodelay"}
 
 
@@ -50,25 +50,12 @@ class _Echo(socketserver.BaseRequestHandler):
             return
 
 
-class _Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 1024
-
-
 def serve(address: str, port: int, nodelay: bool) -> None:
-    with _Server((address, port), _Echo) as srv:
-        srv.nodelay = nodelay  # type: ignore[attr-defined]
-        print("READY", flush=True)
-        srv.serve_forever()
+    hostprog.serve(address, port, _Echo, nodelay=nodelay)
 
 
 def load_config(path: str) -> dict[str, Any]:
-    with open(path) as fh:
-        cfg = json.load(fh)
-    missing, unknown = REQUIRED - cfg.keys(), cfg.keys() - REQUIRED - OPTIONAL
-    if missing or unknown:
-        raise ValueError(f"{path}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}")
+    cfg = hostprog.read_config(path, REQUIRED, OPTIONAL)
     if (cfg.get("duration") is None) == (cfg.get("keystrokes") is None):
         raise ValueError(f"{path}: give exactly one of duration and keystrokes")
     if cfg["model"] not in ("exponential", "fixed"):
@@ -85,21 +72,11 @@ def gaps(model: str, mean: float, seed: int):
         yield rng.expovariate(1.0 / mean) if model == "exponential" and mean > 0 else float(mean)
 
 
-def _error(exc: BaseException) -> str:
-    if isinstance(exc, (socket.timeout, TimeoutError)):
-        return "timeout: no echo in time"
-    return f"{type(exc).__name__}: {exc}"
-
-
 class Client:
     def __init__(self, cfg: dict[str, Any], out: TextIO):
-        self.cfg, self.out = cfg, out
+        self.cfg, self.out = cfg, hostprog.Output(out)
         self.sock: socket.socket | None = None
         self.conn = 0
-
-    def emit(self, rec: dict[str, Any]) -> None:
-        self.out.write(json.dumps(rec) + "\n")
-        self.out.flush()
 
     def close(self) -> None:
         if self.sock is not None:
@@ -109,22 +86,13 @@ class Client:
     def connect(self, timeout: float) -> socket.socket:
         if self.sock is None:
             self.conn += 1
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                if self.cfg.get("nodelay"):
-                    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                s.settimeout(timeout)
-                s.connect((self.cfg["server"], self.cfg["port"]))
-            except BaseException:
-                s.close()
-                raise
-            self.sock = s
+            self.sock = hostprog.connect(self.cfg["server"], self.cfg["port"], timeout, bool(self.cfg.get("nodelay")))
         return self.sock
 
     def keystroke(self, seq: int, data: bytes) -> dict[str, Any]:
         cfg = self.cfg
         rec: dict[str, Any] = {"kind": "echo", "seq": seq, "conn": None, "t": None, "delay": None, "error": None}
-        timeout = max(0.01, min(cfg["timeout"], cfg["deadline"] - time.monotonic()))
+        timeout = hostprog.unit_timeout(cfg)
         try:
             s = self.connect(timeout)
             rec["conn"] = self.conn
@@ -141,28 +109,28 @@ class Client:
                 got += len(part)
             rec["delay"] = time.monotonic() - t0
         except (OSError, ConnectionError) as exc:
-            rec["error"] = _error(exc)
+            rec["error"] = hostprog.error_text(exc, "timeout: no echo in time")
             rec["t"] = rec["t"] or time.monotonic()
             self.close()  # the stream is out of step: the next keystroke opens a new connection
         return rec
 
     def run(self) -> int:
         cfg = self.cfg
-        time.sleep(max(0.0, cfg["start_at"] - time.monotonic()))
+        hostprog.sleep_until(cfg["start_at"])
         stop_at = cfg["start_at"] + cfg["duration"] if cfg.get("duration") is not None else None
         data = bytes((ord("a") + i % 26) for i in range(cfg["payload"]))
         gap = gaps(cfg["model"], cfg["mean"], cfg["seed"])
         count = errors = 0
         reason = "done"
         try:
-            self.connect(max(0.01, min(cfg["timeout"], cfg["deadline"] - time.monotonic())))
+            self.connect(hostprog.unit_timeout(cfg))
         except OSError:
             self.close()  # recorded with the first keystroke, which tries again
         while True:
             if cfg.get("keystrokes") is not None and count >= cfg["keystrokes"]:
                 break
             rec = self.keystroke(count, data)
-            self.emit(rec)
+            self.out.emit(rec)
             count += 1
             errors += rec["error"] is not None
             if cfg.get("keystrokes") is not None and count >= cfg["keystrokes"]:
@@ -173,33 +141,15 @@ class Client:
             if wake >= cfg["deadline"]:
                 reason = "deadline"
                 break
-            time.sleep(max(0.0, wake - time.monotonic()))
+            hostprog.sleep_until(wake)
         self.close()
-        self.emit({"kind": "end", "count": count, "errors": errors, "reason": reason, "mono": time.monotonic()})
+        self.out.end(count, errors, reason)
         return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="role", required=True)
-    s = sub.add_parser("server")
-    s.add_argument("address")
-    s.add_argument("port", type=int)
-    s.add_argument("--nodelay", action="store_true", help="TCP_NODELAY on the echo side too")
-    c = sub.add_parser("client")
-    c.add_argument("config")
-    c.add_argument("out")
-    args = ap.parse_args(argv)
-    if args.role == "server":
-        serve(args.address, args.port, args.nodelay)
-        return 0
-    try:
-        cfg = load_config(args.config)
-    except (OSError, ValueError) as exc:
-        print(f"workloads.telnet: {exc}", file=sys.stderr)
-        return 2
-    with open(args.out, "w") as out:
-        return Client(cfg, out).run()
+    return hostprog.main(argv, "workloads.telnet", __doc__, serve, load_config, Client,
+                         server_options={"--nodelay": {"action": "store_true", "help": "TCP_NODELAY on the echo side too"}})
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ and sends that many bytes. The latency itself is measured from a capture at the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import socket
 import socketserver
@@ -22,6 +21,8 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+from workloads import hostprog
 
 SOL_CATNIP, CATNIP_DOC, CATNIP_DOC_LAST = 0x43544E50, 1, 1
 MAX_SIZE = 64 * 1024 * 1024
@@ -57,16 +58,8 @@ class _Handler(socketserver.BaseRequestHandler):
             pass
 
 
-class _Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 1024
-
-
 def serve(address: str, port: int) -> None:
-    with _Server((address, port), _Handler) as srv:
-        print("READY", flush=True)
-        srv.serve_forever()
+    hostprog.serve(address, port, _Handler)
 
 
 def _no_quickack(s: socket.socket) -> None:
@@ -126,12 +119,7 @@ def run_client(address: str, port: int, plan: list[dict], concurrency: int, time
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="role", required=True)
-    s = sub.add_parser("server")
-    s.add_argument("address")
-    s.add_argument("port", type=int)
-    c = sub.add_parser("client")
+    ap, _, c = hostprog.parser(__doc__)  # the server's arguments are those of every host program
     c.add_argument("address")
     c.add_argument("port", type=int)
     c.add_argument("--plan", required=True, help="JSON list of {trial, size}")
