@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from results.store import Store
-from testbed import hostconfig, paths, processes, sender, spm
+from testbed import cleanup, hostconfig, paths, processes, sender, spm
 
 
 @dataclass
@@ -86,16 +86,7 @@ def machine_lock() -> Iterator[None]:
 
 def machine_busy() -> bool:
     """Whether a run holds the machine lock now (the dashboard waits instead of failing)."""
-    path = paths.state_dir() / "lock"
-    if not path.exists():
-        return False
-    with open(path, "a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return False
+    return cleanup.run_in_progress() is not None
 
 
 @contextmanager
