@@ -1,0 +1,151 @@
+"""The segments of one burst against time, from a point's bottleneck capture: the newCWV paper's
+Fig. 10 (Hossain and Fairhurst, section 4.5), where an unpaced burst is "an abrupt injection of
+data" (a vertical line) and a paced one is spread "over a period of the order of an RTT".
+
+The burst server sends exactly the bytes asked for, in order, on one connection, so the k-th
+response of a connection occupies the sequence range [O_k, O_k + size_k), O_k being the sum of
+the sizes before it (the warm-up burst first when there is one). The sizes and their order come
+from the point's `warmup_time` and `burst_time` samples (tag "SIZEB/IDLEs"); the capture
+(`run.capture`: headers of every packet of the bottleneck's data direction) gives each data
+segment's time and sequence number. Only first transmissions are kept (a segment whose sequence
+lies below the highest already seen is a retransmission).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dpkt
+
+from results.store import Store
+
+MOD = 2**32
+
+
+@dataclass
+class Burst:
+    """One response: its cell, and (seconds after its first segment, segment index) of each
+    first transmission, in capture order."""
+    index: int            # position among the connection's measured bursts, from 0
+    size: int
+    idle: float
+    segments: list[tuple[float, int]] = field(default_factory=list)
+    retransmitted: int = 0
+
+    @property
+    def spread(self) -> float | None:
+        """Seconds from the first segment to the last: ~0 for an unpaced burst of one window."""
+        return self.segments[-1][0] - self.segments[0][0] if self.segments else None
+
+
+class CaptureError(ValueError):
+    pass
+
+
+def _cell(tag: str) -> tuple[int, float]:
+    size, idle = tag.rsplit("/", 2)[-2:]
+    return int(size.removesuffix("B")), float(idle.removesuffix("s"))
+
+
+def plan_of(store: Store, run_id: str, point: int) -> tuple[int, list[tuple[int, float]], int]:
+    """(warm-up bytes, [(size, idle) of each measured burst in order], server port) of the point's
+    first burst connection, from its samples."""
+    rows = store.samples(run_id, point, metric="burst_time")
+    if not rows:
+        raise CaptureError(f"run {run_id} point {point} has no burst samples")
+    first_flow = min(rows, key=lambda r: r["t"])["flow"]
+    bursts = sorted((r for r in rows if r["flow"] == first_flow), key=lambda r: r["t"])
+    if any(r["error"] for r in bursts):
+        # A failed burst closed the connection: offsets after it are not known.
+        bursts = bursts[:next(i for i, r in enumerate(bursts) if r["error"])]
+    resolved = _resolved(store, run_id, point)
+    app = next((a for a in resolved.get("applications", []) if a.get("kind") == "burst"), {})
+    warmed = any(r["flow"] == first_flow for r in store.samples(run_id, point, metric="warmup_time"))
+    warmup = int(app.get("warmup") or 0) if warmed else 0
+    return warmup, [_cell(r["tag"]) for r in bursts], int(app.get("port") or 8070)
+
+
+def _resolved(store: Store, run_id: str, point: int) -> dict:
+    row = store.point(run_id, point)
+    if row is None:
+        raise CaptureError(f"run {run_id} has no point {point}")
+    try:
+        return json.loads(row["resolved"]) if row["resolved"] else {}
+    except ValueError:
+        return {}
+
+
+def bursts_from_capture(pcap: Path, port: int, warmup: int, plan: list[tuple[int, float]],
+                        mss: int = 1460) -> list[Burst]:
+    """Split the data segments the server (source port `port`) sent on its first connection into
+    the planned bursts."""
+    offsets, at = [], warmup
+    for size, _ in plan:
+        offsets.append(at)
+        at += size
+    out = [Burst(i, size, idle) for i, (size, idle) in enumerate(plan)]
+    isn = conn = None
+    highest = 0
+    first_t: dict[int, float] = {}
+    try:
+        fh = open(pcap, "rb")
+    except OSError as exc:
+        raise CaptureError(f"capture {pcap}: {exc.strerror}") from None
+    with fh:
+        for ts, buf in dpkt.pcap.Reader(fh):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
+                continue
+            tcp = ip.data
+            if tcp.sport != port:
+                continue
+            key = (ip.src, ip.dst, tcp.dport)
+            if tcp.flags & dpkt.tcp.TH_SYN:
+                if conn is None:
+                    conn, isn = key, tcp.seq
+                continue
+            if key != conn or isn is None:
+                continue
+            length = ip.len - ip.hl * 4 - tcp.off * 4  # the capture keeps only the headers
+            if length <= 0:
+                continue
+            rel = (tcp.seq - isn - 1) % MOD
+            k = _burst_of(offsets, plan, rel)
+            if k is None:
+                continue
+            if rel < highest:
+                out[k].retransmitted += 1
+                continue
+            highest = rel + length
+            t0 = first_t.setdefault(k, ts)
+            out[k].segments.append((ts - t0, (rel - offsets[k]) // mss))
+    if conn is None:
+        raise CaptureError(f"capture {pcap}: no connection from port {port} (its handshake is not in the capture)")
+    return out
+
+
+def _burst_of(offsets: list[int], plan: list[tuple[int, float]], rel: int) -> int | None:
+    for k in range(len(offsets) - 1, -1, -1):
+        if rel >= offsets[k]:
+            return k if rel < offsets[k] + plan[k][0] else None
+    return None
+
+
+def point_bursts(store: Store, run_id: str, point: int) -> list[Burst]:
+    """The bursts of a point whose run captured its bottleneck (run.capture: true)."""
+    row = store.point(run_id, point)
+    if row is None:
+        raise CaptureError(f"run {run_id} has no point {point}")
+    if not row["capture"]:
+        raise CaptureError(f"run {run_id} point {point} has no capture (set run.capture: true)")
+    warmup, plan, port = plan_of(store, run_id, point)
+    mss = int((_resolved(store, run_id, point).get("topology") or {}).get("mss") or 1460)
+    return bursts_from_capture(Path(row["capture"]), port, warmup, plan, mss=mss)
+
+
+def pick(bursts: list[Burst], size: int | None, idle: float | None, nth: int) -> Burst | None:
+    """The nth (from 0) burst of the cell (size, idle); None matches any."""
+    found = [b for b in bursts if (size is None or b.size == size) and (idle is None or b.idle == idle)]
+    return found[nth] if nth < len(found) else None
