@@ -1,10 +1,23 @@
 """One sweep point on one freshly built network, for any topology and any applications.
 
     build the network (testbed/network.py) -> start its link backend (testbed/links.py)
-    -> per-host settings and the sender-side BPF (SPM marker, document sizes)
+    -> the project senders' per-host parameters, the sender-side BPF (SPM marker, document sizes)
     -> every application's servers -> wait until ready -> its clients (one common start)
     -> watch progress, processes and engines until the applications finish or the time limit
-    -> collect samples and records -> engines' counters -> the real-time verdict (controller/fidelity.py)
+    -> collect samples and records, the newCWV trace -> engines' counters
+    -> the real-time verdict (controller/fidelity.py)
+
+Per-host TCP (`tcp` and `tcp.groups`, resolved by spec.scenario.Scenario.host_tcp) is set as the
+network is built; the parameters of the senders that read them (spec.senders.PACEABLE: internal
+pacing, newCWV's NVP, bins and trace) go into testbed/sender.py's kernel-wide map by host
+address and are cleared at teardown. The point's environment records every host's settings
+(`tcp_hosts`: which host had which sender, read back from the namespaces of `tcp.groups` hosts).
+
+The newCWV trace (`tcp.groups.G.newcwv.trace: true`) is emptied when the point starts and read
+when its workload ends (also when it failed), as samples of application "sender" (trace_samples):
+metrics `cwnd` and `ssthresh` (segments), `pipeack` and `pipeack_sample` (bytes), host = the
+sender's host, flow = "IP:SPORT-DPORT", tag = the event, t on CLOCK_MONOTONIC like every
+application's samples.
 
 Teardown runs on every exit path (failure, Ctrl-C, SIGTERM) and a cancel cannot cut it short.
 What the applications measured before a failure or a cancel is recorded all the same; a point
@@ -41,6 +54,31 @@ def cpu_times() -> list[int]:
         return [int(x) for x in fh.readline().split()[1:9]]
 
 
+TRACE_METRICS = (("cwnd", "cwnd", "segments"), ("pipeack", "pipeack", "bytes"),
+                 ("pipeack_sample", "sample", "bytes"), ("ssthresh", "ssthresh", "segments"))
+INFINITE_SSTHRESH = 0x7FFFFFFF  # the kernel's ssthresh before the first loss (TCP_INFINITE_SSTHRESH)
+
+
+def trace_samples(entries: list[dict], host_names: dict[str, str]) -> list[dict]:
+    """Rows of the samples table from testbed/sender.py's newCWV trace, four metrics per event of
+    application "sender": `cwnd` (segments), `pipeack` (bytes; none while pipeACK is undefined,
+    RFC 7661 section 4.2), `pipeack_sample` (bytes: the round's sample the max filter took in;
+    none when the event took none) and `ssthresh` (segments; none while it is the kernel's initial
+    infinity). host = the sender's host name, flow = "IP:SPORT-DPORT" (the sender's address and
+    port, the peer's port), tag = the event, t = the event's time in seconds on CLOCK_MONOTONIC,
+    the clock of the applications' samples (a burst's `burst_time` t is on it too)."""
+    rows = []
+    for e in entries:
+        base = {"app": "sender", "host": host_names.get(e["ip"], e["ip"]), "peer": None,
+                "flow": f"{e['ip']}:{e['sport']}-{e['dport']}", "tag": e["event"], "t": e["t"]}
+        for metric, key, unit in TRACE_METRICS:
+            value = e.get(key)
+            if value is None or (key == "ssthresh" and value >= INFINITE_SSTHRESH):
+                continue
+            rows.append({**base, "metric": metric, "value": value, "unit": unit})
+    return rows
+
+
 class PointRun:
     """One sweep point on one freshly built network."""
 
@@ -58,6 +96,9 @@ class PointRun:
         self.recorded = False
         self.stopped_by_us: set[int] = set()  # processes we ended (time limit, cancel): not failures
         self.counted = False
+        self.params_set: list[str] = []  # addresses given sender parameters (cleared at teardown)
+        self.traced: set[str] = set()     # addresses whose sender traces (tcp.groups.G.newcwv.trace)
+        self.trace_recorded = False
 
     # --- the point -----------------------------------------------------------------------
     def execute(self, prog: "Progress") -> None:
@@ -82,9 +123,10 @@ class PointRun:
                 self.backend.start(routers, net.directions, net.mtu)
             else:
                 self.backend.start(routers, net.directions)
+            # Each host's congestion control, sysctls, initcwnd and fq are set as the network is
+            # built (Network.tcp); the project senders' per-host parameters are set here.
+            self._set_sender_params(stack)
             servers = self._web_servers()
-            for i, server in enumerate(servers):
-                hostconfig.set_sysctls(server.node, {"net.ipv4.tcp_congestion_control": sc.tcp.server_cc(i)})
             if sc.marking.spm or sc.tcp.all_cc() & set(sender.NEED_DOCUMENTS):
                 self._phase(prog, "loading the SPM marker" if sc.marking.spm else "loading the document-size program")
                 self._load_marker(servers, stack)
@@ -107,20 +149,25 @@ class PointRun:
                 self._watch(prog)
             except BaseException:
                 # What was measured before a failure, a time limit or a cancel is kept, with the
-                # engines' counters and the real-time verdict of the part that ran.
+                # engines' counters, the senders' trace and the real-time verdict of the part that ran.
                 self.cpu_end = cpu_times()
                 self._record_apps(partial=True)
-                try:
-                    self._collect_counters()
-                except Exception as exc:  # noqa: BLE001 - the original error is the one to report
-                    print(f"catnip: counters of the failed point not recorded: {exc}", file=sys.stderr)
+                for step, what in ((self._record_trace, "trace"), (self._collect_counters, "counters")):
+                    try:
+                        step()
+                    except Exception as exc:  # noqa: BLE001 - the original error is the one to report
+                        print(f"catnip: {what} of the failed point not recorded: {exc}", file=sys.stderr)
                 raise
             self.cpu_end = cpu_times()
             self._phase(prog, "collecting")
             try:
                 self._record_apps(partial=False)
-            finally:  # counters and the verdict also when data went missing
-                self._collect_counters()
+                self._record_trace()
+            finally:  # the trace, counters and the verdict also when data went missing
+                try:
+                    self._record_trace()  # done already unless the applications' records failed
+                finally:
+                    self._collect_counters()
 
     def _phase(self, prog: "Progress", phase: str) -> None:
         prog.phase = phase
@@ -140,19 +187,42 @@ class PointRun:
         stack.callback(self._unload_marker)
         self.marker.load()
         self.marker.make_cgroup()
-        for i, server in enumerate(servers):
+        # The last-window senders' pacing ratios (100%) come with the hosts' TCP settings (Scenario.host_tcp).
+        for server in servers:
             intf = f"{server.name}-eth0"
             hostconfig.one_packet_per_skb(server.node, intf)
             self.marker.attach_tc(intf, ["nsenter", "-t", str(server.node.pid), "-n"])
-            if self.sc.tcp.server_cc(i) in sender.PACING:
-                # TCP paces at cwnd x MSS / RTT x ratio: 100% spreads the last window over one RTT.
-                hostconfig.set_sysctls(server.node, {"net.ipv4.tcp_pacing_ss_ratio": 100,
-                                                     "net.ipv4.tcp_pacing_ca_ratio": 100})
 
     def _unload_marker(self) -> None:
         problems = self.marker.unload() if self.marker else []
         if problems:
             print("catnip: SPM teardown: " + "; ".join(problems), file=sys.stderr)
+
+    def _set_sender_params(self, stack: TeardownStack) -> None:
+        """The per-host parameters of the project senders that read them (spec.senders.PACEABLE:
+        internal pacing, newCWV's NVP, bins and trace), in testbed/sender.py's kernel-wide map keyed
+        by address, cleared on every exit path; the trace ring is emptied for this point."""
+        wanted = {h.ip: params for short, h in self.net.hosts.items()
+                  if (params := self.net.tcp[short].sender_params) is not None}
+        if not wanted:
+            return
+        stack.callback(self._clear_sender_params)
+        for ip, params in wanted.items():
+            self.params_set.append(ip)
+            sender.set_host_params(ip, sender.HostParams(**params))
+        self.traced = {ip for ip, params in wanted.items() if params["trace"]}
+        if self.traced:
+            sender.clear_trace()
+
+    def _clear_sender_params(self) -> None:
+        failure = None
+        for ip in self.params_set:
+            try:
+                sender.clear_host_params(ip)
+            except Exception as exc:  # noqa: BLE001 - the other hosts' entries must still go
+                failure = failure or exc
+        if failure:
+            raise failure
 
     def _make_apps(self) -> None:
         rng = random.Random(self.seed)
@@ -192,7 +262,20 @@ class PointRun:
             sysctls={**{g: hostconfig.read_sysctls(h.node) for g, h in first.items()},
                      "router": hostconfig.read_sysctls(some_router)},
             offloads={g: hostconfig.offloads(h.node, f"{h.name}-eth0") for g, h in first.items()},
-            environment=metadata.point_environment(net, self._engines(), "before"))
+            environment={**metadata.point_environment(net, self._engines(), "before"),
+                         "tcp_hosts": self._tcp_hosts()})
+
+    def _tcp_hosts(self) -> dict[str, dict]:
+        """Which host had which sender: every host's TCP settings (Scenario.host_tcp; sender_params
+        as set in testbed/sender.py's map), and for the hosts of a `tcp.groups` group what their
+        namespace reads back (sysctls, default route, qdiscs)."""
+        out = {}
+        for short, h in self.net.hosts.items():
+            rec = self.net.tcp[short].record()
+            if h.group in self.sc.tcp.groups:
+                rec["applied"] = hostconfig.read_host_tcp(h.node, f"{h.name}-eth0")
+            out[h.name] = rec
+        return out
 
     def _engines(self) -> list:
         b = self.backend
@@ -268,6 +351,16 @@ class PointRun:
         if missing and not partial:
             raise AppError("data missing: " + "; ".join(missing[:10]) + (f" (and {len(missing) - 10} more)"
                                                                          if len(missing) > 10 else ""))
+
+    def _record_trace(self) -> None:
+        """The newCWV trace of the hosts whose group asked for it (`tcp.groups.G.newcwv.trace`), once,
+        as samples of application "sender" (trace_samples)."""
+        if not self.traced or self.trace_recorded:
+            return
+        self.trace_recorded = True
+        entries = sender.read_trace(self.traced)
+        names = {h.ip: h.name for h in self.net.hosts.values()}
+        self.store.add_samples(self.run_id, self.index, trace_samples(entries, names))
 
     def _collect_counters(self) -> None:
         if self.counted:

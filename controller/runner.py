@@ -19,15 +19,17 @@ from controller.skeleton import (Progress, ProgressSink, RunBusy, RunCancelled, 
                                  kernel_resources, machine_busy, machine_lock, new_run_id, record_point,
                                  signals_cancel)
 from results.store import Store
+from spec import senders
 from spec.scenario import Scenario, Sweep, point_label
 from testbed import paths, processes
+from testbed.hostconfig import HostConfigError
 from testbed.capabilities import Capabilities
 from testbed.metadata import git_revision, versions
 from workloads import docroot as docroot_mod
 from workloads.pages import catnip_pages
 
 __all__ = ["PointPlan", "PointRun", "Progress", "ProgressSink", "RunBusy", "RunCancelled", "close_abandoned_runs",
-           "cpu_times", "git_revision", "machine_busy", "machine_lock", "new_run_id", "record_point", "run",
+           "cpu_times", "git_revision", "machine_busy", "machine_lock", "machine_problems", "new_run_id", "record_point", "run",
            "run_resources", "signals_cancel", "versions"]
 
 
@@ -45,6 +47,19 @@ def run_resources(scenarios: list[Scenario]) -> Iterator[None]:
         paths.state_dir().chmod(0o755)
         docroot_mod.write_docroot(catnip_pages(), paths.docroot())
         yield
+
+
+def machine_problems(scenarios: list[Scenario], caps: Capabilities) -> list[str]:
+    """What the scenarios' hosts need that this machine lacks, one line each, found before a run
+    starts: the fq qdisc of `tcp.groups.G.pacing: fq` (this kernel may lack it; `catnip check`)."""
+    out = []
+    for sc in scenarios:
+        for where, qdisc in sc.host_qdiscs().items():
+            line = (f"{where}: '{qdisc}' needs the {qdisc} qdisc, which this kernel lacks (`catnip check`); pace with"
+                    f" 'internal' ({' or '.join(senders.PACEABLE)}) instead")
+            if not caps.qdiscs.get(qdisc) and line not in out:
+                out.append(line)
+    return out
 
 
 def recording_progress(sink: ProgressSink, store: Store, every: float = 1.0) -> ProgressSink:
@@ -71,7 +86,17 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
     problems = caps.blocking_problems()
     if problems:
         raise RuntimeError("this machine cannot run scenarios: " + "; ".join(problems))
+    missing = machine_problems([s for _, s in sweep.points], caps)
+    if missing:  # HostConfigError: the CLI reports it in one line, as the run's shared set-up failing
+        raise HostConfigError(missing[0])
     if jobs > 1:
+        for assignment, scenario in sweep.points:
+            hosts = scenario.sender_params_set()
+            if hosts:
+                # One map by address for the whole machine: side-by-side points reuse addresses.
+                raise HostConfigError(f"tcp.groups: point {point_label(assignment, 'single')} gives hosts"
+                                      f" {', '.join(hosts)} sender parameters (pacing, newcwv), which the kernel"
+                                      " keeps in one map for the whole machine: run with --jobs 1")
         from controller import parallel
         parallel.check_isolatable(sweep, caps)
     run_id = run_id or new_run_id(sweep.name)

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import copy
 import itertools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, SerializeAsAny, StringConstraints, ValidationError,
-                      field_validator, model_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, StringConstraints,
+                      ValidationError, field_validator, model_validator)
 
-from spec import units
+from spec import senders, units
 from spec.graph import Graph, kernel_problem, kernel_qdiscs
 from spec.policy import DropTail, PolicySpec
 from topologies import LIBRARY
@@ -39,11 +40,79 @@ class RouterSpec(_Strict):
     policy: PolicySpec = DropTail()
 
 
-class TcpSpec(_Strict):
-    """TCP settings applied in every host's namespace."""
+CC_NAME = r"^[a-z0-9_]{1,15}$"  # the kernel's TCP_CA_NAME_MAX is 16 with the terminating NUL
+AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
-    congestion_control: str = Field(default="cubic", pattern=r"^[a-z0-9_]{1,16}$")
-    server_congestion_control: list[Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,15}$")]] | None = Field(
+
+def known_congestion_controls() -> tuple[set[str], set[str]] | None:
+    """(the kernel's, the project's) congestion controls a scenario may name, read when the
+    scenario is checked: the project's BPF senders are registered only while a run lasts, so they
+    count whether the kernel lists them now or not. None when the kernel's list cannot be read
+    (then any well-formed name passes, and the run fails on it instead)."""
+    try:
+        kernel = set(AVAILABLE_CC.read_text().split())
+    except OSError:
+        return None
+    return kernel - set(senders.NAMES), set(senders.NAMES)
+
+
+def _known_cc(name: str | None) -> str | None:
+    known = known_congestion_controls()
+    if name is None or known is None or name in known[0] | known[1]:
+        return name
+    raise ValueError(f"{name!r} is not a congestion control of this machine (the kernel has"
+                     f" {', '.join(sorted(known[0])) or 'none'}; the project adds {', '.join(senders.NAMES)})")
+
+
+class NewcwvSpec(_Strict):
+    """catnip_newcwv's parameters on a group's hosts (bpf/newcwv.bpf.c reads them per host address)."""
+
+    nvp: float = Field(default=300.0, ge=0.001, le=86400.0,
+                       description="the non-validated period (RFC 7661 section 4.3: 5 minutes); shorter for tests")
+    bins: int = Field(default=4, ge=1, le=16, description="bins of the pipeACK max filter (RFC 7661 section"
+                                                          " 4.2; the authors' module 4, the paper's Fig. 5 five)")
+    trace: bool = Field(default=False, description="record cwnd, pipeACK and ssthresh per event as samples of"
+                                                   " application 'sender' (controller/point.py)")
+
+    _nvp = field_validator("nvp", mode="before")(lambda cls, v: units.parse_duration(v))
+
+
+class TcpGroupSpec(_Strict):
+    """TCP settings of one host group's namespaces, over the `tcp` defaults."""
+
+    congestion_control: str | None = Field(default=None, pattern=CC_NAME,
+                                           description="default: tcp.congestion_control")
+    slow_start_after_idle: bool | None = Field(
+        default=None, description="net.ipv4.tcp_slow_start_after_idle (RFC 2861 restart after idle); default false"
+                                  " for catnip_newcwv, which keeps cwnd over idle itself, true otherwise")
+    pacing: Literal["off", "internal", "fq"] = Field(
+        default="off", description="internal: TCP's own pacing, switched on by the sender (spec.senders.PACEABLE);"
+                                   " fq: the fq qdisc on the host's interface, where the kernel has it")
+    pacing_ratio: int = Field(default=200, ge=1, le=1000,
+                              description="percent of cwnd/SRTT (tcp_pacing_ss_ratio and tcp_pacing_ca_ratio) when"
+                                          " pacing: 200 was the rate of the paper's Linux 3.12 (section 4.5)")
+    initial_cwnd: int | None = Field(default=None, ge=1, le=100, description="default: tcp.initial_cwnd")
+    newcwv: NewcwvSpec | None = None
+
+    _cc = field_validator("congestion_control")(lambda cls, v: _known_cc(v))
+
+    @field_validator("pacing", mode="before")
+    @classmethod
+    def _off(cls, v: Any) -> Any:
+        return "off" if v is False else v  # YAML reads a bare `off` as false
+
+    @field_validator("pacing_ratio", mode="before")
+    @classmethod
+    def _percent(cls, v: Any) -> Any:
+        return v.strip().removesuffix("%") if isinstance(v, str) else v
+
+
+class TcpSpec(_Strict):
+    """TCP settings applied in every host's namespace; `groups` overrides them per host group."""
+
+    congestion_control: str = Field(default="cubic", pattern=CC_NAME)
+    server_congestion_control: list[Annotated[str, StringConstraints(pattern=CC_NAME),
+                                              AfterValidator(_known_cc)]] | None = Field(
         default=None, min_length=1,
         description="per server (server i uses entry i mod length), e.g. [catnip_reno, catnip_eca]; "
                     "default: congestion_control")
@@ -53,11 +122,55 @@ class TcpSpec(_Strict):
         return ccs[index % len(ccs)] if ccs else self.congestion_control
 
     def all_cc(self) -> set[str]:
-        return {self.congestion_control, *(self.server_congestion_control or [])}
+        """Every congestion control some host may use: what a run registers and allows."""
+        return {self.congestion_control, *(self.server_congestion_control or []),
+                *(g.congestion_control for g in self.groups.values() if g.congestion_control)}
     sack: bool = True
     timestamps: bool = True
     initial_cwnd: int | None = Field(default=None, ge=1, le=100,
                                      description="route initcwnd; None keeps the Linux default (10)")
+    groups: dict[str, TcpGroupSpec] = Field(default_factory=dict,
+                                            description="per host group of the topology: its own settings")
+
+    _cc = field_validator("congestion_control")(lambda cls, v: _known_cc(v))
+
+
+
+@dataclass(frozen=True)
+class HostTcp:
+    """What one host's namespace gets: the `tcp` defaults, the web servers' entry of
+    `server_congestion_control` and its group's `tcp.groups` entry resolved (Scenario.host_tcp)."""
+
+    group: str
+    congestion_control: str
+    slow_start_after_idle: bool
+    pacing: str                 # off | internal | fq
+    pacing_ratio: int | None    # tcp_pacing_ss_ratio = tcp_pacing_ca_ratio; None: the kernel's default
+    initial_cwnd: int | None    # the default route's initcwnd; None: Linux's (10)
+    newcwv: NewcwvSpec | None   # catnip_newcwv's parameters (its hosts only)
+
+    def sysctls(self) -> dict[str, object]:
+        out: dict[str, object] = {"net.ipv4.tcp_congestion_control": self.congestion_control,
+                                  "net.ipv4.tcp_slow_start_after_idle": int(self.slow_start_after_idle)}
+        if self.pacing_ratio is not None:
+            out.update({"net.ipv4.tcp_pacing_ss_ratio": self.pacing_ratio,
+                        "net.ipv4.tcp_pacing_ca_ratio": self.pacing_ratio})
+        return out
+
+    @property
+    def sender_params(self) -> dict[str, Any] | None:
+        """The per-host parameters of a project sender that reads them (spec.senders.PACEABLE),
+        as testbed.sender.HostParams' fields; None for other congestion controls."""
+        if self.congestion_control not in senders.PACEABLE:
+            return None
+        nc = self.newcwv or NewcwvSpec()
+        return {"pace": self.pacing == "internal", "nvp_s": nc.nvp, "bins": nc.bins, "trace": nc.trace}
+
+    def record(self) -> dict[str, Any]:
+        return {"group": self.group, "congestion_control": self.congestion_control,
+                "slow_start_after_idle": self.slow_start_after_idle, "pacing": self.pacing,
+                "pacing_ratio": self.pacing_ratio, "initial_cwnd": self.initial_cwnd,
+                "sender_params": self.sender_params}
 
 
 class MarkingSpec(_Strict):
@@ -160,6 +273,87 @@ class Scenario(_Strict):
         if self.run.capture and not any(link.role == "bottleneck" for link in graph.links):
             raise ValueError("run.capture: the topology has no link with role 'bottleneck' to capture at")
         return self
+
+    @model_validator(mode="after")
+    def _tcp_fits(self) -> "Scenario":
+        """`tcp.groups` names groups of the graph, asks each host's sender only for what it can do,
+        and a burst application's newCWV servers are given idle periods to keep cwnd over."""
+        graph = self.graph()
+        names = [g.name for g in graph.groups]
+        for name in self.tcp.groups:
+            if name not in names:
+                raise ValueError(f"tcp.groups.{name}: no host group {name!r} in the topology (its groups: "
+                                 f"{', '.join(names)})")
+        web = self.app("web")
+        web_groups = {g.name for g in graph.groups_named(web.servers)} if web and web.servers else set()
+        hosts = self.host_tcp()
+        for name, spec in self.tcp.groups.items():
+            ccs = sorted({hosts[h].congestion_control for h in graph.groups_named(name)[0].host_names()})
+            where = f"tcp.groups.{name}"
+            if spec.congestion_control and name in web_groups and self.tcp.server_congestion_control:
+                raise ValueError(f"{where}.congestion_control: the group serves the web application, whose servers'"
+                                 " congestion controls tcp.server_congestion_control sets; give one of the two")
+            if spec.pacing == "internal" and set(ccs) - set(senders.PACEABLE):
+                raise ValueError(f"{where}.pacing: 'internal' is switched on by the sender, and only"
+                                 f" {' and '.join(senders.PACEABLE)} can (this group's is {', '.join(ccs)}); or"
+                                 " pace with fq where the kernel has it")
+            if spec.newcwv is not None and ccs != [senders.NEWCWV]:
+                raise ValueError(f"{where}.newcwv: settings of {senders.NEWCWV}, but this group's congestion"
+                                 f" control is {', '.join(ccs)}")
+        for i, app in enumerate(self.applications):
+            if app.kind != "burst" or not app.servers:
+                continue
+            idle0 = any(idle == 0 for _, idle in app.cell_list())
+            newcwv = any(hosts[h].congestion_control == senders.NEWCWV
+                         for g in graph.groups_named(app.servers) for h in g.host_names())
+            if idle0 and newcwv:
+                field = "cells" if app.cells is not None else "idles"
+                raise ValueError(f"applications.{i}.{field}: an idle period of 0 s, but the servers' sender is"
+                                 f" {senders.NEWCWV} (newcwv asked to idle): its gain is what it keeps over an"
+                                 " idle period; give idle periods above 0")
+        return self
+
+    def host_tcp(self) -> dict[str, HostTcp]:
+        """Each host's TCP settings, by short host name (c1, v1): its group's `tcp.groups` entry
+        over the `tcp` defaults; a web server without a group congestion control takes its entry of
+        `server_congestion_control` (server i, in graph order, entry i mod length)."""
+        graph = self.graph()
+        web = self.app("web")
+        web_groups = {g.name for g in graph.groups_named(web.servers)} if web and web.servers else set()
+        out: dict[str, HostTcp] = {}
+        web_index = 0
+        for g in graph.groups:
+            spec = self.tcp.groups.get(g.name) or TcpGroupSpec()
+            for host in g.host_names():
+                cc = spec.congestion_control
+                if g.name in web_groups:
+                    cc = cc or self.tcp.server_cc(web_index)
+                    web_index += 1
+                cc = cc or self.tcp.congestion_control
+                ratio = spec.pacing_ratio if spec.pacing != "off" else None
+                if ratio is None and g.name in web_groups and cc in senders.PACING_LAST_WINDOW:
+                    ratio = 100  # cwnd x MSS / RTT x 100%: the last window spread over one RTT (CATNIP III-B)
+                out[host] = HostTcp(
+                    group=g.name, congestion_control=cc,
+                    slow_start_after_idle=(spec.slow_start_after_idle if spec.slow_start_after_idle is not None
+                                           else cc not in senders.KEEP_CWND_OVER_IDLE),
+                    pacing=spec.pacing, pacing_ratio=ratio,
+                    initial_cwnd=spec.initial_cwnd or self.tcp.initial_cwnd,
+                    newcwv=(spec.newcwv or NewcwvSpec()) if cc == senders.NEWCWV else None)
+        return out
+
+    def host_qdiscs(self) -> dict[str, str]:
+        """The qdiscs the hosts' settings need, by the field that asks: `tcp.groups.G.pacing: fq`.
+        Checked against the machine before a run starts (runner.machine_problems), as the kernel
+        backend's qdiscs are."""
+        return {f"tcp.groups.{name}.pacing": "fq" for name, g in self.tcp.groups.items() if g.pacing == "fq"}
+
+    def sender_params_set(self) -> list[str]:
+        """Hosts whose project sender gets parameters other than its defaults (testbed/sender.py keeps
+        them in one kernel-wide map keyed by address)."""
+        nc = NewcwvSpec()
+        default = {"pace": False, "nvp_s": nc.nvp, "bins": nc.bins, "trace": nc.trace}
+        return [h for h, t in self.host_tcp().items() if t.sender_params not in (None, default)]
 
     def graph(self) -> Graph:
         return self.topology.graph()

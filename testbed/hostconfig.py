@@ -110,6 +110,37 @@ def shape_egress(node, intf: str, rate_bps: int, mtu: int) -> None:
         "quantum", str(burst))
 
 
+def pace_with_fq(node, intf: str) -> str:
+    """The fq qdisc on the host's egress, which paces each TCP flow at its sk_pacing_rate (the
+    tcp_pacing_*_ratio share of cwnd/SRTT; newCWV paper section 4.5 paced with it). Under the
+    access-link shaper of `shape_egress` when the interface has one (fq as the leaf of its htb
+    class, so the link rate still holds), else at the root. fq's own defaults, as the paper's
+    Linux had them (its initial_quantum lets a new flow's first 10 packets out unpaced).
+    Returns where it went ('1:1' or 'root')."""
+    shown = run(node, "tc", "qdisc", "show", "dev", intf)
+    if any(line.split()[:4] == ["qdisc", "htb", "1:", "root"] for line in shown.splitlines()):
+        run(node, "tc", "qdisc", "replace", "dev", intf, "parent", "1:1", "handle", "10:", "fq")
+        return "1:1"
+    run(node, "tc", "qdisc", "replace", "dev", intf, "root", "fq")
+    return "root"
+
+
+HOST_TCP_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle",
+                    "net.ipv4.tcp_pacing_ss_ratio", "net.ipv4.tcp_pacing_ca_ratio")
+
+
+def read_host_tcp(node, intf: str) -> dict[str, str]:
+    """What a host's namespace has of its per-host TCP settings (spec.scenario.HostTcp), read back:
+    the sysctls, the default route (initcwnd) and the interface's qdiscs."""
+    out = {}
+    for key in HOST_TCP_SYSCTLS:
+        out[key] = run(node, "sysctl", "-n", key).strip()
+    out["default_route"] = run(node, "ip", "route", "show", "default").strip()
+    out["qdiscs"] = " | ".join(line.strip() for line in run(node, "tc", "qdisc", "show", "dev", intf).splitlines()
+                               if line.strip())
+    return out
+
+
 def nstat(node) -> dict[str, int]:
     """Absolute kernel SNMP counters of the node's namespace (fresh namespace: counts of this run)."""
     text = node.cmd("nstat -asz --json 2>/dev/null")

@@ -11,6 +11,12 @@ dumbbell keeps clients 10.1/16 and servers 10.2/16); router link k is 172.16.0.0
 Routing follows the graph: each router reaches every other group's block through the neighbour
 on a path with the fewest hops (Graph.next_hops); hosts route everything through their router.
 Names: 'ctp' + the graph's name for every node; a router's interfaces are NAME-ethN.
+
+TCP: every host gets the scenario's `tcp` sysctls, overridden per host by Scenario.host_tcp (its
+group's `tcp.groups` entry, a web server's `server_congestion_control` entry): congestion
+control, slow start after idle, pacing ratios, the default route's initcwnd, fq for `pacing: fq`.
+The project senders' per-host parameters (a kernel-wide BPF map) are set by controller/point.py,
+which clears them again.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from functools import partial
 from typing import Any
 
 from spec.graph import Graph, RouterLink, resolve
-from spec.scenario import Scenario
+from spec.scenario import HostTcp, Scenario
 from testbed import hostconfig
 from testbed.links import LinkDirection
 from testbed.paths import PREFIX
@@ -53,6 +59,7 @@ class Network:
     subnets: dict[str, str] = field(default_factory=dict)      # group -> address block
     directions: list[LinkDirection] = field(default_factory=list)
     mtu: int = 1500
+    tcp: dict[str, HostTcp] = field(default_factory=dict)     # short name -> its TCP settings, as applied
 
     def hosts_of(self, name: str) -> list[Host]:
         """The hosts of a group, or of every group with that role, in graph order."""
@@ -162,6 +169,7 @@ def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: l
             if group.router != name:
                 run(router, "ip", "route", "add", str(group_net(gi)), "via", addr[f"{name}>{hops[group.router]}"])
     sysctls = hostconfig.tcp_sysctls(tcp.congestion_control, tcp.sack, tcp.timestamps)
+    n.tcp = scenario.host_tcp()
     for gi, group in enumerate(graph.groups):
         net = group_net(gi)
         up = resolve(group.link, group.link.up, scenario.router.policy)
@@ -173,12 +181,15 @@ def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: l
             if topo.mss:
                 hostconfig.set_mtu(h.node, intf, n.mtu)
             run(h.node, "ip", "link", "set", intf, "up")
+            settings = n.tcp[short]  # the `tcp` defaults with the host's group's and web server's own
             route = ["ip", "route", "add", "default", "via", host_ip(net, 0)]
-            if tcp.initial_cwnd:
-                route += ["initcwnd", tcp.initial_cwnd]
+            if settings.initial_cwnd:
+                route += ["initcwnd", settings.initial_cwnd]
             run(h.node, *route)
-            hostconfig.set_sysctls(h.node, sysctls)
+            hostconfig.set_sysctls(h.node, {**sysctls, **settings.sysctls()})
             hostconfig.shape_egress(h.node, intf, up.rate, n.mtu)
+            if settings.pacing == "fq":  # the machine has fq: checked before the run (controller/runner.py)
+                hostconfig.pace_with_fq(h.node, intf)
 
 
 def _engine_policy(policy: Any, buffer: dict | None, where: str) -> dict:

@@ -81,6 +81,13 @@ def test_buffers(text, expected):
      "router.policy: min_q: not a parameter of policy 'red3' (it takes w_q, mean_pkt_bytes, levels)"),
     (["workload.persistent=page"], "workload: persistent: 'page' needs http_version '1.1'"),
     (["workload.http_version=1.1", "workload.persistent=object"], "workload.persistent: 'object' not allowed: 'session' or 'page'"),
+    (["tcp.congestion_control=nosuchcc"], "tcp.congestion_control: 'nosuchcc' is not a congestion control of this machine"),
+    (["tcp.server_congestion_control=[reno, nosuchcc]"], "tcp.server_congestion_control.1: 'nosuchcc' is not a congestion"),
+    (["tcp.groups.clientz={initial_cwnd: 3}"],
+     "tcp.groups.clientz: no host group 'clientz' in the topology (its groups: clients, servers)"),
+    (["tcp.groups.servers.pacing=internal"], "tcp.groups.servers.pacing: 'internal' is switched on by the sender, and"
+                                             " only catnip_reno and catnip_newcwv can (this group's is cubic)"),
+    (["tcp.groups.servers.newcwv={bins: 5}"], "tcp.groups.servers.newcwv: settings of catnip_newcwv, but this group's"),
 ])
 def test_errors_name_field_value_and_rule(overrides, message):
     with pytest.raises(s.ScenarioError) as err:
