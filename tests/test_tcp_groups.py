@@ -259,3 +259,35 @@ def test_trace_entries_become_sender_samples():
                    ("ssthresh", 101.0, 8, "segments", "closedown")]
     assert {(r["app"], r["host"], r["flow"], r["peer"]) for r in rows} == {("sender", "ctpv1", "10.2.0.2:8070-40000",
                                                                            None)}
+
+
+# --- the settings reach the hosts' namespaces ------------------------------------------------------
+@pytest.mark.netns
+def test_settings_reach_the_namespaces(tmp_path, kernel_list, no_leftovers):
+    from controller.skeleton import kernel_resources
+    from testbed import capabilities, hostconfig, network
+    from tests.conftest import need_root
+    need_root()
+    kernel_list.write_text(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text())  # the real one
+    caps = capabilities.probe()
+    if caps.blocking_problems():
+        pytest.skip("machine cannot run scenarios: " + "; ".join(caps.blocking_problems()))
+    sc = one(tmp_path, "tcp.initial_cwnd=5",
+             "tcp.groups.servers={congestion_control: catnip_reno, pacing: internal, pacing_ratio: 150,"
+             " initial_cwnd: 3}",
+             "tcp.groups.cross_servers={congestion_control: cubic, slow_start_after_idle: false, initial_cwnd: 7}")
+    with kernel_resources(sc.tcp.all_cc()):
+        net = network.build(sc, caps.choose_switch("auto", "auto"))
+        try:
+            got = {short: hostconfig.read_host_tcp(h.node, f"{h.name}-eth0") for short, h in net.hosts.items()}
+        finally:
+            network.stop(net)
+    want = {"v1": ("catnip_reno", "1", "150", "150", 3), "w1": ("cubic", "0", "200", "120", 7),
+            "c1": ("reno", "1", "200", "120", 5), "x1": ("reno", "1", "200", "120", 5)}
+    for short, (cc, ssai, ss_ratio, ca_ratio, iw) in want.items():
+        g = got[short]
+        assert (g["net.ipv4.tcp_congestion_control"], g["net.ipv4.tcp_slow_start_after_idle"],
+                g["net.ipv4.tcp_pacing_ss_ratio"], g["net.ipv4.tcp_pacing_ca_ratio"]) == (
+            cc, ssai, ss_ratio, ca_ratio), short
+        assert f" initcwnd {iw}" in g["default_route"], (short, g["default_route"])
+        assert g["qdiscs"].startswith("qdisc htb 1: root"), g["qdiscs"]  # the access shaper is still there
