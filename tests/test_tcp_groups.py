@@ -291,3 +291,49 @@ def test_settings_reach_the_namespaces(tmp_path, kernel_list, no_leftovers):
             cc, ssai, ss_ratio, ca_ratio), short
         assert f" initcwnd {iw}" in g["default_route"], (short, g["default_route"])
         assert g["qdiscs"].startswith("qdisc htb 1: root"), g["qdiscs"]  # the access shaper is still there
+
+
+@pytest.mark.netns
+def test_a_run_records_the_newcwv_trace_and_each_hosts_sender(tmp_path, kernel_list, isolated_data, no_leftovers):
+    """A few bursts from one traced newCWV server: its events are samples of application 'sender' on
+    the clock of the bursts' samples, and the point's environment says which host had which sender."""
+    import json
+    import re
+    import sqlite3
+
+    from testbed import sender
+    from tests.conftest import catnip, need_engine, need_root
+    need_root()
+    need_engine()
+    if not hasattr(sender, "read_trace"):
+        pytest.skip("testbed/sender.py has no newCWV trace yet")
+    raw = copy.deepcopy(BASE)
+    raw["topology"].update(cross_pairs=0)
+    raw["tcp"] = {"congestion_control": "reno", "initial_cwnd": 3,
+                  "groups": {"servers": {"congestion_control": senders.NEWCWV, "newcwv": {"trace": True}}}}
+    raw["applications"] = [{"kind": "burst", "clients": "clients", "servers": "servers", "bursts": ["40KB"],
+                            "idles": ["0.3s"], "repeat": 3, "order": "fixed"}]
+    f = tmp_path / "trace.yaml"
+    f.write_text(yaml.safe_dump(raw))
+    res = catnip("run", str(f), "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads(res.stdout)["status"] == "done"
+    db = sqlite3.connect(isolated_data / "data" / "catnip.db")
+    rows = db.execute("SELECT metric, host, flow, tag, t, value, unit FROM samples WHERE app='sender'").fetchall()
+    bursts = db.execute("SELECT t, t + value FROM samples WHERE metric='burst_time' AND error IS NULL").fetchall()
+    assert len(bursts) == 3
+    metrics = {r[0] for r in rows}
+    assert {"cwnd", "pipeack_sample"} <= metrics <= {"cwnd", "pipeack", "pipeack_sample", "ssthresh"}
+    assert {r[1] for r in rows} == {"ctpv1"}
+    assert all(re.fullmatch(r"10\.2\.0\.2:8070-\d+", r[2]) and r[3] for r in rows), rows[:3]
+    assert {r[6] for r in rows if r[0] == "cwnd"} == {"segments"}
+    # One clock: the server's events lie within the bursts' span (the connection opens just before).
+    first, last = min(b[0] for b in bursts), max(b[1] for b in bursts)
+    assert all(first - 5 <= r[4] <= last + 1 for r in rows), (first, last, min(r[4] for r in rows))
+    assert min(r[5] for r in rows if r[0] == "cwnd") >= 1
+    env = json.loads(db.execute("SELECT environment FROM points").fetchone()[0])["tcp_hosts"]
+    assert env["ctpv1"]["congestion_control"] == senders.NEWCWV and env["ctpc1"]["congestion_control"] == "reno"
+    assert env["ctpv1"]["sender_params"] == {"pace": False, "nvp_s": 300.0, "bins": 4, "trace": True}
+    assert env["ctpv1"]["applied"]["net.ipv4.tcp_slow_start_after_idle"] == "0"
+    assert env["ctpv1"]["applied"]["net.ipv4.tcp_congestion_control"] == senders.NEWCWV
+    assert "applied" not in env["ctpc1"]  # no group settings: its group's sysctls are recorded as before
