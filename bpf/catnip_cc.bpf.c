@@ -21,12 +21,16 @@
  *
  * The document's extent comes from the SPM program's socket storage (bpf/spm.bpf.c), which
  * mod_catnip fills; without it the variants behave as plain Reno.
+ *
+ * catnip_reno also paces every connection of a host whose parameters (bpf/sender_params.h,
+ * shared with catnip_newcwv) say pace=1: the unpaced/paced baseline of newCWV's section 4.5.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "catnip_sockopt.h"
 #include "catnip_docs.h"
+#include "sender_params.h"
 
 #define SK_PACING_NEEDED_ 1
 
@@ -70,6 +74,14 @@ static __always_inline void rbplw(struct sock *sk, struct tcp_sock *tp, long uns
 	long next = tp->snd_cwnd < tp->snd_ssthresh ? 2 * (long)tp->snd_cwnd : (long)tp->snd_cwnd + 1;
 
 	if (unsent >= 0 && unsent <= next)
+		sk->sk_pacing_status = SK_PACING_NEEDED_;
+}
+
+/* TCP's internal pacing from the first segment, at the namespace's tcp_pacing_ss/ca_ratio. */
+SEC("struct_ops")
+void BPF_PROG(reno_init, struct sock *sk)
+{
+	if (host_params(sk).pace)
 		sk->sk_pacing_status = SK_PACING_NEEDED_;
 }
 
@@ -128,6 +140,7 @@ void BPF_PROG(ns2reno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 
 SEC(".struct_ops")
 struct tcp_congestion_ops catnip_reno = {
+	.init = (void *)reno_init,
 	.ssthresh = (void *)catnip_ssthresh,
 	.cong_avoid = (void *)reno_cong_avoid,
 	.undo_cwnd = (void *)catnip_undo_cwnd,

@@ -1,29 +1,71 @@
-"""The CATNIP sender heuristics as BPF congestion controls (bpf/catnip_cc.bpf.c): register them for
-a run, unregister after (also after a failure; `catnip clean` removes leftovers).
+"""The project's congestion controls as BPF struct_ops (spec/senders.py): register them for a run,
+unregister after (also after a failure; `catnip clean` removes leftovers); their per-host
+parameters; newCWV's trace.
 
-Congestion controls are global to the kernel (every namespace sees them), so a run registers all
-four, uses the one its scenario names on the servers, and unregisters them at the end.
+Two objects: bpf/catnip_cc.bpf.o (CATNIP's sender heuristics and Reno variants) and
+bpf/newcwv.bpf.o (RFC 7661 newCWV on Reno, docs/newcwv-sender.md). Congestion controls are global
+to the kernel (every namespace sees them), so a run registers all of them, uses the ones its
+scenario names, and unregisters them at the end.
+
+Per-host parameters live in a kernel-wide hash map pinned by name (/sys/fs/bpf/catnip_sndparams,
+layout in bpf/sender_params.h), keyed by the sending socket's local IPv4 address: internal pacing
+(catnip_reno and catnip_newcwv), and newCWV's non-validated period, filter bins and trace. A host
+without an entry gets the defaults; a connection reads its host's entry when it starts (.init).
+
+newCWV's trace is a ring in an mmap-able array map (/sys/fs/bpf/catnip_cwvtrace), written only for
+hosts whose parameters say trace=True; read_trace() reads it without consuming it, clear_trace()
+forgets what is there.
 """
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+import os
+import platform
+import socket
+import struct
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
+from spec.senders import CATNIP, NAMES, NEED_DOCUMENTS, NEWCWV, PACING_LAST_WINDOW
 from testbed import paths
 
-OBJECT = paths.REPO / "bpf" / "build" / "catnip_cc.bpf.o"
+__all__ = ["NAMES", "PACING", "NEED_DOCUMENTS", "HostParams", "SenderError", "set_host_params",
+           "clear_host_params", "read_trace", "clear_trace", "register", "unregister", "registered",
+           "being_freed", "release_shared_map"]
+
+BPF_DIR = paths.REPO / "bpf"
+OBJECT = BPF_DIR / "build" / "catnip_cc.bpf.o"
+NEWCWV_OBJECT = BPF_DIR / "build" / "newcwv.bpf.o"
+# Each object and the congestion controls it registers.
+OBJECTS = {OBJECT: CATNIP, NEWCWV_OBJECT: (NEWCWV,)}
 SHARED_MAP_PIN = Path("/sys/fs/bpf/catnip_docs")  # the document map, shared with the SPM object
-NAMES = ("catnip_reno", "catnip_eca", "catnip_rbplw", "catnip_ecarbplw", "catnip_ns2reno")
+PARAMS_PIN = Path("/sys/fs/bpf/catnip_sndparams")
+TRACE_PIN = Path("/sys/fs/bpf/catnip_cwvtrace")
+PINS = (SHARED_MAP_PIN, PARAMS_PIN, TRACE_PIN)
 # Which of them pace the last window: they need TCP's pacing ratios at 100% in the sender's namespace.
-PACING = ("catnip_rbplw", "catnip_ecarbplw")
-# ECA and RBPLW read the document's extent, which mod_catnip announces through the SPM object.
-NEED_DOCUMENTS = ("catnip_eca", "catnip_rbplw", "catnip_ecarbplw")
+PACING = PACING_LAST_WINDOW
+
+# bpf/sender_params.h
+MAX_BINS = 8
+PARAMS_MAX_HOSTS = 4096
+TRACE_SLOTS = 16384
+_UNDEF = 0xFFFFFFFF
+_PARAMS = struct.Struct("=IIII")  # struct sender_params: pace, nvp_ms, bins, trace
+_TRACE_HEADER = struct.Struct("=QQ")  # struct cwv_trace: head, base (then 48 bytes of padding)
+_TRACE_HEADER_SIZE = 64
+_TRACE_ENTRY = struct.Struct("=QQIIHHBBBB12I")  # struct cwv_trace_entry, 80 bytes
+_TRACE_VALUE_SIZE = _TRACE_HEADER_SIZE + TRACE_SLOTS * _TRACE_ENTRY.size
+EVENTS = {1: "init", 2: "sample", 3: "closedown", 4: "recovery", 5: "recovery_end", 6: "tx_start", 7: "rto"}
 
 
 class SenderError(RuntimeError):
     pass
 
+
+# --- registration ---------------------------------------------------------------------------
 
 def _struct_ops_names() -> list[str]:
     try:
@@ -58,19 +100,30 @@ def being_freed() -> list[str]:
     return [] if available is None else [n for n in _struct_ops_names() if n not in available]
 
 
+def build() -> None:
+    """Build the objects (a no-op when they are up to date); a machine without a compiler can
+    still use objects built before."""
+    res = subprocess.run(["make", "-s", "-C", str(BPF_DIR)], capture_output=True, text=True)
+    missing = [o.name for o in OBJECTS if not o.exists()]
+    if missing:
+        raise SenderError(f"building {', '.join(missing)} failed: {(res.stderr or res.stdout).strip()}")
+
+
 def register() -> None:
-    if not OBJECT.exists():
-        res = subprocess.run(["make", "-s", "-C", str(paths.REPO / "bpf")], capture_output=True, text=True)
-        if res.returncode != 0:
-            raise SenderError(f"building bpf/catnip_cc.bpf.o failed: {res.stderr.strip()}")
+    """Register every project congestion control (both objects); all or none."""
+    build()
     unregister()  # a killed run may have left them; names must be unique
-    res = subprocess.run(["bpftool", "struct_ops", "register", str(OBJECT)], capture_output=True, text=True,
-                         timeout=30)
+    errors = []
+    for obj in OBJECTS:
+        res = subprocess.run(["bpftool", "struct_ops", "register", str(obj)], capture_output=True, text=True,
+                             timeout=30)
+        if res.returncode != 0:
+            errors.append(f"{obj.name}: {(res.stderr or res.stdout).strip()}")
     missing = set(NAMES) - set(registered())
-    if res.returncode != 0 or missing:
+    if errors or missing:
         unregister()
-        raise SenderError(f"registering the CATNIP congestion controls failed ({', '.join(sorted(missing))}): "
-                          f"{(res.stderr or res.stdout).strip()}")
+        raise SenderError(f"registering the project congestion controls failed ({', '.join(sorted(missing))}): "
+                          + "; ".join(errors))
 
 
 def unregister() -> list[str]:
@@ -84,5 +137,169 @@ def unregister() -> list[str]:
 
 
 def release_shared_map() -> None:
-    """Unpin the shared document map once neither the marker nor the controls use it."""
-    SHARED_MAP_PIN.unlink(missing_ok=True)
+    """Unpin the maps shared by name (documents, per-host parameters, newCWV's trace) once neither
+    the marker nor the controls use them."""
+    for pin in PINS:
+        pin.unlink(missing_ok=True)
+
+
+# --- the bpf(2) calls the parameters and the trace need -----------------------------------
+
+_NR_BPF = {"x86_64": 321, "aarch64": 280, "riscv64": 280, "ppc64le": 361, "s390x": 351}.get(platform.machine())
+_BPF_MAP_CREATE, _BPF_MAP_UPDATE_ELEM, _BPF_MAP_DELETE_ELEM, _BPF_OBJ_PIN, _BPF_OBJ_GET = 0, 2, 3, 6, 7
+_BPF_MAP_TYPE_HASH = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+def _bpf(cmd: int, attr: bytes) -> int:
+    if _NR_BPF is None:
+        raise SenderError(f"no bpf(2) syscall number known for {platform.machine()}")
+    buf = ctypes.create_string_buffer(attr, 128)
+    ret = _libc.syscall(ctypes.c_long(_NR_BPF), ctypes.c_int(cmd), buf, ctypes.c_uint(len(buf)))
+    if ret < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return ret
+
+
+def _obj_get(pin: Path) -> int:
+    path = ctypes.create_string_buffer(str(pin).encode())
+    return _bpf(_BPF_OBJ_GET, struct.pack("=QII", ctypes.addressof(path), 0, 0))
+
+
+def _params_fd() -> int:
+    """The parameter map, created and pinned here when no object has loaded it yet (the objects
+    then reuse it: libbpf reuses a pinned map of the same type and sizes)."""
+    try:
+        return _obj_get(PARAMS_PIN)
+    except FileNotFoundError:
+        pass
+    name = b"catnip_sndparam"  # the kernel keeps 15 characters of a map's name
+    attr = struct.pack("=7I16s", _BPF_MAP_TYPE_HASH, 4, _PARAMS.size, PARAMS_MAX_HOSTS, 0, 0, 0, name)
+    fd = _bpf(_BPF_MAP_CREATE, attr)
+    path = ctypes.create_string_buffer(str(PARAMS_PIN).encode())
+    try:
+        _bpf(_BPF_OBJ_PIN, struct.pack("=QII", ctypes.addressof(path), fd, 0))
+    except FileExistsError:  # pinned meanwhile by a register()
+        os.close(fd)
+        return _obj_get(PARAMS_PIN)
+    return fd
+
+
+# --- per-host parameters -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HostParams:
+    """What a sending host's connections of catnip_reno / catnip_newcwv read when they start.
+
+    pace: TCP's internal pacing (sk_pacing_status = SK_PACING_NEEDED) at the namespace's
+    tcp_pacing_ss/ca_ratio; nvp_s: newCWV's non-validated period (RFC 7661 section 5: 300 s);
+    bins: newCWV's pipeACK max-filter bins over max(3 SRTT, 1 s); trace: newCWV writes its trace."""
+
+    pace: bool = False
+    nvp_s: float = 300.0
+    bins: int = 4
+    trace: bool = False
+
+    def __post_init__(self):
+        if not 0.001 <= self.nvp_s <= 0xFFFFFFFF / 1000:
+            raise ValueError(f"nvp_s must be between 1 ms and {0xFFFFFFFF // 1000} s, not {self.nvp_s}")
+        if not 1 <= int(self.bins) <= MAX_BINS or int(self.bins) != self.bins:
+            raise ValueError(f"bins must be an integer from 1 to {MAX_BINS}, not {self.bins}")
+
+    def packed(self) -> bytes:
+        return _PARAMS.pack(int(bool(self.pace)), round(self.nvp_s * 1000), int(self.bins), int(bool(self.trace)))
+
+
+def _key(ip: str) -> ctypes.Array:
+    return ctypes.create_string_buffer(socket.inet_aton(ip), 4)  # network byte order, as skc_rcv_saddr
+
+
+def set_host_params(ip: str, params: HostParams) -> None:
+    """Set the parameters of the host with this IPv4 address (connections started after this)."""
+    key, value = _key(ip), ctypes.create_string_buffer(params.packed(), _PARAMS.size)
+    fd = _params_fd()
+    try:
+        _bpf(_BPF_MAP_UPDATE_ELEM, struct.pack("=IIQQQ", fd, 0, ctypes.addressof(key), ctypes.addressof(value), 0))
+    except OSError as exc:
+        raise SenderError(f"setting the sender parameters of {ip}: {exc}") from None
+    finally:
+        os.close(fd)
+
+
+def clear_host_params(ip: str) -> None:
+    """Back to the defaults for this host; nothing to do when it has no entry or there is no map."""
+    try:
+        fd = _obj_get(PARAMS_PIN)
+    except FileNotFoundError:
+        return
+    key = _key(ip)
+    try:
+        _bpf(_BPF_MAP_DELETE_ELEM, struct.pack("=IIQ", fd, 0, ctypes.addressof(key)))
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --- newCWV's trace -------------------------------------------------------------------------
+
+def _trace_map(writable: bool) -> mmap.mmap | None:
+    try:
+        fd = _obj_get(TRACE_PIN)  # a read-only map fd cannot be mapped at all (EINVAL)
+    except FileNotFoundError:
+        return None
+    try:
+        length = _TRACE_HEADER_SIZE if writable else _TRACE_VALUE_SIZE
+        prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+        return mmap.mmap(fd, length, flags=mmap.MAP_SHARED, prot=prot)
+    finally:
+        os.close(fd)
+
+
+def _undef(v: int) -> int | None:
+    return None if v == _UNDEF else v
+
+
+def read_trace(ips: set[str] | None = None) -> list[dict]:
+    """The trace entries written since the last clear_trace (at most TRACE_SLOTS, the newest), in
+    the order they were written, of the senders with these local addresses (all when None).
+
+    Each: t (s, CLOCK_MONOTONIC, as time.monotonic()), ip/sport (the sender's end), peer/dport,
+    event (init, sample, closedown, recovery, recovery_end, tx_start, rto), cwnd, ssthresh and
+    inflight (segments), pipeack and sample (bytes, None when undefined / not a sample), validated;
+    and t_ns, prior_cwnd (cwnd before the event changed it), iw, mss, psp_ms, srtt_us, lfs and r
+    (the recovery's LossFlightSize and segments retransmitted since it began), loss_nvp."""
+    m = _trace_map(writable=False)
+    if m is None:
+        return []
+    out = []
+    with m:
+        head, base = _TRACE_HEADER.unpack_from(m, 0)
+        for idx in range(max(base, head - TRACE_SLOTS, 0), head):
+            off = _TRACE_HEADER_SIZE + (idx % TRACE_SLOTS) * _TRACE_ENTRY.size
+            (seq, t_ns, saddr, daddr, sport, dport, event, validated, loss_nvp, _pad, cwnd, ssthresh, pipeack,
+             sample, inflight, lfs, retrans, mss, psp_ms, srtt_us, prior_cwnd, iw) = _TRACE_ENTRY.unpack_from(m, off)
+            if seq != idx + 1:  # being written, or overwritten by a newer lap of the ring
+                continue
+            ip = socket.inet_ntoa(struct.pack("=I", saddr))
+            if ips is not None and ip not in ips:
+                continue
+            out.append({"t": t_ns / 1e9, "ip": ip, "sport": sport, "dport": dport,
+                        "event": EVENTS.get(event, str(event)), "cwnd": cwnd, "ssthresh": ssthresh,
+                        "pipeack": _undef(pipeack), "sample": _undef(sample), "validated": bool(validated),
+                        "inflight": inflight, "t_ns": t_ns, "peer": socket.inet_ntoa(struct.pack("=I", daddr)),
+                        "prior_cwnd": prior_cwnd, "iw": iw, "mss": mss, "psp_ms": psp_ms, "srtt_us": srtt_us,
+                        "lfs": lfs, "r": retrans, "loss_nvp": bool(loss_nvp)})
+    return out
+
+
+def clear_trace() -> None:
+    """Forget the entries written so far (the ring's writers never wait for a reader)."""
+    m = _trace_map(writable=True)
+    if m is None:
+        return
+    with m:
+        head, _ = _TRACE_HEADER.unpack_from(m, 0)
+        struct.pack_into("=Q", m, 8, head)
