@@ -55,8 +55,11 @@ def check(as_json: bool, brief: bool) -> None:
         click.echo(f"BPF: BTF {yes(caps.bpf_btf)}   bpftool {yes(caps.tools.get('bpftool'))}"
                    f"   clang {yes(caps.tools.get('clang'))}   cgroup v2 {yes(caps.cgroup2)}")
         if programs:
-            click.echo("BPF programs: SPM marker + document size " + _verdict(programs["spm"]) +
-                       "   sender congestion controls (struct_ops) " + _verdict(programs["senders"]))
+            click.echo("BPF programs: SPM marker + document size " + _verdict(programs["spm"]))
+            ccs = programs.get("congestion_controls")
+            click.echo("  sender congestion controls (struct_ops, loaded through the verifier): " +
+                       ("  ".join(f"{name} {_verdict(v)}" for name, v in ccs.items()) if ccs
+                        else _verdict(programs["senders"])))
         click.echo(f"Mininet API: {yes(caps.mininet)}   tools: " +
                    "  ".join(f"{t} {yes(v)}" for t, v in caps.tools.items()))
         click.echo(f"link backends: {', '.join(caps.link_backends) or 'none'}"

@@ -81,7 +81,9 @@ def our_namespaces() -> list[str]:
 
 
 def our_bpf_pins() -> list[str]:
-    shared = [str(p) for p in sorted(BPF_PIN_DIR.parent.glob("catnip_*"))]  # maps pinned by name
+    # Maps pinned by name: the document map, the senders' per-host parameters and newCWV's trace
+    # (testbed/sender.PINS), and whatever a killed marker load left.
+    shared = [str(p) for p in sorted(BPF_PIN_DIR.parent.glob("catnip_*"))]
     if not BPF_PIN_DIR.exists():
         return shared
     return [str(p) for p in BPF_PIN_DIR.rglob("*")] + shared or [str(BPF_PIN_DIR)]

@@ -67,17 +67,19 @@ class SenderError(RuntimeError):
 
 # --- registration ---------------------------------------------------------------------------
 
-def _struct_ops_names() -> list[str]:
+def _struct_ops() -> list[tuple[int, str]]:
+    """(id, name) of every struct_ops map of ours the kernel holds: the registered ones, and those
+    unregistered but still used by sockets (several can share a name)."""
     try:
         out = subprocess.run(["bpftool", "struct_ops", "show"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return []
-    names = []
+    found = []
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) >= 2 and parts[1] in NAMES:
-            names.append(parts[1])
-    return names
+        if len(parts) >= 2 and parts[1] in NAMES and parts[0].rstrip(":").isdigit():
+            found.append((int(parts[0].rstrip(":")), parts[1]))
+    return found
 
 
 def _available() -> set[str] | None:
@@ -90,14 +92,18 @@ def _available() -> set[str] | None:
 def registered() -> list[str]:
     """Ours that sockets can still select."""
     available = _available()
-    return [n for n in _struct_ops_names() if available is None or n in available]
+    names = dict.fromkeys(n for _, n in _struct_ops())
+    return [n for n in names if available is None or n in available]
 
 
 def being_freed() -> list[str]:
     """Ours already unregistered whose struct_ops map the kernel keeps until the last socket using
     it closes (orphaned sockets of a cancelled run can take minutes); unregister answers EINPROGRESS."""
     available = _available()
-    return [] if available is None else [n for n in _struct_ops_names() if n not in available]
+    if available is None:
+        return []
+    maps = [n for _, n in _struct_ops()]
+    return [n for n in dict.fromkeys(maps) if maps.count(n) > (1 if n in available else 0)]
 
 
 def build() -> None:
@@ -127,10 +133,11 @@ def register() -> None:
 
 
 def unregister() -> list[str]:
-    """Unregister every one still there; returns the names removed."""
+    """Unregister every one still there; returns the names removed. By map id: a name can also
+    belong to maps unregistered before and kept for their sockets (those answer EINPROGRESS)."""
     gone = []
-    for name in registered():
-        if subprocess.run(["bpftool", "struct_ops", "unregister", "name", name], capture_output=True,
+    for map_id, name in _struct_ops():
+        if subprocess.run(["bpftool", "struct_ops", "unregister", "id", str(map_id)], capture_output=True,
                           timeout=10).returncode == 0:
             gone.append(name)
     return gone

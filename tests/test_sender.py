@@ -1,5 +1,6 @@
-"""CATNIP's sender heuristics as BPF congestion controls: per-server choice in scenarios,
-registration and cleanup, and the behaviours of Fig. 2 measured on the testbed."""
+"""The project's BPF congestion controls (CATNIP's sender heuristics, newCWV): per-server choice in
+scenarios, registration (every one, both objects) and cleanup, and the behaviours of Fig. 2
+measured on the testbed. newCWV's own behaviours: tests/test_newcwv.py."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def test_register_and_unregister_leave_nothing(no_leftovers):
         sender.release_shared_map()
     available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
     assert not set(sender.NAMES) & set(available)
+    assert not [p for p in sender.PINS if p.exists()]  # documents, per-host parameters, newCWV's trace
 
 
 @pytest.mark.slow
