@@ -388,12 +388,13 @@ def test_loss_in_the_non_validated_phase_gives_the_rfc_cwnd(no_leftovers):
     assert end["validated"] and end["t"] > rec["t"]
 
 
-def test_pipeack_filter_matches_the_model(no_leftovers):
+@pytest.mark.parametrize("bins", [4, 5])  # the authors' module; the paper's Fig. 5b
+def test_pipeack_filter_matches_the_model(bins, no_leftovers):
     """The trace's pipeACK after every sample equals the Python model fed the trace's own samples,
     times and PSP; and the filter is seen working: pipeACK above the sample (an earlier larger one
     held), and falling once that one is older than PSP."""
     with _testbed() as bed:
-        with bed.connect("catnip_newcwv", 0, HostParams(bins=4, trace=True)) as conn:
+        with bed.connect("catnip_newcwv", 0, HostParams(bins=bins, trace=True)) as conn:
             conn.request(100_000)
             conn.wait_acked()
             deadline = time.monotonic() + 2 * PSP_S
@@ -401,7 +402,7 @@ def test_pipeack_filter_matches_the_model(no_leftovers):
                 time.sleep(0.15)
                 conn.request(3000)
             tr = conn.trace()
-    model = PipeAckFilter(bins=4)
+    model = PipeAckFilter(bins=bins)
     samples = 0
     for e in tr:
         if e["event"] in ("init", "recovery_end", "rto"):
