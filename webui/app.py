@@ -5,7 +5,9 @@ controller's run queue, controller/run_queue.py, which it only asks), and only d
 results/ computes: report tables (results/report.py), the Table XI comparison
 (results/compare.py), plot data (results/figures.py), and the applications' per-sample metrics
 (results/samples.py: summaries, CCDFs, per-flow time series, C.O.V.; the `app-metrics` layout of
-results/layouts.py for downloads).
+results/layouts.py for downloads), and the newCWV paper's reports where a run has bursts
+(results/newcwv.py: the gain grid as heat maps, the cwnd/pipeACK trace and the FTP throughput as
+line charts; every registered layout of a run as CSV, JSON or text).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from models import validation
 from results import compare as compare_mod
 from results import contrast as contrast_mod
 from results import figures, layouts
+from results import newcwv as newcwv_mod
 from results import pooled as pooled_mod
 from results import report as report_mod
 from results import samples as samples_mod
@@ -172,6 +175,37 @@ def _app_metrics(store: Store, run_id: str, point: int) -> dict[str, Any] | None
     return {"summaries": [asdict(s) for s in summaries], "ccdf": ccdf, "goodput": goodput}
 
 
+NEWCWV_LAYOUTS = ("newcwv-gain", "newcwv-loss", "newcwv-trace", "ftp-throughput")
+LAYOUT_FORMATS = {"csv": "text/csv", "json": "application/json", "txt": "text/plain"}
+
+
+def _newcwv_views(store: Store, run_id: str, apps: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
+    """The newCWV paper's charts of a run whose points have burst samples, or None: the gain grid
+    of each comparison as heat maps, the cwnd/pipeACK trace (Fig. 5) and the FTP throughput (Fig.
+    11) where the run has them, and the layouts that apply (for their downloads)."""
+    metrics = {(s["app"], s["metric"]) for a in apps.values() for s in a["summaries"]}
+    if not any(m == "burst_time" for _, m in metrics):
+        return None
+    out: dict[str, Any] = {"gain": [], "trace": [], "ftp": None, "layouts": ["newcwv-gain", "newcwv-loss"],
+                           "notes": []}
+    try:
+        rep = newcwv_mod.gain_report(store, [run_id])
+        out["gain"] = [m for c in rep.comparisons for m in figures.gain_heatmaps(c)]
+        out["notes"] += rep.notes
+    except (newcwv_mod.NoData, KeyError) as exc:
+        out["notes"].append(str(exc.args[0]))
+    if any(a == newcwv_mod.TRACE_APP for a, _ in metrics):
+        out["trace"] = figures.trace_charts(newcwv_mod.trace_report(store, run_id))
+        out["layouts"].append("newcwv-trace")
+    if any(m == "goodput" for _, m in metrics):
+        try:
+            out["ftp"] = figures.ftp_chart(newcwv_mod.ftp_throughput(store, [run_id]))
+            out["layouts"].append("ftp-throughput")
+        except newcwv_mod.NoData:
+            pass  # goodput of another application: no FTP flow of the bulk kind
+    return out
+
+
 def _register(app: Flask) -> None:
     @app.teardown_appcontext
     def close_store(exc):
@@ -225,6 +259,7 @@ def _register(app: Flask) -> None:
                                "versions": None, "captures": []}
         ctx["transfers"] = None
         ctx["apps"] = {}
+        ctx["newcwv"] = None
         if run is not None and json.loads(run["scenario"]).get("kind") == "transfers":
             ctx["transfers"] = validation.cells(store.transfer_trials(run_id))  # no pages, no bottleneck
         elif run is not None:
@@ -245,6 +280,7 @@ def _register(app: Flask) -> None:
             if ctx["report"] is not None:
                 ctx["apps"] = {n: data for n in (p["point"] for p in store.points(run_id))
                                if (data := _app_metrics(store, run_id, n)) is not None}
+                ctx["newcwv"] = _newcwv_views(store, run_id, ctx["apps"])
             ctx["capabilities"] = json.loads(run["capabilities"] or "null")
             ctx["versions"] = json.loads(run["versions"] or "null")
         ctx["live"] = (job is not None and job.state in LIVE) or (run is not None and run["status"] == "running")
@@ -302,6 +338,33 @@ def _register(app: Flask) -> None:
             abort(404, description=str(exc.args[0]))
         return Response(layouts.RENDERERS[fmt](table), mimetype="text/csv" if fmt == "csv" else "application/json",
                         headers={"Content-Disposition": f'attachment; filename="{run_id}-apps.{fmt}"'})
+
+    @app.get("/runs/<run_id>/layouts/<name>.<fmt>")
+    def layout_download(run_id: str, name: str, fmt: str):
+        # Any registered layout of the run (results/layouts.py), as `catnip report RUN --layout NAME`
+        # writes it; `?run=ID` (repeatable) adds runs for the layouts that take several (the seeds).
+        _check_run_id(run_id)
+        if name not in layouts.LAYOUTS:
+            abort(404, description=f"no layout {name[:60]!r}; the layouts are: {', '.join(layouts.LAYOUTS)}")
+        if fmt not in LAYOUT_FORMATS:
+            abort(404, description=f"no {fmt[:20]!r} download; layouts come as .csv, .json or .txt")
+        try:
+            more = [r for r in forms.run_ids(request.args.getlist("run")) if r != run_id]
+        except ValueError as exc:
+            abort(400, description=str(exc))
+        store = _store()
+        for rid in (run_id, *more):
+            if store.run(rid) is None:  # the exact id: layouts also take an id's prefix
+                abort(404, description=f"no run {rid!r}")
+        try:
+            table = layouts.build(name, store, run_id, *more)
+        except KeyError as exc:
+            abort(404, description=str(exc.args[0]))
+        except ValueError as exc:  # LayoutError too: the wrong number or kind of runs
+            abort(400, description=str(exc))
+        body = layouts.render_text(table) if fmt == "txt" else layouts.RENDERERS[fmt](table)
+        return Response(body, mimetype=LAYOUT_FORMATS[fmt],
+                        headers={"Content-Disposition": f'attachment; filename="{run_id}-{name}.{fmt}"'})
 
     @app.get("/runs/<run_id>/points/<int:point>/apps.json")
     def point_apps(run_id: str, point: int):

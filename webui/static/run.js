@@ -79,6 +79,16 @@
     });
   }
 
+  function drawNewcwv() {
+    // The newCWV reports computed by the server (results/figures.py): gain heat maps, trace, FTP throughput.
+    const el = document.getElementById("newcwv-data");
+    if (typeof Plotly === "undefined" || !el) return;
+    const d = JSON.parse(el.textContent);
+    d.gain.forEach((f, i) => Plotly.newPlot(`newcwv-gain-${i}`, f.data, f.layout, opts));
+    d.trace.forEach((f, i) => Plotly.newPlot(`newcwv-trace-${i}`, f.data, f.layout, opts));
+    if (d.ftp) Plotly.newPlot("newcwv-ftp", d.ftp.data, d.ftp.layout, opts);
+  }
+
   function showProgress(points) {
     const table = document.getElementById("progress-table");
     points.forEach(p => {
@@ -103,6 +113,7 @@
   draw();
   drawFigures();
   drawApps();
+  drawNewcwv();
   if (cfg.live && window.EventSource) {
     const es = new EventSource(cfg.events);
     es.addEventListener("update", ev => {
