@@ -106,9 +106,18 @@ def being_freed() -> list[str]:
     return [n for n in dict.fromkeys(maps) if maps.count(n) > (1 if n in available else 0)]
 
 
+def _stale() -> bool:
+    if not all(o.exists() for o in OBJECTS):
+        return True
+    built = min(o.stat().st_mtime for o in OBJECTS)
+    return any(src.stat().st_mtime > built for src in [*BPF_DIR.glob("*.c"), *BPF_DIR.glob("*.h")])
+
+
 def build() -> None:
-    """Build the objects (a no-op when they are up to date); a machine without a compiler can
-    still use objects built before."""
+    """Build the objects when one is missing or older than the sources; a machine without a
+    compiler can still use objects built before."""
+    if not _stale():
+        return
     res = subprocess.run(["make", "-s", "-C", str(BPF_DIR)], capture_output=True, text=True)
     missing = [o.name for o in OBJECTS if not o.exists()]
     if missing:
