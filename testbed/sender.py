@@ -29,12 +29,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from spec.senders import CATNIP, NAMES, NEED_DOCUMENTS, NEWCWV, PACING_LAST_WINDOW
+from spec.senders import CATNIP, NAMES, NEED_DOCUMENTS, NEWCWV, PACING_LAST_WINDOW  # noqa: F401 (NAMES, NEED_DOCUMENTS: re-exported)
 from testbed import paths
-
-__all__ = ["NAMES", "PACING", "NEED_DOCUMENTS", "HostParams", "SenderError", "set_host_params",
-           "clear_host_params", "read_trace", "clear_trace", "register", "unregister", "registered",
-           "being_freed", "release_shared_map"]
 
 BPF_DIR = paths.REPO / "bpf"
 OBJECT = BPF_DIR / "build" / "catnip_cc.bpf.o"

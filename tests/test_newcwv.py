@@ -8,7 +8,6 @@ a poll for a condition (all data acknowledged, the client's answer)."""
 
 from __future__ import annotations
 
-import os
 import re
 import select
 import shutil
@@ -84,7 +83,9 @@ class PipeAckFilter:
         self.held: list[list[int]] = []  # [start ms, bytes], oldest first
 
     def add(self, sample: int, now_ms: int, psp_ms: int) -> int | None:
-        age = lambda t: (now_ms - t) & 0xFFFFFFFF  # noqa: E731
+        def age(t: int) -> int:
+            return (now_ms - t) & 0xFFFFFFFF
+
         if not self.held or age(self.held[-1][0]) > psp_ms // self.bins:
             self.held.append([now_ms, sample])
             del self.held[:-self.bins]
@@ -172,7 +173,7 @@ def _ss_field(text: str, name: str) -> float | None:
 class Conn:
     """One connection from the client to a server program using one congestion control."""
 
-    def __init__(self, bed: "Bed", port: int, client):
+    def __init__(self, bed: Bed, port: int, client):
         self.bed, self.port, self.client = bed, port, client
 
     def info(self) -> dict:
