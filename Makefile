@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv/bin
 SCENARIO ?= scenarios/quick.yaml
 
-.PHONY: setup run test test-fast clean help table-xi sim-tables
+.PHONY: setup run test test-fast clean help table-xi sim-tables newcwv
 
 help:
 	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
@@ -12,6 +12,7 @@ help:
 	@echo "make table-xi  CATNIP Table XI: baseline, partial and full SPM over four buffers (about 40 minutes)"
 	@echo "              ARGS='--seed 2' passes options to every run"
 	@echo "make sim-tables  CATNIP Tables II-X, fairness and HTTP/1.1 (17 points; JOBS=2 side by side by default)"
+	@echo "make newcwv  newCWV (Hossain and Fairhurst) Figs 5, 7-11 and Tables 2-3: 7 scenarios, 15 points (JOBS=2)"
 	@echo "make clean   remove every namespace, process, bridge and BPF object the testbed created"
 
 setup:
@@ -29,6 +30,9 @@ table-xi: setup
 
 sim-tables: setup
 	@JOBS=$(or $(JOBS),2) scripts/sim-tables.sh $(ARGS)
+
+newcwv: setup
+	@JOBS=$(or $(JOBS),2) scripts/newcwv.sh $(ARGS)
 
 clean:
 	@$(VENV)/catnip clean

@@ -389,6 +389,40 @@ def fig2_cmd(out: str, rtt: float) -> None:
     click.echo(f"plot: {out}")
 
 
+@main.command(name="burst-seq")
+@click.argument("run_id")
+@click.option("--size", default="80KB", show_default=True, help="burst size of the cell to show ('any' for every size)")
+@click.option("--idle", default="any", show_default=True, help="idle period of the cell, e.g. 1s ('any' for every idle)")
+@click.option("--nth", type=click.IntRange(0), default=2, show_default=True,
+              help="which burst of the cell (from 0; the first ones start from the initial window)")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="SVG file (default newcwv-fig10-RUN.svg)")
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
+def burst_seq(run_id: str, size: str, idle: str, nth: int, out: str | None, db: str | None) -> None:
+    """newCWV Fig. 10: one burst's segments against time in every captured point of a run
+    (run.capture: true), e.g. unpaced and paced; writes an SVG and prints each burst's spread."""
+    from results import burst_capture
+    from spec import units
+    try:
+        want_size = None if size == "any" else units.parse_size(size)
+        want_idle = None if idle == "any" else units.parse_duration(idle)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    store = _store(db)
+    found = store.find_run(run_id)
+    if found is None:
+        raise click.ClickException(f"no run {run_id!r} (`catnip list` shows the runs)")
+    try:
+        svg, chosen = burst_capture.figure(store, found["id"], want_size, want_idle, nth)
+    except burst_capture.CaptureError as exc:
+        raise click.ClickException(str(exc)) from None
+    path = Path(out or f"newcwv-fig10-{found['id']}.svg")
+    path.write_text(svg)
+    for point, label, b in chosen:
+        click.echo(f"point {point} ({label}): burst {b.index} ({b.size} B after {b.idle:g} s): {len(b.segments)}"
+                   f" segments over {1000 * (b.spread or 0):.1f} ms, {b.retransmitted} retransmitted")
+    click.echo(f"plot: {path}")
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="address to listen on; anything but loopback exposes the dashboard to the network")

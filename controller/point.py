@@ -246,7 +246,10 @@ class PointRun:
             raise ValueError("run.capture: the topology has no link with role 'bottleneck' to capture at")
         path = self.artifacts / f"point{self.index}-bottleneck.pcap"
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.capture = data[0].router.popen(["tcpdump", "-i", data[0].interface, "-s", "128", "-U", "-w", str(path)],
+        # --immediate-mode: libpcap otherwise hands packets over in batches (up to a second late),
+        # and those still in its buffer when the capture is stopped are lost (seen: a run's last burst).
+        self.capture = data[0].router.popen(["tcpdump", "-i", data[0].interface, "-s", "128", "-U", "--immediate-mode",
+                                             "-w", str(path)],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.store.update_point(self.run_id, self.index, capture=str(path))
 

@@ -149,3 +149,34 @@ def pick(bursts: list[Burst], size: int | None, idle: float | None, nth: int) ->
     """The nth (from 0) burst of the cell (size, idle); None matches any."""
     found = [b for b in bursts if (size is None or b.size == size) and (idle is None or b.idle == idle)]
     return found[nth] if nth < len(found) else None
+
+
+def sender_label(store: Store, run_id: str, point: int) -> str:
+    """The burst servers' sender as the scenario set it: congestion control, and pacing if any."""
+    resolved = _resolved(store, run_id, point)
+    tcp = resolved.get("tcp") or {}
+    app = next((a for a in resolved.get("applications", []) if a.get("kind") == "burst"), {})
+    group = (tcp.get("groups") or {}).get(app.get("servers") or "", {}) or {}
+    cc = group.get("congestion_control") or tcp.get("congestion_control") or "?"
+    pacing = group.get("pacing") or "off"
+    return cc if pacing == "off" else f"{cc}, paced ({pacing}, {group.get('pacing_ratio', 200)}%)"
+
+
+def figure(store: Store, run_id: str, size: int | None, idle: float | None, nth: int
+           ) -> tuple[str, list[tuple[int, str, Burst]]]:
+    """Fig. 10 as SVG: the chosen burst of every captured point of the run, one panel each.
+    Returns the SVG and (point, sender, burst) of each panel."""
+    from results.seqplot import svg_panels
+    chosen = []
+    for row in store.points(run_id):
+        if not row["capture"]:
+            continue
+        burst = pick(point_bursts(store, run_id, row["point"]), size, idle, nth)
+        if burst is None:
+            raise CaptureError(f"run {run_id} point {row['point']} has no burst number {nth} of that cell")
+        chosen.append((row["point"], sender_label(store, run_id, row["point"]), burst))
+    if not chosen:
+        raise CaptureError(f"run {run_id} has no captured point (set run.capture: true)")
+    panels = [(f"{label}: {b.size // 1024} KB after {b.idle:g} s, spread {1000 * (b.spread or 0):.0f} ms",
+               b.segments) for _, label, b in chosen]
+    return svg_panels(panels, width=480 * len(panels)), chosen
