@@ -73,6 +73,10 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
+def _short(text: str, n: int = 48) -> str:
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
 def _esc(text: str) -> str:
     """Plotly reads a few HTML tags in titles, names and hover text: labels from a scenario (sweep
     values, host tags) are shown as written."""
@@ -116,10 +120,12 @@ def gain_heatmaps(comparison: Any) -> list[dict[str, Any]]:
         out.append({"data": [{"type": "heatmap", "x": [f"{i:g} s" for i in idles], "y": ylabels, "z": z,
                               "text": text, "texttemplate": "%{text}", "customdata": hover,
                               "hovertemplate": "burst %{y}, idle %{x}<br>%{customdata}<extra></extra>",
-                              "colorscale": GAIN_COLORS, "zmid": 0, "colorbar": {"title": {"text": "gain %"}}}],
-                    "layout": {"title": {"text": f"Gain of newCWV: {title}", "x": 0.02, "xanchor": "left"},
+                              "colorscale": GAIN_COLORS, "zmid": 0, "colorbar": {"title": {"text": "gain of<br>newCWV %"}}}],
+                    "layout": {"title": {"text": title, "x": 0.02, "xanchor": "left", "font": {"size": 13}},
                                "xaxis": {"title": {"text": "idle period"}, "type": "category"},
-                               "yaxis": {"title": {"text": "burst size"}, "type": "category"},
+                               # sizes top down, as the text grid and the paper's tables list them
+                               "yaxis": {"title": {"text": "burst size"}, "type": "category",
+                                         "autorange": "reversed"},
                                "margin": {"t": 40, "r": 10}}})
     return out
 
@@ -145,11 +151,11 @@ def trace_charts(report: Any) -> list[dict[str, Any]]:
                          "name": "pipeACK sample per round" + name, "x": [round(r.t, 4) for r in sm],
                          "y": [round(p.segments(r.sample_bytes), 2) for r in sm]})
         out.append({"data": data, "layout": {
-            "title": {"text": f"cwnd and pipeACK, point {p.group.point}: {_esc(p.group.label)}", "x": 0.02,
-                      "xanchor": "left"},
+            "title": {"text": f"cwnd and pipeACK, point {p.group.point}: {_esc(_short(p.group.label))}", "x": 0.02,
+                      "xanchor": "left", "font": {"size": 13}},
             "xaxis": {"title": {"text": "s since the first traced event"}},
             "yaxis": {"title": {"text": f"segments ({p.mss} B)"}, "rangemode": "tozero"},
-            "margin": {"t": 40, "r": 10}, "legend": {"orientation": "h"}}})
+            "margin": {"t": 40, "r": 10, "b": 90}, "legend": {"orientation": "h", "y": -0.3}}})
     return out
 
 
@@ -165,4 +171,4 @@ def ftp_chart(report: Any) -> dict[str, Any]:
                   "xanchor": "left"},
         "xaxis": {"title": {"text": "s since the FTP flow started"}},
         "yaxis": {"title": {"text": "Mbit/s"}, "rangemode": "tozero"},
-        "margin": {"t": 40, "r": 10}, "legend": {"orientation": "h"}}}
+        "margin": {"t": 40, "r": 10, "b": 90}, "legend": {"orientation": "h", "y": -0.3}}}

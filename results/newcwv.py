@@ -46,6 +46,7 @@ from spec import senders
 from spec.scenario import point_label
 
 DEFAULT_MSS = 1460  # bytes: MTU 1500 less 40 bytes of IPv4 and TCP headers (topology.mss unset)
+TIMESTAMP_OPTION = 12  # bytes of TCP options in every segment with timestamps (RFC 7323: 10, padded to 12)
 SENDER_FIELDS = ("congestion_control", "pacing", "pacing_ratio", "slow_start_after_idle", "newcwv")
 TRACE_APP = "sender"  # controller/point.py records the newCWV trace under this application name
 
@@ -665,8 +666,12 @@ class TraceReport:
 
 
 def mss_of(resolved: dict[str, Any]) -> int:
-    """The scenario's MSS: topology.mss, else Linux's for MTU 1500."""
-    return int((resolved.get("topology") or {}).get("mss") or DEFAULT_MSS)
+    """The payload bytes of a full segment, the unit of cwnd: the scenario's MSS (topology.mss,
+    else Linux's for MTU 1500) less the 12 bytes of the timestamp option where tcp.timestamps is
+    on (the default), as the kernel's mss_cache is."""
+    tcp = resolved.get("tcp") or {}
+    return int((resolved.get("topology") or {}).get("mss") or DEFAULT_MSS) - \
+        (TIMESTAMP_OPTION if tcp.get("timestamps", True) else 0)
 
 
 def trace_report(store: Store, run_id: str) -> TraceReport:

@@ -401,6 +401,16 @@ def test_burst_times_per_cell(line, tmp_path):
     chain = sorted([warm, *bursts], key=lambda b: b["t"])
     for a, b in itertools.pairwise(chain):
         assert a["t"] + a["value"] + idle[b["t"]] <= b["t"] + 1e-6
+    # The server's side of each burst (its TCP_INFO), joined to the client's burst by flow, cell
+    # and t; the client closed its connection, so even the last burst has its retransmissions.
+    by_burst = {(b["flow"], b["tag"], b["t"]) for b in bursts}
+    for metric in ("burst_cwnd", "burst_retrans"):
+        rows = _metric(res, metric)
+        assert {(r["flow"], r["tag"], r["t"]) for r in rows} == by_burst and len(rows) == len(bursts)
+        assert all(r["host"] == f"{PREFIX}-s" and r["peer"] == f"{PREFIX}-c" and r["unit"] == "segments"
+                   and r["error"] is None for r in rows)
+    assert all(r["value"] >= 1 for r in _metric(res, "burst_cwnd"))
+    assert all(r["value"] >= 0 for r in _metric(res, "burst_retrans"))
 
 
 @pytest.mark.netns

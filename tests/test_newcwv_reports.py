@@ -8,8 +8,12 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
+import re
+import signal
 import socket
 import statistics
+import subprocess
 import threading
 
 import pytest
@@ -18,10 +22,12 @@ from results import layouts
 from results import newcwv as nc
 from results.samples import t975
 from results.store import Store
+from tests.conftest import REPO
+from tests.test_dashboard_browser import browser  # noqa: F401 - the headless Chromium fixture
 from webui.app import create_app
 from workloads import burst as burst_proc
 from workloads import hostprog
-from workloads.apps.base import AppContext, Host, parse_spec
+from workloads.apps.base import AppContext, Host, Proc, parse_spec
 from workloads.apps.burst import INFINITE_SSTHRESH, Burst, server_stats
 
 RENO = {"congestion_control": "reno"}
@@ -30,14 +36,15 @@ PACED = {"congestion_control": "catnip_newcwv", "pacing": "internal", "pacing_ra
 T0 = 1000.0  # CLOCK_MONOTONIC of the first burst: any
 
 
-def _resolved(servers: dict, iw: int = 3, mss: int | None = None, bulk: bool = False) -> dict:
+def _resolved(servers: dict, iw: int = 3, mss: int | None = None, bulk: bool = False,
+              timestamps: bool = True) -> dict:
     """A resolved scenario's fields the reports read (what model_dump of a newCWV scenario holds)."""
     apps = [{"kind": "burst", "name": None, "clients": "clients", "servers": "servers"}]
     if bulk:
         apps.append({"kind": "bulk", "name": "ftp", "clients": "cross_clients", "servers": "cross_servers",
                      "interval": 1.0})
     return {"name": "newcwv-test", "topology": {"kind": "two_pair_dumbbell", "mss": mss},
-            "tcp": {"congestion_control": "reno", "initial_cwnd": iw,
+            "tcp": {"congestion_control": "reno", "initial_cwnd": iw, "timestamps": timestamps,
                     "groups": {"servers": {"pacing": "off", "pacing_ratio": 200, **servers}}},
             "applications": apps}
 
@@ -293,13 +300,18 @@ def test_trace_in_segments_of_the_mss(store):
     samples = (_trace(flow, 100.0, "sample", cwnd=10, pipeack_sample=14600)
                + _trace(flow, 100.5, "closedown", cwnd=5, pipeack=14600, ssthresh=8)
                + _trace(flow, 100.2, "tx_start", cwnd=10))
-    _run(store, "r1", [({"tcp.groups.servers.newcwv.bins": 4}, _resolved(NEWCWV), samples),
-                       ({"tcp.groups.servers.newcwv.bins": 5}, _resolved(NEWCWV, mss=1000), samples[:2])])
+    # segments of 1460 bytes without timestamps; 1448 with them (the kernel's mss_cache); topology.mss
+    _run(store, "r1", [({"tcp.groups.servers.newcwv.bins": 4}, _resolved(NEWCWV, timestamps=False), samples),
+                       ({"tcp.groups.servers.newcwv.bins": 5}, _resolved(NEWCWV), samples[:2]),
+                       ({"tcp.groups.servers.newcwv.bins": 6}, _resolved(NEWCWV, mss=1012), samples[:2])])
     table = layouts.build("newcwv-trace", store, "r1")
-    rows = [(r["point"], r["t"], r["event"], r["cwnd"], r["ssthresh"], r["pipeack"], r["pipeack_sample"])
+    rows = [(r["point"], r["t"], r["event"], r["cwnd"], r["ssthresh"], r["pipeack"], r["pipeack_sample"], r["mss"])
             for r in table.records()]
-    assert rows == [(0, 0.0, "sample", 10, None, None, 10.0), (0, pytest.approx(0.2), "tx_start", 10, None, None, None),
-                    (0, 0.5, "closedown", 5, 8, 10.0, None), (1, 0.0, "sample", 10, None, None, 14.6)]
+    assert rows == [(0, 0.0, "sample", 10, None, None, 10.0, 1460),
+                    (0, pytest.approx(0.2), "tx_start", 10, None, None, None, 1460),
+                    (0, 0.5, "closedown", 5, 8, 10.0, None, 1460),
+                    (1, 0.0, "sample", 10, None, None, pytest.approx(14600 / 1448), 1448),
+                    (2, 0.0, "sample", 10, None, None, pytest.approx(14.6), 1000)]
     assert "pipeACK in segments of 1460 bytes" in layouts.render_text(table)
     _run(store, "r2", [({}, _resolved(NEWCWV), _bursts({A: [0.5]}))])
     assert "has no newCWV trace" in layouts.render_text(layouts.build("newcwv-trace", store, "r2"))
@@ -345,18 +357,23 @@ def test_fairness_index():
 
 
 # --- the dashboard ---------------------------------------------------------------------------------
+def _record_web_runs(s: Store) -> None:
+    """r1: bursts, a trace and an FTP flow; r2: bursts only."""
+    flow = "10.2.0.2:8070-40000"
+    trace = _trace(flow, 100.0, "sample", cwnd=10, pipeack_sample=14600) + _trace(flow, 100.5, "ack", cwnd=12, pipeack=14480)
+    _run(s, "r1", [({"tcp.groups.servers": RENO}, _resolved(RENO, bulk=True),
+                    _bursts(BASE_TIMES) + _ftp(50.0, [1e6, 1e6])),
+                   ({"tcp.groups.servers": NEWCWV}, _resolved(NEWCWV, bulk=True),
+                    _bursts(NEW_TIMES) + trace + _ftp(50.0, [2e6, 2e6]))])
+    _run(s, "r2", [({"tcp.groups.servers": RENO}, _resolved(RENO), _bursts({A: [1.0]})),
+                   ({"tcp.groups.servers": NEWCWV}, _resolved(NEWCWV), _bursts({A: [0.8]}))])
+
+
 @pytest.fixture
 def web(tmp_path):
     db = tmp_path / "catnip.db"
     with Store(db) as s:
-        flow = "10.2.0.2:8070-40000"
-        trace = _trace(flow, 100.0, "sample", cwnd=10, pipeack_sample=14600) + _trace(flow, 100.5, "ack", cwnd=12)
-        _run(s, "r1", [({"tcp.groups.servers": RENO}, _resolved(RENO, bulk=True),
-                        _bursts(BASE_TIMES) + _ftp(50.0, [1e6, 1e6])),
-                       ({"tcp.groups.servers": NEWCWV}, _resolved(NEWCWV, bulk=True),
-                        _bursts(NEW_TIMES) + trace + _ftp(50.0, [2e6, 2e6]))])
-        _run(s, "r2", [({"tcp.groups.servers": RENO}, _resolved(RENO), _bursts({A: [1.0]})),
-                       ({"tcp.groups.servers": NEWCWV}, _resolved(NEWCWV), _bursts({A: [0.8]}))])
+        _record_web_runs(s)
     from controller.run_queue import RunQueue
     queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
     app = create_app(db=db, scenarios_dir=tmp_path, queue=queue)
@@ -377,7 +394,7 @@ def test_run_page_draws_the_gain_grid_trace_and_ftp(web):
     assert h["text"][2][1] == "48.3%" and "± 68.4 (95%, over bursts)" in h["customdata"][2][1]
     assert "ratio of means 61.7%" in h["customdata"][2][1]
     assert [t["name"] for t in data["trace"][0]["data"]] == ["cwnd", "pipeACK (max filter)", "pipeACK sample per round"]
-    assert data["trace"][0]["data"][2]["y"] == [10.0]
+    assert data["trace"][0]["data"][2]["y"] == [round(14600 / 1448, 2)]  # segments of 1448 B: timestamps on
     assert [t["y"] for t in data["ftp"]["data"]] == [[1.0, 1.0], [2.0, 2.0]]
 
 
@@ -397,6 +414,35 @@ def test_layout_downloads(web):
     # the seeds as repetitions: ?run= adds runs of the same scenario
     two = web.get("/runs/r1/layouts/newcwv-gain.json?run=r2").get_json()
     assert two["run_ids"] == ["r1", "r2"] and _row(two, 5120)["interval"] == "runs"
+
+
+def test_the_heat_map_is_drawn_in_a_browser(tmp_path, browser):
+    """The run page in headless Chromium: Plotly draws the gain heat map with each cell's value,
+    the trace and the FTP throughput; a screenshot goes to tests/artifacts/dashboard/."""
+    from selenium.webdriver.common.by import By
+
+    from tests.test_dashboard_browser import _shot, _wait
+    db = tmp_path / "catnip.db"
+    with Store(db) as s:
+        _record_web_runs(s)
+    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "web", "--port", "0", "--db", str(db)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    try:
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
+        assert match, "catnip web did not announce its address"
+        d = browser
+        d.get(f"http://127.0.0.1:{match.group(1)}/runs/r1")
+        _wait("the newCWV charts", lambda: len(d.find_elements(By.CSS_SELECTOR, "#newcwv .main-svg")) >= 3, 20)
+        assert d.find_elements(By.CSS_SELECTOR, "#newcwv-gain-0 .heatmaplayer image, #newcwv-gain-0 .heatmaplayer")
+        shown = {e.text for e in d.find_elements(By.CSS_SELECTOR, "#newcwv-gain-0 .heatmaplayer text")}
+        assert {"50.0%", "48.3%", "-"} <= shown, shown
+        legend = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#newcwv-trace-0 .legendtext")]
+        assert legend == ["cwnd", "pipeACK (max filter)", "pipeACK sample per round"], legend
+        assert len(d.find_elements(By.CSS_SELECTOR, "#newcwv-ftp .scatterlayer .trace")) == 2
+        _shot(d, "newcwv-run")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
 
 
 def _row(body, size):
@@ -518,3 +564,51 @@ def test_burst_samples_join_the_client_burst(tmp_path):
     # a burst the server never saw, or saw with another size (not this burst): only the client's sample
     assert [r["metric"] for r in app.samples_of({**rec, "seq": 5}, client, server)] == ["burst_time"]
     assert [r["metric"] for r in app.samples_of({**rec, "seq": 2}, client, server)] == ["burst_time"]
+
+
+class _Popen:
+    """A server process as read_server_stats sees it: poll() runs `on_poll` (the FIN arriving
+    while collect waits) and answers `code`."""
+
+    def __init__(self, code=None, on_poll=None):
+        self.code, self.on_poll, self.polls = code, on_poll, 0
+
+    def poll(self):
+        self.polls += 1
+        if self.on_poll:
+            self.on_poll()
+        return self.code
+
+
+def _collecting_app(tmp_path, popen):
+    spec = parse_spec({"kind": "burst", "clients": "clients", "servers": "servers", "cells": [["5KB", "1s"]]})
+    server = Host("v1", "10.1.0.1", "servers", 0, "")
+    app = Burst(spec, AppContext(tmp_path, 1, 60.0, "python", tmp_path, 0.0),
+                [Host("c1", "10.0.0.1", "clients", 0, "")], [server])
+    app.procs.append(Proc(server, "server", popen, tmp_path / "log"))
+    path = app.stats_path(server)
+    path.write_text("".join(json.dumps({"kind": "request", "peer": "10.0.0.1:5", "client": "10.0.0.1", "id": i,
+                                        "n": i, "size": 5120, "cwnd": 3, "ssthresh": 7, "total_retrans": 2 * i})
+                            + "\n" for i in range(2)))
+    return app, path
+
+
+def test_collect_waits_for_the_close_of_each_connection(tmp_path):
+    def fin():
+        with open(path, "a") as fh:
+            fh.write(json.dumps({"kind": "close", "peer": "10.0.0.1:5", "client": "10.0.0.1", "total_retrans": 5})
+                     + "\n")
+    popen = _Popen(on_poll=fin)
+    app, path = _collecting_app(tmp_path, popen)
+    app.read_server_stats()
+    assert {k: v["retrans"] for k, v in app.server_side.items()} == {("10.0.0.1", 0): 2, ("10.0.0.1", 1): 3}
+    assert popen.polls == 1
+
+
+@pytest.mark.parametrize("code", [0, None])
+def test_collect_does_not_wait_for_a_dead_server_or_forever(tmp_path, monkeypatch, code):
+    monkeypatch.setattr("workloads.apps.burst.CLOSE_WAIT_S", 0.2)
+    app, _ = _collecting_app(tmp_path, _Popen(code))
+    app.read_server_stats()
+    # the last burst's close never came: no retransmissions for it, the others' still known
+    assert {k: v["retrans"] for k, v in app.server_side.items()} == {("10.0.0.1", 0): 2, ("10.0.0.1", 1): None}
