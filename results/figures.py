@@ -120,7 +120,8 @@ def gain_heatmaps(comparison: Any) -> list[dict[str, Any]]:
         out.append({"data": [{"type": "heatmap", "x": [f"{i:g} s" for i in idles], "y": ylabels, "z": z,
                               "text": text, "texttemplate": "%{text}", "customdata": hover,
                               "hovertemplate": "burst %{y}, idle %{x}<br>%{customdata}<extra></extra>",
-                              "colorscale": GAIN_COLORS, "zmid": 0, "colorbar": {"title": {"text": "gain of<br>newCWV %"}}}],
+                              "colorscale": GAIN_COLORS, "zmid": 0,
+                              "colorbar": {"title": {"text": "gain of<br>newCWV %"}}}],
                     "layout": {"title": {"text": title, "x": 0.02, "xanchor": "left", "font": {"size": 13}},
                                "xaxis": {"title": {"text": "idle period"}, "type": "category"},
                                # sizes top down, as the text grid and the paper's tables list them

@@ -359,8 +359,8 @@ def newcwv_gain(store: Store, *run_ids: str) -> Table:
                          p.bursts_baseline, p.bursts_newcwv, p.failed_baseline, p.failed_newcwv, p.unpaired,
                          g.mean_baseline, g.mean_newcwv, g.gain, g.gain_ci95, g.gain_rom, g.gain_rom_ci95, g.interval,
                          g.cwnd_baseline, g.cwnd_newcwv, c.realtime_ok))
-    notes = ["gain = mean over paired bursts of (Tr - Tc)/Tr; gain_rom = (mean Tr - mean Tc)/mean Tr; ci95 are"
-             " half-widths, over the runs ('runs') or over one run's bursts ('bursts'); docs/reports-newcwv.md"]
+    notes = [("gain = mean over paired bursts of (Tr - Tc)/Tr; gain_rom = (mean Tr - mean Tc)/mean Tr; ci95 are"
+              " half-widths, over the runs ('runs') or over one run's bursts ('bursts'); docs/reports-newcwv.md")]
     return _table("newcwv-gain", rep.run_ids, GAIN_COLUMNS, rows, notes + rep.notes, source=rep)
 
 

@@ -236,7 +236,7 @@ def pairings(rs: RunSet) -> tuple[list[tuple[PointGroup, PointGroup]], list[str]
         bases = [b for b in rs.groups if not b.sender.is_newcwv and b.context == new.context]
         if not bases:
             notes.append(f"point {new.point} ({new.label}): no baseline point (a sender other than {senders.NEWCWV})"
-                         f" with the same other assignments{' (' + new.context_label + ')' if new.context_label else ''}")
+                         " with the same other assignments" + (f" ({new.context_label})" if new.context_label else ""))
         out += [(new, b) for b in bases]
     if not any(g.sender.is_newcwv for g in rs.groups):
         notes.append(f"no point's burst servers run {senders.NEWCWV}: nothing to compare")
@@ -522,8 +522,8 @@ def _num(v: float | None, fmt: str = ".3f") -> str:
 
 def render_gain_text(rep: GainReport) -> str:
     """One grid per comparison, sizes as rows and idle periods as columns, like the paper's."""
-    out = [f"newCWV gain over the baseline per (burst size, idle period) cell: {rep.name}, run(s)"
-           f" {', '.join(rep.run_ids)} (Hossain and Fairhurst, Figs 7-8, Tables 2-3)"]
+    out = [(f"newCWV gain over the baseline per (burst size, idle period) cell: {rep.name}, run(s)"
+            f" {', '.join(rep.run_ids)} (Hossain and Fairhurst, Figs 7-8, Tables 2-3)")]
     for c in rep.comparisons:
         rt = {True: "kept real time", False: "real time NOT kept", None: "real time unknown"}[c.realtime_ok]
         out += ["", f"{c.label}: point {c.newcwv.point} vs baseline point {c.baseline.point}, {rt}",
@@ -614,8 +614,8 @@ def loss_report(store: Store, run_ids: Sequence[str]) -> LossReport:
 
 
 def render_loss_text(rep: LossReport) -> str:
-    out = [f"Retransmitted segments per burst and bottleneck drops: {rep.name}, run(s) {', '.join(rep.run_ids)}"
-           " (Hossain and Fairhurst, Fig. 9)"]
+    out = [(f"Retransmitted segments per burst and bottleneck drops: {rep.name}, run(s) {', '.join(rep.run_ids)}"
+            " (Hossain and Fairhurst, Fig. 9)")]
     for p in rep.points:
         drops = ("no bottleneck counters" if p.arrived is None else
                  f"bottleneck drops {p.drops} of {p.arrived} packets ({_pct(p.loss)})")
@@ -744,10 +744,13 @@ class FtpReport:
         return 1 + max((k for p in self.points for k in p.bins), default=-1)
 
 
-def _goodput_rows(store: Store, run_id: str, point: int, app: str) -> tuple[dict[str, list[tuple[float, float]]], float | None]:
+Series = dict[str, list[tuple[float, float]]]  # per flow, (t, bit/s) in order of t
+
+
+def _goodput_rows(store: Store, run_id: str, point: int, app: str) -> tuple[Series, float | None]:
     """Each FTP flow's (t, bit/s) per interval, and the instant its flows were launched (the
     earliest `start` sample, else the earliest interval)."""
-    flows: dict[str, list[tuple[float, float]]] = {}
+    flows: Series = {}
     for r in store.samples(run_id, point, app, "goodput"):
         if r["error"] is None and r["value"] is not None and r["t"] is not None:
             flows.setdefault(r["flow"] or "", []).append((r["t"], r["value"]))
@@ -756,7 +759,7 @@ def _goodput_rows(store: Store, run_id: str, point: int, app: str) -> tuple[dict
     return {f: sorted(v) for f, v in flows.items()}, t0
 
 
-def binned(flows: dict[str, list[tuple[float, float]]], t0: float, width: float) -> dict[int, float]:
+def binned(flows: Series, t0: float, width: float) -> dict[int, float]:
     """Per bin [t0 + k width, t0 + (k + 1) width): each flow's mean goodput over its intervals
     starting in the bin, summed over the flows that have one."""
     out: dict[int, float] = {}
@@ -769,7 +772,7 @@ def binned(flows: dict[str, list[tuple[float, float]]], t0: float, width: float)
     return out
 
 
-def during_bursts(flows: dict[str, list[tuple[float, float]]], interval: float,
+def during_bursts(flows: Series, interval: float,
                   bursts: list[tuple[float, float, int]]) -> tuple[float | None, float | None]:
     """(HTTP goodput, FTP goodput) while the bursts were under way: the bursts' bytes over their
     summed times, and the FTP flows' goodput averaged over the same instants (each interval
@@ -849,13 +852,14 @@ def ftp_throughput(store: Store, run_ids: Sequence[str], width: float | None = N
     else:
         notes.append("no burst application: the points' senders, and so the baseline, are not known")
     if any(w != width for w in intervals):
-        notes.append(f"bins of {width:g} s; the iperf3 intervals are {', '.join(f'{w:g}' for w in sorted(set(intervals)))} s")
+        shown = ", ".join(f"{w:g}" for w in sorted(set(intervals)))
+        notes.append(f"bins of {width:g} s; the iperf3 intervals are {shown} s")
     return FtpReport(rs.run_ids, rs.name, app, width, points, notes)
 
 
 def render_ftp_text(rep: FtpReport) -> str:
-    out = [f"FTP throughput over time: {rep.name}, run(s) {', '.join(rep.run_ids)}, application {rep.app},"
-           f" bins of {rep.width:g} s (Hossain and Fairhurst, Fig. 11)", ""]
+    out = [(f"FTP throughput over time: {rep.name}, run(s) {', '.join(rep.run_ids)}, application {rep.app},"
+            f" bins of {rep.width:g} s (Hossain and Fairhurst, Fig. 11)"), ""]
     heads = [f"p{p.group.point} {p.group.sender.slug()}" for p in rep.points]
     w = max([14] + [len(h) + 2 for h in heads])
     out.append(f"  {'t (s)':>8}" + "".join(f"{h:>{w}}" for h in heads) + "   (Mbit/s)")

@@ -360,7 +360,8 @@ def test_fairness_index():
 def _record_web_runs(s: Store) -> None:
     """r1: bursts, a trace and an FTP flow; r2: bursts only."""
     flow = "10.2.0.2:8070-40000"
-    trace = _trace(flow, 100.0, "sample", cwnd=10, pipeack_sample=14600) + _trace(flow, 100.5, "ack", cwnd=12, pipeack=14480)
+    trace = (_trace(flow, 100.0, "sample", cwnd=10, pipeack_sample=14600)
+             + _trace(flow, 100.5, "ack", cwnd=12, pipeack=14480))
     _run(s, "r1", [({"tcp.groups.servers": RENO}, _resolved(RENO, bulk=True),
                     _bursts(BASE_TIMES) + _ftp(50.0, [1e6, 1e6])),
                    ({"tcp.groups.servers": NEWCWV}, _resolved(NEWCWV, bulk=True),
@@ -416,7 +417,7 @@ def test_layout_downloads(web):
     assert two["run_ids"] == ["r1", "r2"] and _row(two, 5120)["interval"] == "runs"
 
 
-def test_the_heat_map_is_drawn_in_a_browser(tmp_path, browser):
+def test_the_heat_map_is_drawn_in_a_browser(tmp_path, browser):  # noqa: F811 - the imported fixture
     """The run page in headless Chromium: Plotly draws the gain heat map with each cell's value,
     the trace and the FTP throughput; a screenshot goes to tests/artifacts/dashboard/."""
     from selenium.webdriver.common.by import By
