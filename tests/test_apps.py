@@ -146,6 +146,8 @@ def test_burst_plan_rounds_and_tags():
     assert a == plan(shuffled, 1) and a != b
     for rnd in range(3):  # each round holds every cell once
         assert sorted(a[4 * rnd:4 * rnd + 4]) == sorted(spec.cell_list())
+    blocked = spec.model_copy(update={"order": "blocked"})  # each cell's repeats in a row, same for any seed
+    assert plan(blocked, 1) == plan(blocked, 2) == [c for c in spec.cell_list() for _ in range(3)]
     assert cell_tag("", 40960, 2.0) == "40960B/2s"
     assert cell_tag("rtt200ms", 40960, 0.5).rsplit("/", 2) == ["rtt200ms", "40960B", "0.5s"]
 

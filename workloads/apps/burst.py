@@ -9,7 +9,10 @@ One burst server per server host and one client per client host (workloads/burst
 The cells are the grid `bursts` x `idles` or an explicit list `cells` of [size, idle] pairs. The
 client's plan holds every cell `repeat` times, in rounds: each round has every cell once, in the
 given order (`order: fixed`; the grid in row order, sizes outer) or shuffled per round by the
-client's seed (`order: shuffled`). For each entry the client stays idle I seconds, then times
+client's seed (`order: shuffled`); or cell by cell (`order: blocked`): the cells in the given
+order, each one's `repeat` bursts one after another, so a burst follows bursts of its own cell
+(the way a cell is one experiment of its own, as the newCWV paper's grids appear to have been
+measured; interleaved cells start a burst with the cwnd another cell left). For each entry the client stays idle I seconds, then times
 the burst of B bytes from its request write to the last byte (the idle PRECEDES its burst: the
 idle the gain of the cell (B, I) depends on; the idle is counted from the previous burst's last
 byte or, for the first, from the connection). An optional `warmup` burst is fetched first so
@@ -80,8 +83,9 @@ class BurstSpec(AppSpec):
     cells: list[tuple[Size, Duration]] | None = Field(default=None, min_length=1, max_length=10_000,
                                                       description="explicit [size, idle] pairs instead of the grid")
     repeat: int = Field(default=1, ge=1, le=100_000, description="bursts per cell")
-    order: Literal["fixed", "shuffled"] = Field(default="shuffled", description="order of the cells within"
-                                                " each round: as given, or shuffled by the seed")
+    order: Literal["fixed", "shuffled", "blocked"] = Field(
+        default="shuffled", description="rounds of every cell, as given or shuffled by the seed; or"
+        " 'blocked': each cell's repeats one after another")
     warmup: Size | None = Field(default=None, description="bytes of a first burst outside the cells (its"
                               " sample is warmup_time)")
     timeout: Duration = Field(default=60.0, gt=0, description="a burst longer than this fails")
@@ -113,7 +117,10 @@ class BurstSpec(AppSpec):
 
 
 def plan(spec: BurstSpec, seed: int) -> list[tuple[int, float]]:
-    """The (size, idle) sequence of one client: `repeat` rounds of every cell."""
+    """The (size, idle) sequence of one client: `repeat` rounds of every cell, or (blocked) every
+    cell `repeat` times in a row."""
+    if spec.order == "blocked":
+        return [cell for cell in spec.cell_list() for _ in range(spec.repeat)]
     rng = random.Random(seed)
     out: list[tuple[int, float]] = []
     for _ in range(spec.repeat):
