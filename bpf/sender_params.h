@@ -15,7 +15,7 @@
 
 #define SNDPARAMS_MAX_HOSTS 4096
 #define NEWCWV_DEFAULT_NVP_MS 300000 /* the non-validated period, 5 minutes (RFC 7661 section 5; paper section 3) */
-#define NEWCWV_DEFAULT_BINS 4        /* the authors' module; the paper's Fig. 5 says 5 (reading notes 1.1.c item 2) */
+#define NEWCWV_DEFAULT_BINS 4        /* the authors' module; the paper's Fig. 5 says 5 (docs/reproduction-newcwv.md, gap 2) */
 #define NEWCWV_MAX_BINS 16           /* a power of two (the ring index is masked) */
 
 struct sender_params {

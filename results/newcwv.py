@@ -1,4 +1,4 @@
-"""The newCWV paper's reports from stored samples (Hossain and Fairhurst; reading notes section 1):
+"""The newCWV paper's reports from stored samples (Hossain and Fairhurst; docs/reproduction-newcwv.md):
 the gain of the newCWV sender over the baseline per (burst size, idle period) cell (Figs 7-8,
 Tables 2-3), retransmissions per burst and bottleneck drops (Fig. 9), cwnd and pipeACK over time
 (Fig. 5) and the FTP flow's throughput (Fig. 11). Plain functions over the store returning
@@ -21,7 +21,7 @@ newcwv...}`, and `tcp.congestion_control` where the group has no congestion cont
 Gain (paper section 4.1): Gain = mean over paired bursts of (Tr - Tc)/Tr, Tr the baseline's
 burst time and Tc newCWV's; beside it the ratio of means (mean Tr - mean Tc)/mean Tr over the
 same pairs. Bursts are paired by their order in time within a cell, per client host and run
-(reading notes 1.1.c item 9): the k-th burst of a cell at the baseline point with the k-th of the
+(docs/reproduction-newcwv.md, gap 9): the k-th burst of a cell at the baseline point with the k-th of the
 same cell at the newCWV point, both drawn in the same order from the same seed. A pair with a
 failed burst (an error, e.g. a timeout) on either side is dropped; failures and bursts without a
 partner are counted. Estimates pool every pair of every run; the 95% interval is over the runs

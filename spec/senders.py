@@ -17,5 +17,5 @@ NEED_DOCUMENTS = ("catnip_eca", "catnip_rbplw", "catnip_ecarbplw")
 # (`tcp.groups.G.pacing: internal`): a congestion control is the only thing that can ask for it.
 PACEABLE = ("catnip_reno", NEWCWV)
 # Which keep cwnd across idle by themselves, so the kernel's RFC 2861 restart must be off in the
-# sender's namespace (net.ipv4.tcp_slow_start_after_idle = 0; reading notes 1.1.c item 14).
+# sender's namespace (net.ipv4.tcp_slow_start_after_idle = 0; docs/reproduction-newcwv.md, gap 14).
 KEEP_CWND_OVER_IDLE = (NEWCWV,)

@@ -25,7 +25,7 @@ from testbed import cleanup, sender
 from testbed.sender import HostParams
 from tests.conftest import need_engine, need_root
 
-IW = 3           # the route's initcwnd (the paper's "IW of 4 KB", reading notes 1.1.c item 5)
+IW = 3           # the route's initcwnd (the paper's "IW of 4 KB", docs/reproduction-newcwv.md, gap 5)
 RTT_MS = 40      # PSP = max(3 SRTT, 1 s) is then 1 s; the RTO about 240 ms
 PSP_S = 1.0
 

@@ -1,5 +1,5 @@
 """Bursts after idle on one persistent connection: the HTTP workload of the newCWV paper
-(sections 4.2-4.6; reading notes 1.1-1.2), after the authors' tmix client.
+(sections 4.2-4.6; docs/reproduction-newcwv.md), after the authors' tmix client.
 
     python -m workloads.burst server ADDRESS PORT [--nagle] [--stats STATS.jsonl]
     python -m workloads.burst client CONFIG.json OUT.jsonl

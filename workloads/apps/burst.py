@@ -1,5 +1,5 @@
-"""`burst`: newCWV's bursts after idle on one persistent TCP connection per client (reading notes
-1.1-1.2; the paper's Figs 7-8 and Tables 2-3 are gain grids over burst size x idle period).
+"""`burst`: newCWV's bursts after idle on one persistent TCP connection per client
+(docs/reproduction-newcwv.md; the paper's Figs 7-8 and Tables 2-3 are gain grids over burst size x idle period).
 
 One burst server per server host and one client per client host (workloads/burst.py):
 
@@ -24,7 +24,7 @@ it changes only when a failed burst closed the connection):
 * `burst_time` (s), t = the request write, tag = "SIZEB/IDLEs", e.g. "40960B/2s" (size in bytes,
   idle in seconds formatted with %g), prefixed "HOSTTAG/" when the client host has a tag, e.g.
   "rtt200ms/40960B/2s": `tag.rsplit("/", 2)` gives (host tag, size, idle). A cell's bursts are
-  paired across runs by their order in time (reading notes 1.1.c item 9).
+  paired across runs by their order in time (docs/reproduction-newcwv.md, gap 9).
 * `warmup_time` (s) for the warm-up burst, tag = the client host's tag.
 A failed burst is a sample with `error` (a measurement, not missing data).
 
