@@ -160,8 +160,10 @@ def render_text(report: dict[str, Any]) -> str:
             out.append(f"  error: {p['error']}")
         if p["fidelity"]:
             out += fidelity_lines(p["fidelity"])
-        out.append(f"  {'Page':>4} {'Conns':>5} {'Bytes':>8} {'N':>4} {'Min':>7} {'Median':>7} {'Max':>7}"
-                   f" {'Mean':>7} {'+-95%':>6} {'SDev':>7} {'Fail':>4}")
+        web = bool(p["table"]) or p["pages_completed"] or p["pages_failed"]  # no page table without web pages
+        if web:
+            out.append(f"  {'Page':>4} {'Conns':>5} {'Bytes':>8} {'N':>4} {'Min':>7} {'Median':>7} {'Max':>7}"
+                       f" {'Mean':>7} {'+-95%':>6} {'SDev':>7} {'Fail':>4}")
         for r in p["table"]:
             out.append(f"  {r['page']:>4} {r['conns']:>5} {r['bytes']:>8,} {r['n']:>4} {_fmt(r.get('min')):>7}"
                        f" {_fmt(r.get('median')):>7} {_fmt(r.get('max')):>7} {_fmt(r.get('mean')):>7}"
@@ -191,7 +193,10 @@ def render_text(report: dict[str, Any]) -> str:
         out.append(f"  TCP (all hosts): {t['TcpOutSegs']} segments out, {t['TcpRetransSegs']} retransmitted"
                    f" ({100 * t['retrans_fraction']:.2f}%), {t['TcpExtTCPTimeouts']} timeouts,"
                    f" {t['TcpExtTCPLossProbes']} loss probes")
-        out.append(f"  Pages: {p['pages_completed']} completed, {p['pages_failed']} failed")
+        if web:
+            out.append(f"  Pages: {p['pages_completed']} completed, {p['pages_failed']} failed")
+        else:
+            out.append(f"  No web pages: `catnip report {report['run_id']} --apps` shows the applications' samples")
     return "\n".join(out)
 
 

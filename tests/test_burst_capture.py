@@ -63,3 +63,18 @@ def test_no_handshake_is_an_error(tmp_path):
     _pcap(pcap, [(1.0, _packet(5, 1000))])
     with pytest.raises(CaptureError, match="no connection from port 8070"):
         bursts_from_capture(pcap, PORT, 0, [(1000, 1.0)], mss=MSS)
+
+
+def test_run_report_of_a_burst_run_has_no_page_table(tmp_path):
+    """A run without web pages says where its samples are instead of an empty page table."""
+    from results import report
+    from results.store import Store
+    store = Store(tmp_path / "r.db")
+    store.create_run("b1", "burst-only", "scenarios/x.yaml", {"name": "burst-only"}, {}, 1, "abc", {}, {})
+    store.create_point("b1", 0, 0, {}, {"applications": [{"kind": "burst"}]}, 1)
+    store.add_samples("b1", 0, [{"app": "burst", "metric": "burst_time", "host": "c1", "peer": "v1", "flow": "c1/1",
+                                 "tag": "5120B/1s", "t": 1.0, "value": 0.2, "unit": "s", "error": None}])
+    store.update_point("b1", 0, status="done", realtime_ok=1, finished=1.0)
+    text = report.render_text(report.run_report(store, "b1"))
+    assert "Page Conns" not in text and "Pages:" not in text
+    assert "No web pages: `catnip report b1 --apps`" in text
