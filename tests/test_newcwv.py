@@ -358,9 +358,11 @@ def test_closedown_halves_cwnd_after_the_nvp(no_leftovers):
     cd = cds[0]
     assert cd["prior_cwnd"] == c0 and cd["cwnd"] == max(c0 // 2, IW) == c2, (cd, c0, c2)
     assert cd["ssthresh"] >= 3 * c0 // 4, cd
+    # The sends after the 0.3 s and the 1.8 s idles are the last two transmissions after idle (the
+    # 150 KB request may itself have gone idle for a moment on a loaded machine: more may precede).
     tx = _only(tr, "tx_start")
-    assert len(tx) == 3 and tx[1]["cwnd"] == c0 and tx[2]["cwnd"] == c2, tx  # connect, 0.3 s, 1.8 s
-    assert tx[1]["t"] < cd["t"] <= tx[2]["t"]
+    assert len(tx) >= 3 and tx[-2]["cwnd"] == c0 and tx[-1]["cwnd"] == c2, tx
+    assert tx[-2]["t"] < cd["t"] <= tx[-1]["t"]
 
 
 def test_loss_in_the_non_validated_phase_gives_the_rfc_cwnd(no_leftovers):
@@ -422,8 +424,8 @@ def test_pipeack_filter_matches_the_model(bins, no_leftovers):
 def test_pace_parameter_paces_reno_and_newcwv(no_leftovers):
     """pace=True in the host's parameters switches TCP's internal pacing on in .init, for
     catnip_reno and catnip_newcwv (spec.senders.PACEABLE). With the namespace's pacing ratios at
-    100% an 80-segment burst from a cwnd of about 90 leaves over most of an RTT (40 ms); unpaced, at
-    the link's 100 Mbit/s, in about 10 ms."""
+    100% an 80-segment burst leaves over 80/cwnd of an RTT (40 ms); unpaced, at the link's 100 Mbit/s,
+    in about 10 ms."""
     from spec.senders import PACEABLE
     from testbed import hostconfig
     took = {}
@@ -433,10 +435,12 @@ def test_pace_parameter_paces_reno_and_newcwv(no_leftovers):
         for cc in PACEABLE:
             for pace in (False, True):
                 with bed.connect(cc, 0, HostParams(pace=pace)) as conn:
-                    conn.request(150_000)
+                    conn.request(300_000)  # slow start well past the 80 segments of the burst
                     cwnd = conn.wait_acked()["cwnd"]
                     took[cc, pace] = (conn.request(80 * 1448), cwnd)
     for cc in PACEABLE:
         (unpaced, c_u), (paced, c_p) = took[cc, False], took[cc, True]
         assert c_u >= 80 and c_p >= 80, took  # one window either way
-        assert paced > unpaced + 0.4 * RTT_MS / 1000, took  # measured: 75 ms against 51 ms
+        # Paced at cwnd/RTT, 80 segments need 80/c_p of an RTT; TCP lets the first ones go at once,
+        # so ask for 30% of it (measured: 8 ms more at c_p 184, 24 ms more at c_p 92).
+        assert paced > unpaced + 0.3 * 80 / c_p * RTT_MS / 1000, took
