@@ -465,15 +465,21 @@ def compare(baseline: str, runs: tuple[str, ...], db: str | None, as_json: bool,
 
 @main.command()
 @click.option("--dry-run", is_flag=True, help="only list what would be removed")
-def clean(dry_run: bool) -> None:
-    """Remove every namespace, process, bridge, link and BPF object the project created."""
+@click.option("--force", is_flag=True, help="even while a run holds the machine lock (a stuck run): stop it first")
+def clean(dry_run: bool, force: bool) -> None:
+    """Remove every namespace, process, bridge, link and BPF object the project created.
+    Refused while a run holds the machine lock, unless --force."""
     from testbed import cleanup
     if dry_run:
         left = cleanup.leftovers()
         click.echo(json.dumps(left, indent=2) if left else "nothing to clean")
         return
+    holder = cleanup.run_in_progress()
+    if force and holder:
+        click.echo(f"--force: will stop the run holding the machine lock ({holder}) and remove:", err=True)
+        click.echo(json.dumps(cleanup.leftovers(), indent=2), err=True)
     try:
-        removed = cleanup.clean()
+        removed = cleanup.clean(force=force)
     except cleanup.RunInProgress as exc:
         raise click.ClickException(str(exc)) from None
     for line in removed:

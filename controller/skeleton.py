@@ -66,20 +66,29 @@ def close_abandoned_runs(store: Store) -> list[str]:
 
 @contextmanager
 def machine_lock() -> Iterator[None]:
-    """Two runs must never fight over the machine unnoticed."""
-    paths.state_dir().mkdir(parents=True, exist_ok=True)
-    fh = open(paths.state_dir() / "lock", "w")
+    """Two runs must never fight over the machine unnoticed: one lock at a fixed path
+    (paths.machine_lock_path), whatever CATNIP_STATE says, recording who holds it."""
+    path = paths.machine_lock_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "a+")
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "unknown holder"
         fh.close()
-        raise RunBusy("another catnip run is using this machine (lock held on "
-                      f"{paths.state_dir() / 'lock'}); wait for it or stop it") from None
+        raise RunBusy(f"another catnip run is using this machine ({holder}; lock {path});"
+                      " wait for it or stop it") from None
     try:
-        fh.write(str(os.getpid()))
+        fh.seek(0)
+        fh.truncate()
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        fh.write(f"pid {os.getpid()} since {since}: {' '.join(sys.argv)[:200]}")
         fh.flush()
         yield
     finally:
+        fh.seek(0)
+        fh.truncate()
         fcntl.flock(fh, fcntl.LOCK_UN)
         fh.close()
 

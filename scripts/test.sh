@@ -3,10 +3,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+# The suite builds and tears down namespaces: never start it while an experiment holds the machine lock.
+if holder=$(.venv/bin/python -c 'from testbed import cleanup; h = cleanup.run_in_progress(); print(h or ""); exit(1 if h else 0)'); then :; else
+    echo "scripts/test.sh: a catnip run holds the machine lock ($holder); not testing now (it would wreck that run)." >&2
+    exit 1
+fi
 cargo test --release --quiet --manifest-path engine/Cargo.toml
 .venv/bin/catnip clean >/dev/null
 status=0
 .venv/bin/python -m pytest -q -rs "$@" || status=$?
-# Leave no state behind, even when a test failed half-way.
+# Leave no state behind, even when a test failed half-way (clean refuses if a run started meanwhile).
 .venv/bin/catnip clean >/dev/null || status=1
 exit $status

@@ -22,9 +22,24 @@ BPF_PIN_DIR = Path("/sys/fs/bpf/catnip")
 
 
 def _markers() -> list[str]:
+    """Markers that name our programs: enough on their own."""
     return [str(paths.engine_binary()), "workloads.client", "workloads.transfers", "workloads.telnet",
-            "workloads.burst", "workloads.ftp", f"mininet:{PREFIX}",
-            str(paths.data_dir()) + "/", str(paths.state_dir()) + "/"]
+            "workloads.burst", "workloads.ftp", f"mininet:{PREFIX}"]
+
+
+def _path_markers() -> list[str]:
+    """Our directories (this shell's and the defaults, so a clean from another environment still
+    finds a run's Apache): they mark a process as ours only inside an emulated host's network
+    namespace, so a `tail -f` or `sqlite3` on a file under data/ in the root namespace is left alone."""
+    dirs = {paths.data_dir(), paths.state_dir(), paths.MACHINE_DIR, paths.REPO / "data"}
+    return [str(d) + "/" for d in dirs]
+
+
+def _net_ns(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
 
 
 def _is_controller(argv: list[str]) -> bool:
@@ -37,7 +52,7 @@ def our_processes() -> list[tuple[int, str]]:
     """(pid, command line) of processes the project started."""
     me = os.getpid()
     found = []
-    markers = _markers()
+    markers, path_markers, root_ns = _markers(), _path_markers(), _net_ns("self")
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
@@ -47,7 +62,10 @@ def our_processes() -> list[tuple[int, str]]:
             continue
         argv = raw.decode(errors="replace").split("\0")
         cmdline = " ".join(argv).strip()
-        if cmdline and any(m in cmdline for m in markers) and not _is_controller(argv):
+        if not cmdline or _is_controller(argv):
+            continue
+        if any(m in cmdline for m in markers) or (
+                any(m in cmdline for m in path_markers) and _net_ns(entry.name) not in (None, root_ns)):
             found.append((int(entry.name), cmdline))
     return found
 
@@ -109,8 +127,9 @@ class RunInProgress(RuntimeError):
 
 
 def run_in_progress() -> str | None:
-    """The pid of the run holding the machine lock (controller/skeleton.machine_lock), if one does."""
-    path = paths.state_dir() / "lock"
+    """Who holds the machine lock (controller/skeleton.machine_lock: "pid N since T: command"),
+    if a run does. The lock is at a fixed path, so this answers the same in every environment."""
+    path = paths.machine_lock_path()
     if not path.exists():
         return None
     with open(path, "a+") as fh:
@@ -118,35 +137,50 @@ def run_in_progress() -> str | None:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             fh.seek(0)
-            return fh.read().strip() or "unknown"
+            return fh.read().strip() or "unknown holder"
         fcntl.flock(fh, fcntl.LOCK_UN)
     return None
 
 
-def clean() -> list[str]:
-    """Remove every trace; returns a line per thing removed. Refused while a run holds the machine
-    lock: its namespaces and processes are in use, and removing them would wreck it."""
-    holder = run_in_progress()
-    if holder:
-        raise RunInProgress(f"a run is in progress (pid {holder} holds {paths.state_dir() / 'lock'}): nothing removed;"
-                            " stop it first (Ctrl-C or SIGTERM tears it down cleanly)")
-    done = []
-    procs = our_processes()
-    done += [f"process {pid}: {cmd[:100]}" for pid, cmd in procs]
-    for pid, cmd in procs:
+def holder_pid(holder: str) -> int | None:
+    parts = holder.split()
+    return int(parts[1]) if len(parts) > 1 and parts[0] == "pid" and parts[1].isdigit() else None
+
+
+def _stop(pids: list[int]) -> None:
+    """SIGTERM, up to 3 s to go, then SIGKILL."""
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
     deadline = time.monotonic() + 3
-    while procs and time.monotonic() < deadline:
-        procs = [(p, c) for p, c in procs if Path(f"/proc/{p}").exists()]
+    while pids and time.monotonic() < deadline:
+        pids = [p for p in pids if Path(f"/proc/{p}").exists()]
         time.sleep(0.1)
-    for pid, cmd in procs:
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def clean(force: bool = False) -> list[str]:
+    """Remove every trace; returns a line per thing removed. Refused while a run holds the machine
+    lock: its namespaces and processes are in use, and removing them would wreck it. `force` (a
+    stuck run) stops the lock's holder first, then removes everything."""
+    holder = run_in_progress()
+    if holder and not force:
+        raise RunInProgress(f"a run is in progress ({holder}; lock {paths.machine_lock_path()}): nothing removed;"
+                            " stop it first (Ctrl-C or SIGTERM tears it down cleanly), or --force if it is stuck")
+    done = []
+    if holder and holder_pid(holder):
+        _stop([holder_pid(holder)])
+        done.append(f"run holding the machine lock: {holder}")
+    done = []
+    procs = our_processes()
+    done += [f"process {pid}: {cmd[:100]}" for pid, cmd in procs]
+    _stop([pid for pid, _ in procs])
     for br in our_ovs_bridges():
         subprocess.run(["ovs-vsctl", "--timeout=5", "--if-exists", "del-br", br], capture_output=True)
         done.append(f"OVS bridge {br}")

@@ -17,6 +17,15 @@ def engine_binary() -> Path:
     return Path(os.environ.get("CATNIP_ENGINE", REPO / "engine" / "target" / "release" / "catnip-engine"))
 
 
+MACHINE_DIR = Path("/run/catnip")  # fixed, whatever CATNIP_STATE says: what every run on this machine shares
+
+
+def machine_lock_path() -> Path:
+    """The one machine lock every run takes, so two runs never collide on interface names
+    even when their CATNIP_STATE differs; it records who holds it (pid, since, command)."""
+    return MACHINE_DIR / "machine.lock"
+
+
 def state_dir() -> Path:
     """Transient per-run state (configs, pid files); removed by cleanup."""
     return Path(os.environ.get("CATNIP_STATE", "/run/catnip"))
