@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -131,8 +131,50 @@ class TcpSpec(_Strict):
                                      description="route initcwnd; None keeps the Linux default (10)")
     groups: dict[str, TcpGroupSpec] = Field(default_factory=dict,
                                             description="per host group of the topology: its own settings")
+    # The period knobs of every host (spec/senders.py TCP_KNOB_SYSCTLS); None keeps the kernel's default.
+    profile: Literal[tuple(senders.TCP_PROFILES)] | None = Field(
+        default=None, description="a named set of the fields below (and congestion_control) for those not given:"
+                                  " linux-2.2 or modern (spec/senders.py TCP_PROFILES)")
+    recovery: Literal["rack", "off"] | None = Field(default=None, description="net.ipv4.tcp_recovery: RACK loss"
+                                                                               " detection (1) or off (0)")
+    frto: bool | None = Field(default=None, description="net.ipv4.tcp_frto: F-RTO (2) or off (0)")
+    early_retrans: bool | None = Field(default=None, description="net.ipv4.tcp_early_retrans: tail loss probe (3)"
+                                                                 " or off (0)")
+    dsack: bool | None = Field(default=None, description="net.ipv4.tcp_dsack")
+    rto_min: float | None = Field(default=None, description="minimum RTO, the default route's rto_min, e.g. '200ms'")
 
     _cc = field_validator("congestion_control")(lambda cls, v: _known_cc(v))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile(cls, raw: Any) -> Any:
+        """A profile fills the fields the scenario leaves out; YAML reads a bare `off` as false."""
+        if not isinstance(raw, dict):
+            return raw
+        name = raw.get("profile")
+        out = {**senders.TCP_PROFILES.get(name, {}), **raw} if isinstance(name, str) else dict(raw)
+        if out.get("recovery") is False:
+            out["recovery"] = "off"
+        return out
+
+    @field_validator("rto_min", mode="before")
+    @classmethod
+    def _rto_min(cls, v: Any) -> float | None:
+        if v is None:
+            return None
+        s = units.parse_duration(v)
+        if not 0.001 <= s <= 120:
+            raise ValueError(f"{v!r}: the minimum RTO must be between 1ms and 120s (Linux's maximum RTO)")
+        return s
+
+    def knob_sysctls(self) -> dict[str, int]:
+        """The sysctls of the period knobs the scenario (or its profile) sets."""
+        out = {}
+        for knob, (key, on, off) in senders.TCP_KNOB_SYSCTLS.items():
+            value = getattr(self, knob)
+            if value is not None:
+                out[key] = on if value in (True, "rack") else off
+        return out
 
 
 
@@ -148,10 +190,18 @@ class HostTcp:
     pacing_ratio: int | None    # tcp_pacing_ss_ratio = tcp_pacing_ca_ratio; None: the kernel's default
     initial_cwnd: int | None    # the default route's initcwnd; None: Linux's (10)
     newcwv: NewcwvSpec | None   # catnip_newcwv's parameters (its hosts only)
+    knobs: dict[str, int] = field(default_factory=dict)  # the period knobs' sysctls (TcpSpec.knob_sysctls)
+    rto_min: float | None = None  # the default route's rto_min (s); None: Linux's (200 ms)
+
+    def route_options(self) -> list[object]:
+        """The default route's attributes: initcwnd, rto_min."""
+        out: list[object] = ["initcwnd", self.initial_cwnd] if self.initial_cwnd else []
+        return out + (["rto_min", f"{round(self.rto_min * 1000)}ms"] if self.rto_min is not None else [])
 
     def sysctls(self) -> dict[str, object]:
         out: dict[str, object] = {"net.ipv4.tcp_congestion_control": self.congestion_control,
-                                  "net.ipv4.tcp_slow_start_after_idle": int(self.slow_start_after_idle)}
+                                  "net.ipv4.tcp_slow_start_after_idle": int(self.slow_start_after_idle),
+                                  **self.knobs}
         if self.pacing_ratio is not None:
             out.update({"net.ipv4.tcp_pacing_ss_ratio": self.pacing_ratio,
                         "net.ipv4.tcp_pacing_ca_ratio": self.pacing_ratio})
@@ -170,7 +220,7 @@ class HostTcp:
         return {"group": self.group, "congestion_control": self.congestion_control,
                 "slow_start_after_idle": self.slow_start_after_idle, "pacing": self.pacing,
                 "pacing_ratio": self.pacing_ratio, "initial_cwnd": self.initial_cwnd,
-                "sender_params": self.sender_params}
+                "sender_params": self.sender_params, "knobs": self.knobs, "rto_min": self.rto_min}
 
 
 class MarkingSpec(_Strict):
@@ -339,7 +389,8 @@ class Scenario(_Strict):
                                            else cc not in senders.KEEP_CWND_OVER_IDLE),
                     pacing=spec.pacing, pacing_ratio=ratio,
                     initial_cwnd=spec.initial_cwnd or self.tcp.initial_cwnd,
-                    newcwv=(spec.newcwv or NewcwvSpec()) if cc == senders.NEWCWV else None)
+                    newcwv=(spec.newcwv or NewcwvSpec()) if cc == senders.NEWCWV else None,
+                    knobs=self.tcp.knob_sysctls(), rto_min=self.tcp.rto_min)
         return out
 
     def host_qdiscs(self) -> dict[str, str]:

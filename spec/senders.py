@@ -19,3 +19,21 @@ PACEABLE = ("catnip_reno", NEWCWV)
 # Which keep cwnd across idle by themselves, so the kernel's RFC 2861 restart must be off in the
 # sender's namespace (net.ipv4.tcp_slow_start_after_idle = 0; docs/reproduction-newcwv.md, gap 14).
 KEEP_CWND_OVER_IDLE = (NEWCWV,)
+
+# Period TCP profiles (`tcp.profile`): the `tcp` fields each sets where the scenario does not give
+# them. linux-2.2 is the TCP-friendly marking paper's Linux 2.2.10 (section 6.1; reading notes
+# 2.1.c item 12): Reno, no RACK (tcp_recovery 0), no F-RTO, no early retransmit or tail loss probe,
+# no D-SACK, a 200 ms minimum RTO; SACK stays per configuration (`tcp.sack`, its Table 2).
+# modern sets nothing: this kernel's defaults, the comparison series.
+TCP_PROFILES: dict[str, dict[str, object]] = {
+    "linux-2.2": {"congestion_control": "reno", "recovery": "off", "frto": False, "early_retrans": False,
+                  "dsack": False, "rto_min": "200ms"},
+    "modern": {},
+}
+# The sysctl of each period knob, with the value for on (the kernel's default) and off.
+TCP_KNOB_SYSCTLS: dict[str, tuple[str, int, int]] = {
+    "recovery": ("net.ipv4.tcp_recovery", 1, 0),            # 1: RACK loss detection
+    "frto": ("net.ipv4.tcp_frto", 2, 0),                    # 2: F-RTO (RFC 5682) with SACK enhancement
+    "early_retrans": ("net.ipv4.tcp_early_retrans", 3, 0),  # 3: tail loss probe (RACK took over early retransmit)
+    "dsack": ("net.ipv4.tcp_dsack", 1, 0),
+}

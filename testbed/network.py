@@ -14,7 +14,7 @@ Names: 'ctp' + the graph's name for every node; a router's interfaces are NAME-e
 
 TCP: every host gets the scenario's `tcp` sysctls, overridden per host by Scenario.host_tcp (its
 group's `tcp.groups` entry, a web server's `server_congestion_control` entry): congestion
-control, slow start after idle, pacing ratios, the default route's initcwnd, fq for `pacing: fq`.
+control, slow start after idle, pacing ratios, the default route's initcwnd and rto_min, fq for `pacing: fq`.
 The project senders' per-host parameters (a kernel-wide BPF map) are set by controller/point.py,
 which clears them again.
 """
@@ -182,10 +182,7 @@ def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: l
                 hostconfig.set_mtu(h.node, intf, n.mtu)
             run(h.node, "ip", "link", "set", intf, "up")
             settings = n.tcp[short]  # the `tcp` defaults with the host's group's and web server's own
-            route = ["ip", "route", "add", "default", "via", host_ip(net, 0)]
-            if settings.initial_cwnd:
-                route += ["initcwnd", settings.initial_cwnd]
-            run(h.node, *route)
+            run(h.node, "ip", "route", "add", "default", "via", host_ip(net, 0), *settings.route_options())
             hostconfig.set_sysctls(h.node, {**sysctls, **settings.sysctls()})
             hostconfig.shape_egress(h.node, intf, up.rate, n.mtu)
             if settings.pacing == "fq":  # the machine has fq: checked before the run (controller/runner.py)
