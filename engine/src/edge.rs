@@ -13,12 +13,15 @@ use crate::packet::PacketInfo;
 use crate::policy::fifo::Fifo;
 use crate::policy::Queued;
 use crate::stats::EdgeCounters;
+use crate::tcpf::{Tcpf, TcpfConfig, TokenMarker, TokenMarkerConfig};
 use serde::Deserialize;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::rc::Rc;
 
 /// Every edge function kind, in the order error messages list them.
-pub const KINDS: &[&str] = &["mark", "police", "shape"];
+pub const KINDS: &[&str] = &["mark", "police", "shape", "tcpf", "token_marker"];
 
 /// The smallest bucket: one packet of 64 bytes.
 pub const MIN_BUCKET_BYTES: u64 = 64;
@@ -33,6 +36,12 @@ pub enum EdgeConfig {
     Police(PoliceConfig),
     #[serde(rename = "shape")]
     Shape(ShapeConfig),
+    /// The TCP-friendly marker (tcpf.rs): TCPF, or TCPF(O) without retransmission protection.
+    #[serde(rename = "tcpf")]
+    Tcpf(TcpfConfig),
+    /// The token-bucket marker of the same paper (tcpf.rs).
+    #[serde(rename = "token_marker")]
+    TokenMarker(TokenMarkerConfig),
 }
 
 /// `{"kind": "mark", "rules": [...], "default": D or null}`.
@@ -188,6 +197,8 @@ impl EdgeConfig {
             "mark" => crate::config::deep_error::<MarkConfig>(rest),
             "police" => crate::config::deep_error::<PoliceConfig>(rest),
             "shape" => crate::config::deep_error::<ShapeConfig>(rest),
+            "tcpf" => crate::config::deep_error::<TcpfConfig>(rest),
+            "token_marker" => crate::config::deep_error::<TokenMarkerConfig>(rest),
             _ => None,
         }
     }
@@ -197,6 +208,8 @@ impl EdgeConfig {
             EdgeConfig::Mark(_) => "mark",
             EdgeConfig::Police(_) => "police",
             EdgeConfig::Shape(_) => "shape",
+            EdgeConfig::Tcpf(_) => "tcpf",
+            EdgeConfig::TokenMarker(_) => "token_marker",
         }
     }
 
@@ -206,6 +219,7 @@ impl EdgeConfig {
             EdgeConfig::Mark(_) => true,
             EdgeConfig::Police(p) => p.exceed.action == ExceedAction::Remark,
             EdgeConfig::Shape(_) => false,
+            EdgeConfig::Tcpf(_) | EdgeConfig::TokenMarker(_) => true,
         }
     }
 
@@ -258,6 +272,8 @@ impl EdgeConfig {
                 let spec = BucketSpec::new(s.rate_bps, s.bucket_bytes);
                 Ok(Stage::Shape(Shaper { spec, tokens: spec.full(0), limit: s.buffer, queue: Fifo::new() }))
             }
+            EdgeConfig::Tcpf(c) => Ok(Stage::Tcpf(Rc::new(RefCell::new(c.build()?)))),
+            EdgeConfig::TokenMarker(c) => Ok(Stage::TokenMarker(c.build()?)),
         }
     }
 }
@@ -441,15 +457,35 @@ pub enum Stage<H> {
     Mark(Marker),
     Police(Policer),
     Shape(Shaper<H>),
+    /// Shared with the link's engine, which feeds it the ACKs crossing its other links.
+    Tcpf(Rc<RefCell<Tcpf>>),
+    TokenMarker(TokenMarker),
 }
 
 impl<H> Stage<H> {
+    /// A TCP-aware marker that must see the ACKs of the flows it marks.
+    pub fn ack_observer(&self) -> Option<Rc<RefCell<Tcpf>>> {
+        match self {
+            Stage::Tcpf(t) => Some(Rc::clone(t)),
+            _ => None,
+        }
+    }
+
     /// Counters for this function, all zero.
     pub fn counters(&self) -> EdgeCounters {
         match self {
             Stage::Mark(_) => EdgeCounters::Mark { remarked: 0 },
             Stage::Police(_) => EdgeCounters::Police { in_profile: 0, out_profile: 0, dropped: 0 },
             Stage::Shape(_) => EdgeCounters::Shape { held: 0, dropped: 0, queue_pkts: 0 },
+            Stage::Tcpf(t) => t.borrow().edge_counters(),
+            Stage::TokenMarker(_) => EdgeCounters::TokenMarker {
+                in_packets: 0,
+                in_bytes: 0,
+                out_packets: 0,
+                out_bytes: 0,
+                refills: 0,
+                pool_spent: 0,
+            },
         }
     }
 
@@ -501,6 +537,18 @@ impl<H> Stage<H> {
                 *held += 1;
                 *queue_pkts += 1;
                 Step::Held
+            }
+            (Stage::Tcpf(t), c) => {
+                let mut t = t.borrow_mut();
+                let dscp = t.mark(&pkt.info, now);
+                pkt.info.set_dscp(dscp);
+                *c = t.edge_counters();
+                Step::Next(pkt)
+            }
+            (Stage::TokenMarker(m), c) => {
+                let dscp = m.mark(&pkt.info, now, c);
+                pkt.info.set_dscp(dscp);
+                Step::Next(pkt)
             }
             _ => unreachable!("an edge function's counters are of its kind"),
         }

@@ -14,4 +14,5 @@ pub mod policy;
 pub mod replay;
 pub mod stats;
 pub mod stats_writer;
+pub mod tcpf;
 pub mod verdicts;

@@ -11,7 +11,28 @@ use crate::edge::{Stage, Step};
 use crate::packet::PacketInfo;
 use crate::policy::{Cause, DropTailConfig, Dropped, LinkEnv, QueuePolicy, Queued};
 use crate::stats::LinkStats;
+use crate::tcpf::Tcpf;
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::rc::Rc;
+
+/// The TCP-aware markers of one engine's links. Every packet arriving on any of those links is
+/// shown to each of them, so a marker on the data direction sees the ACKs of its flows wherever
+/// they cross the same router (for a router link, on the way back to the senders: the reverse
+/// direction of the link itself is owned by the router at its other end).
+pub struct AckFeed(Vec<Rc<RefCell<Tcpf>>>);
+
+impl AckFeed {
+    pub fn of<H>(links: &[Link<H>]) -> AckFeed {
+        AckFeed(links.iter().flat_map(|l| l.edge.iter().filter_map(Stage::ack_observer)).collect())
+    }
+
+    pub fn observe(&self, info: &PacketInfo, now: u64) {
+        for m in &self.0 {
+            m.borrow_mut().observe(info, now);
+        }
+    }
+}
 
 /// Why a packet was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

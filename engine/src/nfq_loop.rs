@@ -5,7 +5,7 @@
 //! advances every link to the current time and gives the verdicts that fell due.
 
 use crate::config::Config;
-use crate::link::{Fate, Link};
+use crate::link::{AckFeed, Fate, Link};
 use crate::packet::{rewrite_dscp, PacketInfo};
 use crate::stats::{Lateness, LatenessCauses};
 use crate::stats_writer::{Record, StatsWriter};
@@ -325,6 +325,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         rewrites: config.links.iter().map(|l| l.may_rewrite()).collect(),
         rewrite_failed: 0,
     };
+    let acks = AckFeed::of(&engine.links);
     let mut last_arrival = vec![0u64; engine.links.len()];
     let spin_ns = config.spin_us * 1000;
     let start = now_ns();
@@ -347,6 +348,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
                     // Never earlier than the link's previous arrival: its schedule only moves forward.
                     let at = arrival_time(&msg, now).max(last_arrival[i]);
                     last_arrival[i] = at;
+                    acks.observe(&info, at);
                     engine.links[i].advance(at, &mut engine.fates);
                     engine.links[i].arrive(msg, info, at, &mut engine.fates);
                     engine.links[i].advance(now, &mut engine.fates);

@@ -55,11 +55,33 @@ pub struct PacketInfo {
     pub dst: u32,
     /// Source and destination ports, for TCP and UDP packets that carry them.
     pub ports: Option<(u16, u16)>,
+    /// The TCP header's sequence fields, for TCP packets whose header was copied (the TCP-aware
+    /// markers, tcpf.rs, read them).
+    pub tcp: Option<TcpInfo>,
 }
+
+/// What a TCP-aware edge function reads from a TCP header (all within the first 14 bytes of it,
+/// so the 80 bytes copied from the kernel hold them behind any IPv4 header without options).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpInfo {
+    pub seq: u32,
+    pub ack: u32,
+    /// The flags byte (FIN 0x01, SYN 0x02, RST 0x04, PSH 0x08, ACK 0x10).
+    pub flags: u8,
+    /// Payload bytes: IP total length minus the IP and TCP headers.
+    pub payload: u32,
+}
+
+pub const TCP_ACK: u8 = 0x10;
 
 impl PacketInfo {
     pub fn new(len: u32, dscp: u8, flow: u64) -> PacketInfo {
-        PacketInfo { len, dscp, class: Class::from_dscp(dscp), flow, proto: 0, src: 0, dst: 0, ports: None }
+        PacketInfo { len, dscp, class: Class::from_dscp(dscp), flow, proto: 0, src: 0, dst: 0, ports: None, tcp: None }
+    }
+
+    /// The same packet with a TCP header's fields (tests and traces).
+    pub fn with_tcp(self, tcp: TcpInfo) -> PacketInfo {
+        PacketInfo { tcp: Some(tcp), ..self }
     }
 
     /// The same packet with its protocol, addresses and ports (replay traces that carry them).
@@ -94,8 +116,18 @@ impl PacketInfo {
         let ports = (l4 && first_fragment).then(|| {
             (u16::from_be_bytes([bytes[ihl], bytes[ihl + 1]]), u16::from_be_bytes([bytes[ihl + 2], bytes[ihl + 3]]))
         });
-        let addr = |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-        PacketInfo::new(total, bytes[1] >> 2, h.finish()).with_addresses(proto, addr(12), addr(16), ports)
+        let word = |at: usize| u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        let tcp = (proto == 6 && first_fragment && bytes.len() >= ihl + 14).then(|| {
+            let headers = ihl as u32 + u32::from(bytes[ihl + 12] >> 4) * 4;
+            TcpInfo {
+                seq: word(ihl + 4),
+                ack: word(ihl + 8),
+                flags: bytes[ihl + 13],
+                payload: total.saturating_sub(headers),
+            }
+        });
+        let info = PacketInfo::new(total, bytes[1] >> 2, h.finish()).with_addresses(proto, word(12), word(16), ports);
+        PacketInfo { tcp, ..info }
     }
 }
 
@@ -214,6 +246,23 @@ mod tests {
             }
         }
         assert!(!rewrite_dscp(&mut [0x60; 40], 10));
+    }
+
+    #[test]
+    fn reads_the_tcp_sequence_fields() {
+        let mut h = header(0, 1500);
+        h.resize(40, 0);
+        h[24..28].copy_from_slice(&0xfffffff0u32.to_be_bytes()); // seq
+        h[28..32].copy_from_slice(&7u32.to_be_bytes()); // ack
+        h[32] = 5 << 4; // data offset: 20 bytes
+        h[33] = TCP_ACK | 0x08;
+        let tcp = PacketInfo::parse(&h, 1500).tcp.unwrap();
+        assert_eq!(tcp, TcpInfo { seq: 0xfffffff0, ack: 7, flags: 0x18, payload: 1460 });
+        h[32] = 8 << 4; // 12 bytes of options
+        assert_eq!(PacketInfo::parse(&h, 1500).tcp.unwrap().payload, 1448);
+        h[9] = 17;
+        assert_eq!(PacketInfo::parse(&h, 1500).tcp, None);
+        assert_eq!(PacketInfo::parse(&header(0, 60), 60).tcp, None); // the TCP header was not copied
     }
 
     #[test]

@@ -147,6 +147,10 @@ pub enum EdgeCounters {
     Police { in_profile: u64, out_profile: u64, dropped: u64 },
     /// Packets that had to wait, dropped for a full shaper buffer, and waiting now.
     Shape { held: u64, dropped: u64, queue_pkts: u64 },
+    /// A TCPF marker's counters (tcpf.rs).
+    Tcpf(crate::tcpf::TcpfCounters),
+    /// A token-bucket marker: packets and bytes IN and OUT, refills of its pool, tokens spent.
+    TokenMarker { in_packets: u64, in_bytes: u64, out_packets: u64, out_bytes: u64, refills: u64, pool_spent: u64 },
 }
 
 impl EdgeCounters {
@@ -158,6 +162,14 @@ impl EdgeCounters {
             }
             EdgeCounters::Shape { held, dropped, queue_pkts } => {
                 json!({"kind": "shape", "held": held, "dropped": dropped, "queue_pkts": queue_pkts})
+            }
+            EdgeCounters::Tcpf(c) => json!({"kind": "tcpf", "in": c.in_packets, "in_bytes": c.in_bytes,
+                "out": c.out_packets, "out_bytes": c.out_bytes, "retrans_protected": c.retrans_protected,
+                "retrans_seen": c.retrans_seen, "allocations": c.allocations, "pool_spent": c.pool_spent,
+                "acks": c.acks, "flows": c.flows}),
+            EdgeCounters::TokenMarker { in_packets, in_bytes, out_packets, out_bytes, refills, pool_spent } => {
+                json!({"kind": "token_marker", "in": in_packets, "in_bytes": in_bytes, "out": out_packets,
+                    "out_bytes": out_bytes, "refills": refills, "pool_spent": pool_spent})
             }
         }
     }
