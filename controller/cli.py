@@ -428,14 +428,22 @@ def burst_seq(run_id: str, size: str, idle: str, nth: int, out: str | None, db: 
               help="address to listen on; anything but loopback exposes the dashboard to the network")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port")
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
-def web(host: str, port: int, db: str | None) -> None:
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="a host name or address browsers reach the dashboard by, besides localhost, 127.0.0.1, ::1 and"
+                   " --host (repeatable); requests naming any other host are refused")
+def web(host: str, port: int, db: str | None, allow_hosts: tuple[str, ...]) -> None:
     """Serve the dashboard: start scenarios, watch runs live, read and compare reports."""
+    from webui.hosts import allowed_names
     from webui.server import is_loopback, serve
+    try:
+        allowed_names(host, allow_hosts)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--allow-host/--host") from None
     if not is_loopback(host):
         click.echo(click.style(f"warning: listening on {host}: anyone who can reach this address can start runs",
                                fg="yellow"), err=True)
     try:
-        serve(host, port, db=db, on_ready=lambda line: click.echo(line, err=False))
+        serve(host, port, db=db, on_ready=lambda line: click.echo(line, err=False), allow_hosts=allow_hosts)
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 

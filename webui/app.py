@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import stat
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -36,13 +39,14 @@ from results import newcwv as newcwv_mod
 from results import pooled as pooled_mod
 from results import report as report_mod
 from results import samples as samples_mod
-from results.store import RUN_ID, Store
+from results.store import RUN_ID, Store, StoreVersionError
 from testbed import paths
-from webui import forms
+from webui import forms, hosts
 
 
 def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue: RunQueue | None = None,
-               secret_key: bytes | None = None) -> Flask:
+               secret_key: bytes | None = None, allowed_hosts: frozenset[str] | None = None) -> Flask:
+    """`allowed_hosts`: the Host names answered (webui/hosts.py; loopback names when None)."""
     app = Flask(__name__)
     app.config.update(
         SECRET_KEY=secret_key or os.urandom(32),
@@ -52,10 +56,16 @@ def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue:
         MAX_CONTENT_LENGTH=64 * 1024,
         SSE_POLL=1.0,
         SSE_MAX_SECONDS=6 * 3600,
+        # Each live view holds a server thread for as long as it is open (webui/server.py has 16):
+        # past this many, a live view is refused (503) and pages keep their threads.
+        SSE_MAX_STREAMS=10,
     )
+    app.extensions["catnip_streams"] = threading.BoundedSemaphore(app.config["SSE_MAX_STREAMS"])
+    app.extensions["catnip_stopping"] = threading.Event()  # set by the server: live views end
     app.extensions["catnip_queue"] = queue or RunQueue(app.config["CATNIP_DB"], paths.data_dir() / "dashboard")
     CSRFProtect(app)
     _register(app)
+    app.wsgi_app = hosts.HostGuard(app.wsgi_app, allowed_hosts or hosts.allowed_names())
     return app
 
 
@@ -221,6 +231,11 @@ def _register(app: Flask) -> None:
     def http_error(exc: HTTPException):
         return _error(exc.code or 500, exc.name, exc.description or exc.name)
 
+    @app.errorhandler(sqlite3.Error)
+    @app.errorhandler(StoreVersionError)
+    def database_error(exc: Exception):
+        return _error(503, "Database unavailable", f"cannot read {app.config['CATNIP_DB']}: {exc}")
+
     @app.get("/")
     def scenarios():
         return render_template("scenarios.html", scenarios=forms.scenario_files(app.config["CATNIP_SCENARIOS"]),
@@ -292,9 +307,16 @@ def _register(app: Flask) -> None:
         if _store().run(run_id) is None and _queue().get(run_id) is None:
             abort(404, description=f"no run {run_id!r}")
         db, poll, limit = app.config["CATNIP_DB"], app.config["SSE_POLL"], app.config["SSE_MAX_SECONDS"]
-        queue = _queue()
-        return Response(_event_stream(db, queue, run_id, poll, limit), mimetype="text/event-stream",
-                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        queue, streams = _queue(), app.extensions["catnip_streams"]
+        if not streams.acquire(blocking=False):
+            abort(503, description=f"{app.config['SSE_MAX_STREAMS']} live views are open already;"
+                                   " close one, or reload this page for the state so far")
+        # Released when the server closes the response: the stream ended, or the browser went away.
+        response = Response(_event_stream(db, queue, run_id, poll, limit, app.extensions["catnip_stopping"]),
+                            mimetype="text/event-stream", headers={"Cache-Control": "no-cache",
+                                                                   "X-Accel-Buffering": "no"})
+        response.call_on_close(streams.release)
+        return response
 
     @app.post("/runs/<run_id>/cancel")
     def cancel_run(run_id: str):
@@ -386,10 +408,22 @@ def _register(app: Flask) -> None:
         row = next((p for p in _store().points(run_id) if p["point"] == point), None)
         if row is None or not row["capture"]:
             abort(404, description=f"run {run_id} point {point} has no packet capture (set run.capture: true)")
+        # Only a file inside the run's own folder (data/runs/ID), symlinks resolved: a record
+        # pointing elsewhere, or a link out of the folder, is refused.
+        folder = (paths.data_dir() / "runs" / run_id).resolve()
         path = Path(row["capture"]).resolve()
-        if not path.is_relative_to(paths.data_dir().resolve()) or not path.is_file():
+        if not path.is_relative_to(folder):
+            abort(403, description=f"the capture of run {run_id} point {point} is recorded outside the run's"
+                                   f" folder {folder}: not served")
+        try:  # the resolved path, opened without following a link swapped in since, nor waiting on a FIFO
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
             abort(404, description=f"the capture of run {run_id} point {point} is no longer on disk")
-        return send_file(path, mimetype="application/vnd.tcpdump.pcap", as_attachment=True,
+        file = os.fdopen(fd, "rb")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            file.close()
+            abort(404, description=f"the capture of run {run_id} point {point} is not a regular file")
+        return send_file(file, mimetype="application/vnd.tcpdump.pcap", as_attachment=True,
                          download_name=f"{run_id}-point{point}.pcap")
 
     @app.get("/compare")
@@ -440,7 +474,15 @@ def _register(app: Flask) -> None:
 
     @app.get("/healthz")
     def healthz():
-        return jsonify(ok=True, database=str(app.config["CATNIP_DB"]), active_jobs=len(_queue().active()))
+        # Ok only if the pages can read runs: the database opens as they open it (schema
+        # version and migrations included) and its runs table answers.
+        db = app.config["CATNIP_DB"]
+        try:
+            with Store(db) as store:
+                runs = store.db.execute("SELECT count(*) FROM runs").fetchone()[0]
+        except (sqlite3.Error, OSError, StoreVersionError) as exc:
+            return jsonify(ok=False, database=str(db), error=f"cannot open the database: {exc}"), 503
+        return jsonify(ok=True, database=str(db), runs=runs, active_jobs=len(_queue().active()))
 
     @app.template_filter("pct")
     def pct(v: Any, digits: int = 2) -> str:
@@ -460,16 +502,17 @@ def _register(app: Flask) -> None:
         return "-" if not ts else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: float) -> Iterator[str]:
+def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: float,
+                  stopping: threading.Event) -> Iterator[str]:
     """Server-sent events: the run's progress and new bottleneck samples every `poll` seconds,
-    then an `end` event once the run is over."""
+    then an `end` event once the run is over; nothing more once the server is `stopping`."""
     store = Store(db)
     last: dict[int, Any] = {}
     last_progress: dict[int, float] = {}
     started = time.monotonic()
     first = True
     try:
-        while time.monotonic() - started < limit:
+        while time.monotonic() - started < limit and not stopping.is_set():
             job = queue.get(run_id)
             run = store.run(run_id)
             if run is not None and run["status"] == "running" and runner.close_abandoned_runs(store):
@@ -495,6 +538,6 @@ def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: fl
             if not job_live and (run is None or run["status"] != "running"):
                 yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
                 return
-            time.sleep(poll)
+            stopping.wait(poll)
     finally:
         store.close()
