@@ -10,7 +10,7 @@ use crate::config::{Buffer, LinkConfig, PolicyConfig};
 use crate::edge::{Stage, Step};
 use crate::packet::PacketInfo;
 use crate::policy::{Cause, DropTailConfig, Dropped, LinkEnv, QueuePolicy, Queued};
-use crate::stats::LinkStats;
+use crate::stats::{LinkSnapshot, LinkStats};
 use crate::tcpf::Tcpf;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -236,6 +236,18 @@ impl<H: 'static> Link<H> {
         [wire, head, release].into_iter().flatten().min()
     }
 
+    /// The counters now. A TCPF marker's are read from it: it also counts the ACKs it is shown
+    /// between this link's arrivals.
+    pub fn snapshot(&self) -> LinkSnapshot {
+        let mut snap = self.stats.snapshot(self.queue_packets(), self.queue_bytes());
+        for (stage, c) in self.edge.iter().zip(snap.edge.iter_mut()) {
+            if let Stage::Tcpf(_) = stage {
+                *c = stage.counters();
+            }
+        }
+        snap
+    }
+
     pub fn queue_packets(&self) -> usize {
         self.policy.len_packets()
     }
@@ -421,6 +433,48 @@ mod tests {
         assert_eq!(policed, vec![false, false, false, false, true, true]);
         assert_eq!(link.stats.edge, vec![EdgeCounters::Police { in_profile: 4, out_profile: 2, dropped: 2 }]);
         assert_eq!(link.stats.dropped.total_packets(), 2);
+    }
+
+    #[test]
+    fn a_tcpf_marker_sees_the_acks_crossing_another_link_of_its_engine() {
+        use crate::packet::{TcpInfo, TCP_ACK};
+        // The data direction with a TCPF marker, and the link the ACKs cross on the way back.
+        let text = r#"{"links": [
+            {"name": "r1>r2", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": null,
+             "policy": {"kind": "droptail"}, "edge": [{"kind": "tcpf", "pool_bytes": 20000}]},
+            {"name": "r1>s1", "queue_num": 1, "rate_bps": 0, "delay_us": 0, "buffer": null,
+             "policy": {"kind": "droptail"}}]}"#;
+        let config = crate::config::Config::parse(text).unwrap();
+        let mut links: Vec<Link<usize>> = config.links.iter().map(|l| Link::new(l, 0).unwrap()).collect();
+        let feed = AckFeed::of(&links);
+        let (s1, d1) = (0x0a01_0001, 0x0a02_0001);
+        let mut out = Vec::new();
+        let mut seq = 0u32;
+        // 20 packets of 1000 bytes per 100 ms for 2 s, each window ACKed on the other link.
+        for round in 0..20u64 {
+            let t = round * 100 * MS;
+            for k in 0..20u64 {
+                let info = PacketInfo::new(1040, 0, 1)
+                    .with_addresses(6, s1, d1, Some((40000, 5201)))
+                    .with_tcp(TcpInfo { seq, ack: 1, flags: TCP_ACK, payload: 1000 });
+                seq = seq.wrapping_add(1000);
+                feed.observe(&info, t + k);
+                links[0].arrive(0, info, t + k, &mut out);
+            }
+            let ack = PacketInfo::new(40, 0, 2).with_addresses(6, d1, s1, Some((5201, 40000))).with_tcp(TcpInfo {
+                seq: 1,
+                ack: seq,
+                flags: TCP_ACK,
+                payload: 0,
+            });
+            feed.observe(&ack, t + 50 * MS);
+            links[1].arrive(0, ack, t + 50 * MS, &mut out);
+        }
+        let Some(EdgeCounters::Tcpf(c)) = links[0].snapshot().edge.first().copied() else { panic!() };
+        assert_eq!(c.acks, 20);
+        // The flow sends 80 KB per interval against a 20 KB pool: about a quarter IN.
+        assert!(c.in_packets > 60 && c.in_packets < 130, "{c:?}");
+        assert_eq!(c.in_packets + c.out_packets, 400);
     }
 
     #[test]

@@ -188,7 +188,7 @@ impl Engine {
             nfq_errors: self.nfq_errors,
             rewrite_failed: self.rewrite_failed,
             realtime,
-            links: self.links.iter().map(|l| l.stats.snapshot(l.queue_packets(), l.queue_bytes())).collect(),
+            links: self.links.iter().map(Link::snapshot).collect(),
         }
     }
 }

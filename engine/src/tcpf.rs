@@ -617,7 +617,8 @@ mod tests {
             );
         }
         m.allocate(1);
-        let got: Vec<(i64, f64)> = (1..=4).map(|i| (m.flows[&(i, 0, 1, 1)].in_count, m.flows[&(i, 0, 1, 1)].s)).collect();
+        let got: Vec<(i64, f64)> =
+            (1..=4).map(|i| (m.flows[&(i, 0, 1, 1)].in_count, m.flows[&(i, 0, 1, 1)].s)).collect();
         assert_eq!(got[0], (10_000, 0.0));
         assert_eq!(got[1], (20_000, 0.0));
         assert_eq!(got[2].0, 35_000);
@@ -675,8 +676,14 @@ mod tests {
         let t = 7 * MS + 5300 * MS;
         let marks: Vec<u8> = (0..7).map(|i| tb.mark(&data(1, 0, 960), t + i, &mut counters)).collect();
         assert_eq!(marks, vec![IN, IN, IN, IN, IN, 12, 12]);
+        // Tokens left at a boundary are not carried over: one packet in the next interval, seven
+        // in the one after, of which five are IN.
+        assert_eq!(tb.mark(&data(1, 0, 960), 7 * MS + 5600 * MS, &mut counters), IN);
+        let t = 7 * MS + 6000 * MS;
+        let marks: Vec<u8> = (0..7).map(|i| tb.mark(&data(2, 0, 960), t + i, &mut counters)).collect();
+        assert_eq!(marks, vec![IN, IN, IN, IN, IN, 12, 12]);
         let EdgeCounters::TokenMarker { in_packets, refills, pool_spent, .. } = counters else { panic!() };
-        assert_eq!((in_packets, refills, pool_spent), (55, 11, 55_000));
+        assert_eq!((in_packets, refills, pool_spent), (61, 13, 61_000));
     }
 
     #[test]
