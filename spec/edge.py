@@ -2,8 +2,10 @@
 classify/mark -> meter/police or shape (design: mark -> meter/police or shape -> drop -> schedule).
 
 These run in the queue engine, which rewrites the DS field of a packet it releases (with a
-correct checksum; docs/engine.md). Markers that need TCP state (SPM, TCP-state marking) run as
-tc BPF programs on the hosts instead (`marking` in the scenario; docs/spm.md).
+correct checksum; docs/engine.md). The TCP-friendly marking paper's token markers (`tcpf`,
+`token_marker`; docs/tcpf-markers.md) run there too, reading the TCP headers of both directions.
+Markers that need the sender's own TCP state (SPM, TCP-state marking) run as tc BPF programs on
+the hosts instead (`marking` in the scenario; docs/spm.md).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from spec import units
 
@@ -154,4 +156,89 @@ class Shape(_Edge):
         return {"kind": "shape", "rate_bps": self.rate, "bucket_bytes": self.bucket, "buffer": self.buffer}
 
 
-EdgeSpec = Annotated[Union[Mark, Police, Shape], Field(discriminator="kind")]
+def _positive_size(v: Any) -> int:
+    size = v if type(v) is int else units.parse_size(v)
+    if size <= 0:
+        raise ValueError(f"{v!r}: must be above 0 bytes")
+    return size
+
+
+def _positive_duration(v: Any) -> float:
+    s = units.parse_duration(v)
+    if s <= 0:
+        raise ValueError(f"{v!r}: must be above 0")
+    return s
+
+
+class _TokenPool(_Edge):
+    """What the TCP-friendly marking paper's markers share (section 6.1): a pool of `pool` bytes
+    of tokens for every `interval`; packets with a token leave `in_dscp`, the others `out_dscp`."""
+    interval: float = Field(default=0.4, description="the marking interval T (section 4: 400 ms)")
+    pool: int = Field(default=300 * 1024, description="tokens per interval, M (section 6.1: 300 KB, 60% of"
+                                                      " the 500 KB bottleneck buffer)")
+    in_dscp: int = Field(default=10, description="DSCP of IN packets (AF11: RIO's and FRIO's IN)")
+    out_dscp: int = Field(default=12, description="DSCP of OUT packets (AF12)")
+
+    _interval = field_validator("interval", mode="before")(lambda cls, v: _positive_duration(v))
+    _pool = field_validator("pool", mode="before")(lambda cls, v: _positive_size(v))
+    _dscps = field_validator("in_dscp", "out_dscp", mode="before")(lambda cls, v: parse_dscp(v))
+
+    @model_validator(mode="after")
+    def _distinct(self):
+        if self.in_dscp == self.out_dscp:
+            raise ValueError(f"out_dscp: must differ from in_dscp (both {self.in_dscp})")
+        return self
+
+    def _pool_config(self) -> dict[str, Any]:
+        return {"kind": self.kind, "interval_us": int(round(self.interval * 1e6)), "pool_bytes": self.pool,
+                "in_dscp": self.in_dscp, "out_dscp": self.out_dscp}
+
+
+class Tcpf(_TokenPool):
+    """The TCP-friendly marker (Algorithms 1 and 2): tiny flows first, max-min shares for the
+    rest, IN packets spaced through each flow's window, retransmissions IN. TCPF(O) is
+    `protect_retransmissions: false`. It must see the ACKs of the flows it marks: place it on the
+    data direction of a router link (docs/tcpf-markers.md)."""
+    kind: Literal["tcpf"] = "tcpf"
+    tiny_window: int = Field(default=4, ge=1, le=1000, description="K: a flow whose window estimate is below"
+                                                                   " K * mss is tiny (Algorithm 1: 4)")
+    mss: int = Field(default=1460, description="the MSS of K * MSS (Linux 2.2 on Ethernet: 1460 B)")
+    protect_retransmissions: bool = Field(default=True, description="Algorithm 2 (b); false: TCPF(O)")
+    retransmissions_use_tokens: bool = Field(default=True, description="a protected retransmission is charged"
+                                             " to its flow's tokens when they cover it (it is IN in any case)")
+    w_gain: float = Field(default=0.125, gt=0, le=1, description="EWMA gain of the window estimate W(i), per"
+                                                                 " data packet")
+    e_gain: float = Field(default=0.5, gt=0, le=1, description="EWMA gain of the rate estimate E(i), per"
+                                                               " interval")
+    flow_idle: float = Field(default=0.8, description="a flow unseen this long is forgotten (2 T)")
+
+    _mss = field_validator("mss", mode="before")(lambda cls, v: _positive_size(v))
+    _idle = field_validator("flow_idle", mode="before")(lambda cls, v: _positive_duration(v))
+
+    @model_validator(mode="after")
+    def _idle_covers_an_interval(self):
+        if self.flow_idle < self.interval:
+            raise ValueError(f"flow_idle: {self.flow_idle:g} s is shorter than the interval ({self.interval:g} s):"
+                             " every flow would be forgotten before its allocation")
+        return self
+
+    def engine_config(self, subnets):
+        return {**self._pool_config(), "tiny_window": self.tiny_window, "mss_bytes": self.mss,
+                "protect_retransmissions": self.protect_retransmissions,
+                "retransmissions_use_tokens": self.retransmissions_use_tokens, "w_gain": self.w_gain,
+                "e_gain": self.e_gain, "flow_idle_us": int(round(self.flow_idle * 1e6))}
+
+
+class TokenMarker(_TokenPool):
+    """The token-bucket marker TB (section 6.1): one pool for every packet of the direction,
+    refilled to `pool` every `interval`, IN first come first served while it lasts. No TCP
+    awareness."""
+    kind: Literal["token_marker"] = "token_marker"
+
+    def engine_config(self, subnets):
+        return self._pool_config()
+
+
+POOL_MARKERS = ("tcpf", "token_marker")  # one pool for the flows of a direction (spec/graph.py places them)
+
+EdgeSpec = Annotated[Union[Mark, Police, Shape, Tcpf, TokenMarker], Field(discriminator="kind")]

@@ -201,7 +201,47 @@ class Graph(_Strict):
         no_hosts = routers - {g.router for g in self.groups} - {e for l in self.links for e in (l.a, l.b)}
         if no_hosts:
             raise ValueError(f"routers {', '.join(sorted(no_hosts))} have neither hosts nor links")
+        self._check_tcpf_placement()
         return self
+
+    def _check_tcpf_placement(self) -> None:
+        """A `tcpf` marker keeps one pool for the flows of its direction and must see their ACKs:
+        the engine shows it every packet crossing its router (docs/tcpf-markers.md). So it goes on
+        a router link's data direction, and the ACKs of what crosses that link must come back
+        through the same router."""
+        def tcpf_in(link: LinkSpec, d: Direction | None) -> bool:
+            edge = d.edge if d is not None and d.edge is not None else link.edge
+            return any(e.kind == "tcpf" for e in edge)
+        for g in self.groups:
+            for d in ("down", "up"):
+                if tcpf_in(g.link, getattr(g.link, d)):
+                    raise ValueError(f"groups.{g.name}.link.{d}.edge: a tcpf marker on an access link would be one"
+                                     " per host, each with its own pool; put it on the data direction of a router"
+                                     " link (e.g. bottleneck.forward.edge)")
+        with_hosts = [r for r in self.routers if any(g.router == r for g in self.groups)]
+        for i, link in enumerate(self.links):
+            for d, (src, dst) in (("forward", (link.a, link.b)), ("reverse", (link.b, link.a))):
+                if not tcpf_in(link, getattr(link, d)):
+                    continue
+                where = f"links.{i} ({link.a}-{link.b}).{d}.edge"
+                if d != link.data:
+                    raise ValueError(f"{where}: a tcpf marker on {src} -> {dst} would mark the ACKs, not the data;"
+                                     f" put it on {link.data}, the data direction (a link's own `edge` applies to"
+                                     " both directions)")
+                for a in with_hosts:
+                    for b in with_hosts:
+                        there = self.path(a, b)
+                        if any(there[k:k + 2] == [src, dst] for k in range(len(there) - 1)) \
+                                and src not in self.path(b, a):
+                            raise ValueError(f"{where}: the tcpf marker on {src} cannot see the ACKs of traffic from"
+                                             f" {a} to {b}: they return by {' -> '.join(self.path(b, a))}")
+
+    def path(self, a: str, b: str) -> list[str]:
+        """The routers from a to b, both included, along the routes (next_hops)."""
+        out = [a]
+        while out[-1] != b:
+            out.append(self.next_hops(out[-1])[b])
+        return out
 
     def neighbours(self, router: str) -> list[str]:
         out = []

@@ -37,6 +37,8 @@ enum Command {
         #[arg(long)]
         link: Option<String>,
     },
+    /// Print the policy and edge function kinds this engine has, as JSON (`catnip check`).
+    Kinds,
 }
 
 fn main() {
@@ -48,6 +50,14 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Kinds => {
+            let kinds = serde_json::json!({
+                "policies": catnip_engine::policy::KINDS,
+                "edge": catnip_engine::edge::KINDS,
+            });
+            println!("{kinds}");
+            Ok(())
+        }
         Command::Run { config, stats } => catnip_engine::nfq_loop::run(&Config::load(&config)?, &stats),
         Command::Replay { config, trace, out, link } => {
             let config = Config::load(&config)?;
