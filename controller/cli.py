@@ -39,8 +39,9 @@ def check(as_json: bool, brief: bool) -> None:
     if caps.root and caps.bpf_btf and not brief:
         busy = "not probed: a run is using the machine"
         programs = {"spm": busy, "senders": busy} if machine_busy() else probe_programs()
+    kinds = _engine_kinds() if caps.engine_binary else {}
     if as_json:
-        click.echo(json.dumps({**caps.to_dict(), "bpf_programs": programs}, indent=2))
+        click.echo(json.dumps({**caps.to_dict(), "bpf_programs": programs, "engine_kinds": kinds}, indent=2))
     elif brief:
         click.echo("ready: link backends " + ",".join(caps.link_backends) + "; switches " +
                    ",".join(caps.access_switches) if not problems else "NOT ready: " + "; ".join(problems))
@@ -50,6 +51,11 @@ def check(as_json: bool, brief: bool) -> None:
         click.echo("qdiscs: " + "  ".join(f"{q} {yes(v)}" for q, v in caps.qdiscs.items()))
         click.echo(f"NFQUEUE: {yes(caps.nfqueue)}   queue engine built: {yes(caps.engine_binary)}"
                    f" ({paths.engine_binary()})")
+        if caps.engine_binary:
+            edge = kinds.get("edge", [])
+            click.echo("  engine edge functions: " + (", ".join(edge) or "unknown (an engine without `kinds`: rebuild)")
+                       + "   TCP-friendly markers (tcpf, token_marker): "
+                       + yes({"tcpf", "token_marker"} <= set(edge)))
         click.echo(f"Open vSwitch running: {yes(caps.ovs_running)}   kernel datapath: {yes(caps.ovs_kernel_datapath)}"
                    f"   userspace datapath: {yes(caps.ovs_userspace_datapath)}   Linux bridge: {yes(caps.linux_bridge)}")
         click.echo(f"BPF: BTF {yes(caps.bpf_btf)}   bpftool {yes(caps.tools.get('bpftool'))}"
@@ -71,6 +77,16 @@ def check(as_json: bool, brief: bool) -> None:
         else:
             click.echo(click.style("ready to run scenarios", fg="green", bold=True))
     sys.exit(1 if problems else 0)
+
+
+def _engine_kinds() -> dict:
+    """The policy and edge function kinds the built engine has (`catnip-engine kinds`); {} if it cannot say."""
+    import subprocess
+    try:
+        out = subprocess.run([str(paths.engine_binary()), "kinds"], capture_output=True, text=True, timeout=10)
+        return json.loads(out.stdout) if out.returncode == 0 else {}
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return {}
 
 
 def _verdict(text: str) -> str:
