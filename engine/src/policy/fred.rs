@@ -402,6 +402,27 @@ mod tests {
     }
 
     #[test]
+    fn frio_takes_table_1_in_bytes() {
+        // Table 1 (good), as the config gives it; w_q = 1 so the averages are the queued bytes.
+        let c: FrioConfig = serde_json::from_str(
+            r#"{"w_q": 1.0, "levels": [
+                {"min_th": {"bytes": 51200}, "max_th": {"bytes": 501760}, "max_p": 0.005},
+                {"min_th": {"bytes": 10240}, "max_th": {"bytes": 204800}, "max_p": 0.25}]}"#,
+        )
+        .unwrap();
+        let (params, unit) = level_params("frio", &c.levels, 2, c.w_q, c.mean_pkt_bytes, 10_000_000).unwrap();
+        assert_eq!(unit, Unit::Bytes);
+        let mut q: Fred<u64> = Fred::frio([params[0], params[1]], min_q(None, unit, 1000).unwrap(), None, 1)
+            .measured_in(Unit::Bytes, 1000);
+        // 30 IN packets and 180 OUT packets of 1000 bytes, one per flow (no per-flow limit bites).
+        (0..30).for_each(|f| stuff(&mut q, pkt(f, f, DSCP_AF11)));
+        (30..210).for_each(|f| stuff(&mut q, pkt(f, f, 0)));
+        // A new flow's OUT packet: 210 KB queued >= 200 KB, dropped; its IN packet: 30 KB < 50 KB.
+        assert_eq!(offer(&mut q, 0, &[(500, 500, 0), (501, 501, DSCP_AF11)]), vec![500]);
+        assert_eq!(q.averages(), vec![30_000.0, 210_000.0]); // the dropped OUT packet is not queued
+    }
+
+    #[test]
     fn in_byte_mode_a_flow_is_held_to_its_bytes() {
         // max_q = min_th = 3000 bytes (the average stays near 0): a flow of small packets may
         // queue 30 of 100 bytes, a flow of large ones 2 of 1500. In packets (min_th 3) the

@@ -245,6 +245,64 @@ mod tests {
         assert_eq!(q.len_packets(), 13);
     }
 
+    /// The TCP-friendly marking paper's Table 1 as the config gives it (KB = 1024 bytes), IN
+    /// first. `out_max` is 200 KB (good) or 30 KB (mistuned).
+    fn table_1(w_q: f64, out_max: u64) -> MultiRed<u64> {
+        let levels: Vec<LevelConfig> = serde_json::from_str(&format!(
+            r#"[{{"min_th": {{"bytes": 51200}}, "max_th": {{"bytes": 501760}}, "max_p": 0.005}},
+               {{"min_th": {{"bytes": 10240}}, "max_th": {{"bytes": {}}}, "max_p": 0.25}}]"#,
+            out_max * 1024
+        ))
+        .unwrap();
+        let (params, unit) = level_params("rio", &levels, 2, w_q, 1000, 10_000_000).unwrap();
+        assert_eq!(unit, Unit::Bytes);
+        MultiRed::new(params, rio_level, unit, Some(Buffer::Bytes(512_000)), 1)
+    }
+
+    fn sized(seq: u64, dscp: u8, len: u32) -> Queued<u64> {
+        Queued { handle: seq, info: PacketInfo::new(len, dscp, 0), arrival: 0, seq }
+    }
+
+    #[test]
+    fn table_1_applies_as_printed_in_bytes_with_the_idle_decay() {
+        // 60 IN and 150 OUT packets of 1000 bytes queued; w_q = 1: the averages are the bytes.
+        let mut q = table_1(1.0, 200);
+        (0..60).for_each(|i| q.q.fifo.push(sized(i, DSCP_AF11, 1000)));
+        (60..210).for_each(|i| q.q.fifo.push(sized(i, DSCP_AF12, 1000)));
+        q.q.set_busy();
+        let mut d = Vec::new();
+        q.enqueue(sized(300, DSCP_AF11, 1000), 0, &mut d);
+        assert_eq!(q.averages(), vec![60_000.0, 210_000.0]);
+        // OUT: 211 KB queued >= 200 KB: dropped. IN: 61 KB, just above 50 KB: kept (p ~ 1e-4).
+        q.enqueue(sized(301, DSCP_AF12, 1000), 0, &mut d);
+        q.enqueue(sized(302, DSCP_AF11, 1000), 0, &mut d);
+        assert_eq!(d.iter().map(|x| x.pkt.seq).collect::<Vec<_>>(), vec![301]);
+        // In bytes, not packets: the same bytes in 40-byte packets weigh the same.
+        let mut small = table_1(1.0, 200);
+        (0..5250).for_each(|i| small.q.fifo.push(sized(i, DSCP_AF12, 40)));
+        small.q.set_busy();
+        small.enqueue(sized(9999, DSCP_AF12, 40), 0, &mut d);
+        assert_eq!(small.averages()[1], 210_000.0);
+        // Mistuned (OUT 10/30 KB): 40 OUT packets queued are enough to drop every OUT arrival.
+        let mut mistuned = table_1(1.0, 30);
+        (0..40).for_each(|i| mistuned.q.fifo.push(sized(i, DSCP_AF12, 1000)));
+        mistuned.q.set_busy();
+        let mut d = Vec::new();
+        mistuned.enqueue(sized(400, DSCP_AF12, 1000), 0, &mut d);
+        mistuned.enqueue(sized(401, DSCP_AF11, 1000), 0, &mut d);
+        assert_eq!(d.iter().map(|x| x.pkt.seq).collect::<Vec<_>>(), vec![400]);
+        // RED's idle decay, in bytes: empty since 0, an IN arrival 1 s later at 10 Mbit/s finds
+        // both averages decayed by (1 - w_q)^m for the m = 1250 packets of 1000 bytes the link
+        // could have sent.
+        let mut idle = table_1(0.002, 200);
+        idle.rule.levels[0].avg = 100_000.0;
+        idle.rule.levels[1].avg = 200_000.0;
+        idle.enqueue(sized(0, DSCP_AF11, 1000), 1_000_000_000, &mut Vec::new());
+        let decay = 0.998f64.powf(1250.0);
+        let got = idle.averages();
+        assert!((got[0] - 100_000.0 * decay).abs() < 1e-6 && (got[1] - 200_000.0 * decay).abs() < 1e-6, "{got:?}");
+    }
+
     #[test]
     fn three_levels_count_their_level_or_higher() {
         let mut q: MultiRed<u64> =
