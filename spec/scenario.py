@@ -477,7 +477,8 @@ def _format_errors(exc: ValidationError, prefix: str = "") -> str:
                 continue
             if isinstance(p, str) and "[" in p:  # pydantic's name of a validator-wrapped union member
                 continue
-            if p in ("mark", "police", "shape") and i > 1 and err["loc"][i - 2] == "edge":  # edge.0.mark.rules
+            edge_kind = p in ("mark", "police", "shape", "tcpf", "token_marker")
+            if edge_kind and i > 1 and err["loc"][i - 2] == "edge":  # edge.0.mark.rules
                 continue
             parts.append(str(p))
         loc = ".".join(parts)
