@@ -326,6 +326,11 @@ def test_idle_sockets_do_not_take_a_thread_each(server):
         assert _threads(proc.pid) <= threads + 2, f"{threads} threads before 200 idle sockets, {_threads(proc.pid)} after"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=30) as r:
             assert json.loads(r.read())["ok"] is True  # and it still answers
+        proc.terminate()  # and stops, with the sockets still open
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("catnip web did not stop within 60 s of SIGTERM with 200 sockets open")
     finally:
         for s in idle:
             s.close()

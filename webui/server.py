@@ -9,6 +9,7 @@ import ipaddress
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -30,8 +31,10 @@ def is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-class _Stop(Exception):
-    """Raised by the signal handler out of waitress's event loop (in the main thread)."""
+class _Stop(SystemExit):
+    """Raised by the signal handler into waitress's event loop (the main thread): a SystemExit,
+    which waitress lets through its handlers (any other exception there is logged and swallowed)
+    and on which its run() closes the server and returns."""
 
 
 def serve(host: str, port: int, db: Path | None = None, on_ready=print, allow_hosts: Iterable[str] = ()) -> None:
@@ -49,13 +52,15 @@ def serve(host: str, port: int, db: Path | None = None, on_ready=print, allow_ho
                            ident="catnip", asyncore_use_poll=True)
     stopping = app.extensions["catnip_stopping"]
 
+    leaving = threading.Event()  # out of the event loop: the teardown is under way
+
     def stop(signum, frame):
-        if stopping.is_set():
-            return  # the teardown is under way; a second signal must not cut it short
-        stopping.set()
-        print(f"catnip web: {signal.Signals(signum).name}, stopping (a running run is cancelled and torn down)",
-              file=sys.stderr, flush=True)
-        raise _Stop  # out of the event loop, which runs in this (the main) thread
+        if not stopping.is_set():
+            stopping.set()
+            print(f"catnip web: {signal.Signals(signum).name}, stopping (a running run is cancelled and torn down)",
+                  file=sys.stderr, flush=True)
+        if not leaving.is_set():  # a second signal during the teardown must not cut it short
+            raise _Stop
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -65,9 +70,8 @@ def serve(host: str, port: int, db: Path | None = None, on_ready=print, allow_ho
             shown = f"[{address}]" if ":" in address else address
             on_ready(f"CATNIP dashboard on http://{shown}:{bound_port}/  (Ctrl-C stops it)")
         server.run()
-    except _Stop:
-        pass
     finally:
+        leaving.set()
         stopping.set()  # live views end, so the pool's threads are free to stop
         server.close()
         server.task_dispatcher.shutdown(timeout=10)
