@@ -172,6 +172,7 @@ def test_a_small_run_marks_in_and_out_and_rio_drops_out_first(tmp_path, isolated
     # RIO with Table 1: OUT packets are dropped from 10 KB of average queue on, IN ones from 50 KB
     # of IN packets: IN loses far less, as a share of its arrivals, than OUT.
     dropped_in, dropped_out = link["dropped"]["high"][0], link["dropped"]["low"][0]
+    print(f"marker {marker}; dropped IN {dropped_in}, OUT {dropped_out}")  # shown with pytest -s
     assert dropped_out > 20, link["dropped"]
     rate_in, rate_out = dropped_in / marker["in"], dropped_out / marker["out"]
     assert rate_in < rate_out / 5, (rate_in, rate_out, link["dropped"])
