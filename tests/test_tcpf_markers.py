@@ -185,3 +185,13 @@ def test_docs_name_every_marker_parameter():
     for cls in (Tcpf, TokenMarker):
         for field in cls.model_fields:
             assert f"`{field}`" in text, f"docs/tcpf-markers.md does not describe {cls.__name__}.{field}"
+
+
+@pytest.mark.netns
+def test_check_reports_the_markers_from_the_engine_itself():
+    need_root()
+    need_engine()
+    data = json.loads(catnip("check", "--json").stdout)
+    assert {"tcpf", "token_marker"} <= set(data["engine_kinds"]["edge"]), data["engine_kinds"]
+    assert "rio" in data["engine_kinds"]["policies"]
+    assert "TCP-friendly markers (tcpf, token_marker): " in catnip("check").stdout
