@@ -499,6 +499,16 @@ mod tests {
                 r#""edge": [{"kind": "shape", "rate_bps": 0, "bucket_bytes": 64}]"#,
                 r#"links[0] ("b").edge[0]: rate_bps: must be above 0"#,
             ),
+            (
+                r#""edge": [{"kind": "tcpf", "pool_bytes": 0}]"#,
+                r#"links[0] ("b").edge[0]: pool_bytes: must be above 0"#,
+            ),
+            (
+                r#""edge": [{"kind": "token_marker", "interval_us": 0}]"#,
+                r#"links[0] ("b").edge[0]: interval_us: must be above 0"#,
+            ),
+            (r#""edge": [{"kind": "tcpf", "pools": 1}]"#, r#"links[0] ("b").edge[0].pools: unknown field `pools`"#),
+            (r#""edge": [{"kind": "tcpf", "w_gain": 0.0}]"#, r#"links[0] ("b").edge[0]: w_gain: must be in (0, 1]"#),
         ] {
             let e = error(&one_link(&format!(r#""policy": {{"kind": "droptail"}}, {fields}"#)));
             assert!(e.starts_with(want), "{e}");
