@@ -14,6 +14,9 @@
 //! flow the marker tracks (link.rs, nfq_loop.rs).
 
 use crate::packet::{PacketInfo, TCP_ACK};
+
+/// SYN and FIN take one sequence number each.
+const TCP_SYN_FIN: u8 = 0x03;
 use crate::stats::EdgeCounters;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -159,7 +162,7 @@ fn seq_lt(a: u32, b: u32) -> bool {
 /// Per-flow state of Algorithms 1 and 2 (bytes unless said otherwise).
 #[derive(Debug, Clone)]
 pub struct Flow {
-    /// The highest sequence sent: max of seq + payload over the flow's data packets.
+    /// The highest sequence sent: max of seq + payload (+ 1 for SYN or FIN) over the flow's packets.
     pub snd_max: u32,
     /// The highest ACK seen in the reverse direction.
     pub ack_max: Option<u32>,
@@ -338,8 +341,9 @@ impl Tcpf {
         });
         f.last_seen = now;
         f.sent += u64::from(p.len);
-        let end = tcp.seq.wrapping_add(tcp.payload);
-        let retransmission = tcp.payload > 0 && seq_lt(tcp.seq, f.snd_max);
+        let length = tcp.payload + u32::from(tcp.flags & TCP_SYN_FIN != 0);
+        let end = tcp.seq.wrapping_add(length);
+        let retransmission = length > 0 && seq_lt(tcp.seq, f.snd_max);
         if seq_lt(f.snd_max, end) {
             f.snd_max = end;
         }
@@ -529,6 +533,15 @@ mod tests {
                 assert_eq!(rtx, 12, "TCPF(O) marks a retransmission like any packet");
                 assert_eq!((m.counters.retrans_protected, m.counters.retrans_seen), (0, 1));
             }
+            // A SYN sent again is a retransmission (it takes a sequence number); a pure ACK is not.
+            let syn = |seq| {
+                let p = data(7, seq, 0);
+                p.with_tcp(TcpInfo { flags: 0x02, ..p.tcp.unwrap() })
+            };
+            assert_eq!(m.mark(&syn(100), t + 2), 12);
+            assert_eq!(m.mark(&syn(100), t + 3), if protect { IN } else { 12 });
+            assert_eq!(m.mark(&data(7, 101, 0), t + 4), 12);
+            assert_eq!(m.counters.retrans_seen, 2);
         }
     }
 
