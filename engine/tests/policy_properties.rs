@@ -52,6 +52,8 @@ fn extras() -> Vec<&'static str> {
         r#", "edge": [{"kind": "police", "rate_bps": 1000000, "bucket_bytes": 3000, "per": "flow", "exceed": {"action": "drop"}},
                       {"kind": "shape", "rate_bps": 1200000, "bucket_bytes": 1500, "buffer": {"packets": 6}}],
              "loss": {"p": 0.02}"#,
+        r#", "edge": [{"kind": "token_marker", "interval_us": 100000, "pool_bytes": 6000}]"#,
+        r#", "edge": [{"kind": "tcpf", "interval_us": 100000, "pool_bytes": 6000}]"#,
     ]
 }
 
@@ -144,6 +146,13 @@ fn check(policy: &str, extra: &str, buffer: Buffer, seed: u64) {
                 shaper_full += dropped;
             }
             EdgeCounters::Mark { .. } => {}
+            // Markers see every packet once (no TCP headers in traces: tcpf marks them OUT).
+            EdgeCounters::TokenMarker { in_packets, out_packets, .. } => {
+                assert_eq!(in_packets + out_packets, packets.len() as u64, "{who}")
+            }
+            EdgeCounters::Tcpf(c) => {
+                assert_eq!((c.in_packets, c.out_packets), (0, packets.len() as u64), "{who}")
+            }
         }
     }
     assert_eq!((policed, shaper_full), (by("police"), by("shape")), "{who}");
