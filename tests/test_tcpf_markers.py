@@ -152,20 +152,27 @@ def _engine_link(data_dir, router: str, link: str) -> dict:
 
 
 @pytest.mark.netns
-def test_a_small_run_marks_in_and_out_and_rio_drops_out_first(tmp_path, isolated_data, no_leftovers):
+@pytest.mark.parametrize("kind", ["tcpf", "token_marker"])
+def test_a_small_run_marks_in_and_out_and_rio_drops_out_first(kind, tmp_path, isolated_data, no_leftovers):
     need_root()
     need_engine()
     import yaml
     path = tmp_path / "tcpf-small.yaml"
-    path.write_text(yaml.safe_dump(scenario()))
+    marker = {"kind": kind, "interval": "400ms", "pool": "300KB"}
+    path.write_text(yaml.safe_dump(scenario(**{"topology.bottleneck.forward": {"edge": [marker]}})))
     res = catnip("run", str(path), "--json", timeout=400)
     assert res.returncode == 0, res.stderr[-3000:]
     link = _engine_link(isolated_data / "data", "r1", "ctpr1>ctpr2")
     marker = link["edge"][0]
-    assert marker["kind"] == "tcpf"
-    # Both marks, the ACKs seen on r1's access links, and an allocation every 400 ms of ~20 s.
+    assert marker["kind"] == kind
+    # Both marks, an allocation (refill) every 400 ms of ~20 s, and for TCPF the ACKs seen on r1's
+    # access links.
     assert marker["in"] > 1000 and marker["out"] > 1000, marker
-    assert marker["acks"] > 1000 and marker["allocations"] >= 30, marker
+    if kind == "tcpf":
+        assert marker["acks"] > 1000 and marker["allocations"] >= 30, marker
+    else:
+        assert marker["refills"] >= 30 and marker["pool_spent"] == marker["in_bytes"], marker
+        assert marker["in_bytes"] <= marker["refills"] * 300 * 1024
     assert marker["in"] + marker["out"] == sum(c[0] for c in link["arrived"].values())
     # What left the edge is what the queue counted by class: IN is AF11 (high), OUT AF12 (low).
     assert link["arrived"]["high"][0] == marker["in"] and link["arrived"]["low"][0] == marker["out"]
