@@ -281,14 +281,14 @@ impl Tcpf {
         }
         // Step II: (c) the tiny flows share M max-min, the others get nothing; (d) the tiny
         // flows get their estimate, the others share what is left max-min.
-        let (shared, pool, zero) = if available <= 0.0 { (&tiny, m, &other) } else { (&other, available, &tiny) };
+        let (shared, pool, rest) = if available <= 0.0 { (&tiny, m, &other) } else { (&other, available, &tiny) };
         let demands: Vec<f64> = shared.iter().map(|k| self.flows[k].e.unwrap_or(0.0)).collect();
         let alloc = max_min_alloc(pool, &demands);
         for (k, a) in shared.iter().zip(alloc) {
             let f = self.flows.get_mut(k).unwrap();
             Self::give(f, a);
         }
-        for k in zero {
+        for k in rest {
             let f = self.flows.get_mut(k).unwrap();
             let a = if available <= 0.0 { 0.0 } else { f.e.unwrap_or(0.0) };
             Self::give(f, a);
