@@ -70,7 +70,11 @@ def test_systemd_unit_verifies():
 
 
 def _port_free(port: int) -> bool:
+    """Whether a server could listen on the port now. With SO_REUSEADDR, as waitress and every
+    server binds: the connection this test made leaves a TIME_WAIT socket on the port when the
+    server closes first, which refuses a plain bind for a minute though nothing listens."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("0.0.0.0", port))
             return True
