@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Callable
 from controller import fidelity as fidelity_mod
 from controller.skeleton import RunCancelled, TeardownStack
 from results.store import Store
+from testbed import engine as engine_mod
 from testbed import hostconfig, metadata, network, paths, sender, spm
 from testbed.capabilities import Capabilities
 from testbed.links import EngineBackend, KernelBackend
@@ -388,6 +389,7 @@ class PointRun:
         kernel = {e.router.name: {r["link"]: r for r in e.kernel_queue_counters()} for e in engines}
         for e in engines:
             e.stop()
+        self._record_window_links(engines)
         roles = {d.name: d.role for d in net.directions}
         finals = {}
         for e in engines:
@@ -409,6 +411,37 @@ class PointRun:
         ok = fidelity_mod.realtime_ok(fidelity, self.sc.run.max_late_fraction)
         self.store.update_point(self.run_id, self.index, fidelity=fidelity, realtime_ok=int(ok),
                                 environment_after=after)
+
+    def _record_window_links(self, engines: list) -> None:
+        """For each application with a measured window: every bottleneck data direction's packets
+        arrived and dropped per class over that window, from its engine's stats lines (interpolated
+        at the window's ends), as samples of the application: metric `window_link`, host the
+        router, flow `arrived.<class>` or `dropped.<class>`, tag the direction. An end outside the
+        stats lines is an error sample, never a guess."""
+        rows = []
+        for app in self.apps:
+            window = app.measured_window()
+            if window is None:
+                continue
+            for d in self.net.directions_with_role("bottleneck-data"):
+                e = next((e for e in engines if e.router is d.router), None)
+                if e is None or e.clock_start is None:
+                    continue  # a kernel-backed link: its qdisc counters are read once, at the end
+                lines = engine_mod.stats_lines(e.stats_path)
+                ends = [engine_mod.link_counters_at(lines, d.name, w - e.clock_start) for w in window]
+                row = {"app": app.spec.instance, "metric": "window_link", "host": d.router.name, "peer": None,
+                       "tag": d.name, "t": window[0], "unit": "pkt"}
+                if None in ends:
+                    rows.append({**row, "flow": "arrived.all", "value": None,
+                                 "error": f"the engine's stats lines of {d.name} do not cover the measured window"})
+                    continue
+                for what in ("arrived", "dropped"):
+                    classes = sorted(set(ends[0][what]) | set(ends[1][what]))
+                    for cls in classes:
+                        rows.append({**row, "flow": f"{what}.{cls}", "error": None,
+                                     "value": ends[1][what].get(cls, 0.0) - ends[0][what].get(cls, 0.0)})
+        if rows:
+            self.store.add_samples(self.run_id, self.index, rows)
 
     def _stop_processes(self) -> None:
         """Every step runs even when an earlier one fails; the first failure is raised at the end."""

@@ -73,6 +73,9 @@ class RouterEngine:
     spin_s: float = 0.0002
     stats_interval_ms: int = 500
     proc: subprocess.Popen | None = field(default=None, init=False)
+    # time.monotonic() when the engine said READY: its stats lines' `t` counts from its clock's
+    # start, taken right after that line (nfq_loop.rs), so t + clock_start is on the runner's clock.
+    clock_start: float | None = field(default=None, init=False)
 
     @property
     def config_path(self) -> Path:
@@ -113,6 +116,7 @@ class RouterEngine:
             if ready:
                 line = self.proc.stdout.readline()
                 if line.strip() == "READY":
+                    self.clock_start = time.monotonic()
                     break
             if self.proc.poll() is not None:
                 raise EngineError(f"engine on {self.router.name} exited ({self.proc.returncode}): "
@@ -155,6 +159,45 @@ class RouterEngine:
                              "link": self.links[num].name if num < len(self.links) else None,
                              "queue_total": int(f[2]), "queue_dropped": int(f[5]), "user_dropped": int(f[6])})
         return rows
+
+
+def stats_lines(path: Path) -> list[dict]:
+    """Every complete stats line of an engine, in order (a line being written is skipped)."""
+    out = []
+    try:
+        with open(path, "rb") as fh:
+            for line in fh:
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def link_counters_at(lines: list[dict], link: str, t: float) -> dict[str, dict[str, float]] | None:
+    """A link's cumulative packet counters (`arrived`, `sent`, `dropped`, each per class) at engine
+    time `t`, interpolated linearly between the two stats lines around it (they come every
+    stats_interval_ms); None when `t` is outside the lines."""
+    before = after = None
+    for rec in lines:
+        if link not in rec.get("links", {}):
+            continue
+        if rec["t"] <= t:
+            before = rec
+        if rec["t"] >= t:
+            after = rec
+            break
+    if before is None or after is None:
+        return None
+    span = after["t"] - before["t"]
+    w = (t - before["t"]) / span if span > 0 else 0.0
+    out: dict[str, dict[str, float]] = {}
+    for what in ("arrived", "sent", "dropped"):
+        a, b = before["links"][link].get(what, {}), after["links"][link].get(what, {})
+        out[what] = {cls: a.get(cls, [0])[0] + w * (b.get(cls, [0])[0] - a.get(cls, [0])[0]) for cls in set(a) | set(b)}
+    return out
 
 
 def last_json_line(path: Path, chunk: int = 65536) -> dict | None:

@@ -25,7 +25,7 @@ BASE = {
         "bottleneck": {"rate": "10Mbit", "delay": "1ms", "buffer": "500KB", "policy": RIO_TABLE_1,
                        "forward": {"edge": [{"kind": "tcpf", "interval": "400ms", "pool": "300KB"}]}}},
     "applications": [{"kind": "bulk", "clients": "senders", "servers": "receivers", "direction": "upload",
-                      "flows_per_client": 4, "duration": "20s"}],
+                      "flows_per_client": 4, "duration": "20s", "measure_from": "6s", "measure_for": "12s"}],
     "run": {"time_limit": "3min"},
 }
 
@@ -184,6 +184,34 @@ def test_a_small_run_marks_in_and_out_and_rio_drops_out_first(kind, tmp_path, is
     rate_in, rate_out = dropped_in / marker["in"], dropped_out / marker["out"]
     assert rate_in < rate_out / 5, (rate_in, rate_out, link["dropped"])
     assert json.loads(res.stdout)["status"] == "done"
+    _check_the_measured_window(isolated_data / "data" / "catnip.db", json.loads(res.stdout)["run_id"], kind)
+
+
+def _check_the_measured_window(db, run_id: str, kind: str) -> None:
+    """The bulk application's window (6-18 s): every flow's goodput, the senders' counters and the
+    bottleneck's packets over the same 12 s, and the tcpf-tables layout built from them."""
+    from results import layouts
+    from results.store import Store
+    with Store(db) as store:
+        rows = [r for r in store.samples(run_id, 0) if r["metric"].startswith("window_")]
+        table = layouts.build("tcpf-tables", store, run_id)
+    assert not [r for r in rows if r["error"]], [r for r in rows if r["error"]]
+    goodputs = [r["value"] for r in rows if r["metric"] == "window_goodput"]
+    assert len(goodputs) == 8 and 5e6 < sum(goodputs) < 10.2e6, goodputs
+    nstat = {}
+    for r in rows:
+        if r["metric"] == "window_nstat":
+            nstat[r["flow"]] = nstat.get(r["flow"], 0) + r["value"]
+    arrived = sum(r["value"] for r in rows if r["metric"] == "window_link" and r["flow"].startswith("arrived."))
+    # Every data segment the senders sent in the window crossed the bottleneck in it: Linux counts
+    # new segments in OutSegs and retransmitted ones in RetransSegs only. The engine's counters,
+    # interpolated at the window's ends on its own clock, must agree (2%: the ends are a few ms apart).
+    sent = nstat["TcpOutSegs"] + nstat["TcpRetransSegs"]
+    print(f"window: {sent} segments sent, {arrived:.0f} arrived at the bottleneck")  # pytest -s
+    assert abs(arrived - sent) < 0.02 * sent, (arrived, nstat)
+    row = table.records()[0]
+    assert row["case"] == ("TCPF+RIO" if kind == "tcpf" else "TB+RIO") and row["flows"] == 8 and row["config"] == "A"
+    assert row["goodput"] == pytest.approx(sum(goodputs) / 8 / 8000)
 
 
 def test_docs_name_every_marker_parameter():

@@ -143,6 +143,12 @@ class Application:
     def collect(self) -> AppResult:
         raise NotImplementedError
 
+    def measured_window(self) -> tuple[float, float] | None:
+        """The (start, end) time.monotonic() instants of the window this application measures its
+        metrics over, when it has one: the runner then records the bottleneck's counters over the
+        same window as samples of this application (metric `window_link`)."""
+        return None
+
     def stop(self) -> None:
         """Terminate every process still running (clients first); safe to call twice."""
         for role in ("client", "server"):

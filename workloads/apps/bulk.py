@@ -24,6 +24,19 @@ on each server host) and its own client, launched at `start_at + start + U(0, st
   for a flow that did not complete, value None and `error` set (and the flow in `missing`).
 * `retransmits` (segments): the sender's count over the whole flow, where iperf3 reports it.
 
+With a measured window (`measure_from`, `measure_for`: from start_at + measure_from, for
+measure_for seconds; every flow must be running through it), also (TCP-friendly marking section 6.1):
+
+* `window_goodput` (bit/s): per flow, at the RECEIVER, t = the window's start: the bytes the
+  receiving application got in the iperf3 intervals that lie inside the window, over their
+  seconds. The receiving application gets each byte once, so this is the paper's "throughput
+  minus retransmissions". `window_seconds` (s): the seconds those intervals cover.
+* `window_retransmits` (segments): per flow, at the SENDER: iperf3's sender count over its intervals in the window.
+* `window_nstat` per sending host: the increase over the window of the TCP counters in
+  WINDOW_COUNTERS, one sample per counter (flow = the counter's name, e.g. TcpExtTCPTimeouts), read by
+  `nstat -asz` in the host's namespace at the window's two ends (a process per host that sleeps
+  until each instant, as the flows' launcher does).
+
 The iperf3 client exits 0 even when its test fails (3.12), so a flow counts as complete only when
 its JSON holds no `error` and the receiver's totals (and, with `bytes`, all the bytes).
 """
@@ -45,6 +58,7 @@ from workloads.apps.base import (
     AppSpec,
     Host,
     Proc,
+    read_jsonl,
     register,
     tail,
 )
@@ -77,6 +91,9 @@ class BulkSpec(AppSpec):
                                " (iperf3 -i), 0.1 s to 60 s")
     congestion_control: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,15}$",
                                            description="TCP congestion control of the flows (iperf3 -C)")
+    measure_from: Duration | None = Field(default=None, description="start of the measured window, after the"
+                                          " common start (all flows launched and warmed up by then)")
+    measure_for: Duration | None = Field(default=None, description="length of the measured window")
     port: int = Field(default=5201, ge=1024, le=65535, description="first TCP port of the iperf3 servers;"
                       " each server host counts up from it, one port per flow")
 
@@ -87,7 +104,25 @@ class BulkSpec(AppSpec):
             raise ValueError("duration, bytes: give exactly one (a duration for unlimited flows, bytes for finite ones)")
         if self.duration is not None and (self.duration < 1 or not float(self.duration).is_integer()):
             raise ValueError(f"duration: iperf3 runs whole seconds, at least 1 (got {self.duration:g} s)")
+        if (self.measure_from is None) != (self.measure_for is None):
+            raise ValueError("measure_from, measure_for: give both (the measured window) or neither")
+        if self.measure_for is not None:
+            if self.duration is None:
+                raise ValueError("measure_from: a measured window needs flows of a duration, not of bytes")
+            if self.measure_for < 2 * self.interval:
+                raise ValueError(f"measure_for: {self.measure_for:g} s holds fewer than two iperf3 intervals"
+                                 f" of {self.interval:g} s")
+            if self.measure_from < self.start + self.stagger:
+                raise ValueError(f"measure_from: the window starts at {self.measure_from:g} s, before the last flow"
+                                 f" may launch (start + stagger = {self.start + self.stagger:g} s)")
+            if self.start + self.duration < self.measure_from + self.measure_for:
+                raise ValueError(f"duration: the flows end by start + duration = {self.start + self.duration:g} s,"
+                                 f" before the window does ({self.measure_from + self.measure_for:g} s)")
         return self
+
+    def window(self) -> tuple[float, float] | None:
+        """The measured window, seconds after the common start."""
+        return None if self.measure_from is None else (self.measure_from, self.measure_from + self.measure_for)
 
     def planned_seconds(self):
         return ("duration", self.start + self.stagger + self.duration) if self.duration is not None else None
@@ -99,6 +134,39 @@ class BulkSpec(AppSpec):
 LAUNCH = ("import os, sys, time; time.sleep(max(0.0, float(sys.argv[1]) - time.monotonic()));"
           " print('LAUNCH %.6f' % time.monotonic(), file=sys.stderr, flush=True);"
           " os.execvp(sys.argv[2], sys.argv[2:])")
+
+
+# In a sending host's namespace: at each time.monotonic() instant given, one JSON line with the
+# instant and every kernel SNMP counter (nstat -asz --json: absolute, no history file touched).
+NSTAT_AT = ("import json, subprocess, sys, time\n"
+            "for at in sys.argv[1:]:\n"
+            "    time.sleep(max(0.0, float(at) - time.monotonic()))\n"
+            "    now = time.monotonic()\n"
+            "    out = subprocess.run(['nstat', '-asz', '--json'], capture_output=True, text=True).stdout\n"
+            "    data = json.loads(out[out.find('{'):])\n"
+            "    print(json.dumps({'t': now, 'counters': data.get('kernel', data)}), flush=True)\n")
+
+
+# The kernel counters a window records: RTOs (the paper's timeouts), retransmissions and how they
+# were triggered, segments sent.
+WINDOW_COUNTERS = ("TcpExtTCPTimeouts", "TcpRetransSegs", "TcpOutSegs", "TcpExtTCPLossProbes",
+                   "TcpExtTCPSpuriousRTOs", "TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery", "TcpExtTCPFastRetrans",
+                   "TcpExtTCPSlowStartRetrans", "TcpExtTCPLostRetransmit")
+
+
+def window_counters(lines: list[dict]) -> dict[str, int] | None:
+    """The increase of each of WINDOW_COUNTERS between a host's two nstat lines (a counter the
+    kernel does not list counts 0); None without both lines."""
+    if len(lines) < 2:
+        return None
+    first, last = lines[0]["counters"], lines[-1]["counters"]
+    return {k: int(last.get(k, 0)) - int(first.get(k, 0)) for k in WINDOW_COUNTERS}
+
+
+def in_window(intervals: list[tuple], launch: float, lo: float, hi: float, slack: float = 0.05) -> list[tuple]:
+    """The intervals of parse_flow ((start after the launch, value, seconds, ...)) that lie inside
+    [lo, hi] (absolute instants), give or take `slack` seconds."""
+    return [iv for iv in intervals if launch + iv[0] >= lo - slack and launch + iv[0] + iv[2] <= hi + slack]
 
 
 def launched_at(log: Path) -> float | None:
@@ -136,7 +204,8 @@ def parse_flow(client_json: dict | None, server_json: dict | None, direction: st
     """What one flow's iperf3 outputs say: receiver intervals [(start, bit/s, seconds)], the
     receiver's total (bytes, seconds, bit/s), the sender's retransmits, and the error if any
     (also when fewer than `want_bytes` arrived)."""
-    out: dict[str, Any] = {"intervals": [], "received": None, "retransmits": None, "error": None}
+    out: dict[str, Any] = {"intervals": [], "sent_intervals": [], "received": None, "retransmits": None,
+                           "error": None}
     if client_json is None:
         out["error"] = "no iperf3 client output"
         return out
@@ -146,6 +215,12 @@ def parse_flow(client_json: dict | None, server_json: dict | None, direction: st
         ivs = [iv.get("sum", {}) for iv in side.get("intervals", [])]
         if ivs and all(s.get("sender") is False for s in ivs):
             out["intervals"] = [(float(s["start"]), float(s["bits_per_second"]), float(s["seconds"])) for s in ivs]
+            break
+    for side in (client_json, server):  # the sender's: (start, bytes, seconds, retransmits or None)
+        ivs = [iv.get("sum", {}) for iv in side.get("intervals", [])]
+        if ivs and all(s.get("sender") is True for s in ivs):
+            out["sent_intervals"] = [(float(s["start"]), int(s["bytes"]), float(s["seconds"]), s.get("retransmits"))
+                                     for s in ivs]
             break
     end = client_json.get("end") or {}
     recv = end.get("sum_received") or (receiver.get("end") or {}).get("sum_received")
@@ -173,6 +248,7 @@ class Bulk(Application):
     def __init__(self, spec: BulkSpec, ctx, clients: list[Host], servers: list[Host]):
         super().__init__(spec, ctx, clients, servers)
         self.flows: list[Flow] = []
+        self.counter_procs: dict[str, Proc] = {}  # sending host -> its nstat process (measured window)
         next_port: dict[str, int] = {}
         for client, server in self.pairs():
             for k in range(spec.flows_per_client):
@@ -220,6 +296,22 @@ class Bulk(Application):
             f.client_proc = self.spawn(f.client, "client", [self.ctx.python, "-c", LAUNCH, f"{f.launch:.6f}",
                                                             *self.client_argv(f)],
                                        f"bulk-{f.client.name}-{f.index}", out=f.client_out)
+        window = self.spec.window()
+        if window is not None:
+            for host in self.senders():
+                self.counter_procs[host.name] = self.spawn(
+                    host, "client", [self.ctx.python, "-c", NSTAT_AT,
+                                     *(f"{self.ctx.start_at + w:.6f}" for w in window)], f"bulk-nstat-{host.name}")
+
+    def measured_window(self) -> tuple[float, float] | None:
+        w = self.spec.window()
+        return None if w is None else (self.ctx.start_at + w[0], self.ctx.start_at + w[1])
+
+    def senders(self) -> list[Host]:
+        """The hosts whose TCP sends the data, once each."""
+        hosts = {(f.client if self.spec.direction == "upload" else f.server).name:
+                 (f.client if self.spec.direction == "upload" else f.server) for f in self.flows}
+        return list(hosts.values())
 
     def progress(self) -> tuple[int, int]:
         return sum(1 for f in self.flows if f.client_proc and f.client_proc.popen.poll() is not None), len(self.flows)
@@ -264,4 +356,40 @@ class Bulk(Application):
             if parsed["retransmits"] is not None:
                 res.samples.append(sample(app, "retransmits", snd, rec, f.id, launch, parsed["retransmits"],
                                           "segments"))
+            if self.spec.window() is not None and not error:
+                res.samples += self.window_samples(f, rec, snd, launch, parsed, res.missing)
+        if self.spec.window() is not None:
+            res.samples += self.counter_samples(res.missing)
         return res
+
+    def window_samples(self, f: Flow, rec: Host, snd: Host, launch: float, parsed: dict,
+                       missing: list[str]) -> list[dict]:
+        """A flow's goodput and retransmissions over the measured window (module docstring)."""
+        app = self.spec.instance
+        lo, hi = (self.ctx.start_at + w for w in self.spec.window())
+        got = in_window(parsed["intervals"], launch, lo, hi)
+        seconds = sum(iv[2] for iv in got)
+        if seconds < (hi - lo) / 2:  # a flow that was not running through the window
+            missing.append(f"{app}: flow {f.id} has {seconds:g} s of iperf3 intervals in the measured window of"
+                           f" {hi - lo:g} s")
+            return []
+        out = [sample(app, "window_goodput", rec, snd, f.id, lo, sum(bps * s for _, bps, s in got) / seconds, "bit/s"),
+               sample(app, "window_seconds", rec, snd, f.id, lo, seconds, "s")]
+        sent = in_window(parsed["sent_intervals"], launch, lo, hi)
+        if sent and all(iv[3] is not None for iv in sent):
+            out.append(sample(app, "window_retransmits", snd, rec, f.id, lo, sum(iv[3] for iv in sent), "segments"))
+        return out
+
+    def counter_samples(self, missing: list[str]) -> list[dict]:
+        """Each sending host's kernel counters' increase over the window, one sample per counter."""
+        app, out = self.spec.instance, []
+        lo = self.ctx.start_at + self.spec.window()[0]
+        for host in self.senders():
+            proc = self.counter_procs.get(host.name)
+            diff = window_counters(read_jsonl(proc.log)) if proc else None
+            if diff is None:
+                missing.append(f"{app}: no nstat counters of {host.name} at both ends of the measured window"
+                               + (f"; log {proc.log}: {tail(proc.log)}" if proc else ""))
+                continue
+            out += [sample(app, "window_nstat", host, None, name, lo, value, "count") for name, value in diff.items()]
+        return out
