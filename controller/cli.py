@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 import time
 from pathlib import Path
 
 import click
 
-from spec import scenario as scenario_mod
+from controller import validate as validate_mod
 from testbed import paths
 
 
 def _store(db: str | None):
     from results.store import Store
-    return Store(db or paths.database())
+    try:
+        return Store(db or paths.database())
+    except sqlite3.Error as exc:  # read-only or full disk, not a database: one line (results/store.py)
+        raise click.ClickException(str(exc)) from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -113,13 +117,13 @@ def _verdict(text: str) -> str:
 def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db: str | None,
             as_json: bool, report: bool, run_id: str | None, jobs: int, room: float, settle: float) -> None:
     """Run SCENARIO_FILE; prints the run id."""
-    from results.store import RUN_ID
-    if run_id is not None and not RUN_ID.fullmatch(run_id):
-        raise click.BadParameter("letters, digits, '.', '_' and '-' only, at most 100", param_hint="--run-id")
-    try:
-        sweep = scenario_mod.load(scenario_file, list(overrides), seed)
-    except scenario_mod.ScenarioError as exc:
-        raise click.ClickException(f"invalid scenario {scenario_file}: {exc}") from None
+    # Everything refused is refused before a run id is printed or the database opened (exit 2).
+    if run_id is not None:
+        validate_mod.check_run_id(run_id)
+    sweep = validate_mod.load(scenario_file, overrides, seed)
+    problems = validate_mod.run_problems(sweep, jobs)
+    if problems:
+        raise validate_mod.Refused("\n".join(problems))
     from controller import runner
     from results import report as report_mod
     from testbed.capabilities import probe
@@ -135,12 +139,21 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
             parallel.check_isolatable(sweep, caps)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--jobs") from None
+    missing = runner.machine_problems([s for _, s in sweep.points], caps)
+    if missing:
+        raise validate_mod.Refused(missing[0])
+    if runner.machine_busy():  # said again by runner.run if a run took the lock meanwhile
+        from testbed.cleanup import run_in_progress
+        raise click.ClickException(f"another catnip run is using this machine ({run_in_progress()}); wait for it"
+                                   " or stop it")
+    run_id = run_id or runner.new_run_id(sweep.name)
+    if Path(db or paths.database()).exists():  # a database is created only for a run that starts
+        with _store(db) as existing:
+            if existing.run(run_id) is not None:
+                raise validate_mod.Refused(f"--run-id {run_id}: already in {existing.path}")
     store = _store(db)
     display = _ProgressDisplay(enabled=not as_json)
     started = time.monotonic()
-    run_id = run_id or runner.new_run_id(sweep.name)
-    if store.run(run_id) is not None:
-        raise click.ClickException(f"run id {run_id} is already in {store.path}")
     click.echo(f"run {run_id}: {sweep.name}, {len(sweep.points)} point(s)"
                + (f", up to {jobs} at once while the CPU is busy less than {room:g}%" if jobs > 1 else ""),
                err=as_json)
@@ -152,6 +165,8 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
         raise click.ClickException(str(exc)) from None
     except (SenderError, HostConfigError) as exc:  # the run's shared set-up; recorded as the run's error
         raise click.ClickException(f"run {run_id} failed before its first point: {exc}") from None
+    except sqlite3.Error as exc:  # the database: disk full or read-only (results/store.py says which)
+        raise click.ClickException(f"run {run_id} failed: {exc}") from None
     except (runner.RunCancelled, KeyboardInterrupt):
         click.echo(f"run {run_id} cancelled; network torn down. Partial records kept.", err=True)
         sys.exit(130)
@@ -517,6 +532,7 @@ def clean(dry_run: bool, force: bool) -> None:
 from models.cli import model as _model  # noqa: E402  (the latency models' own command group)
 
 main.add_command(_model)
+main.add_command(validate_mod.validate_cmd)
 
 if __name__ == "__main__":
     main()

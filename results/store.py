@@ -16,11 +16,14 @@ A new table or column is a new migration appended to MIGRATIONS, nothing else.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from urllib.parse import quote
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +91,20 @@ class StoreVersionError(RuntimeError):
     """The file's schema is newer than this code knows."""
 
 
+class StoreReadOnly(sqlite3.OperationalError):
+    """The database cannot be written here (read-only file system, folder or file); the message
+    is one line naming the file and what to do."""
+
+
+class StoreFull(sqlite3.OperationalError):
+    """The disk holding the database is full (or the file reached its size limit)."""
+
+
+# SQLite's primary result codes (the low byte of sqlite_errorcode) that mean "not writable here".
+_READONLY, _CANTOPEN, _FULL, _PERM = 8, 14, 13, 3
+RESERVE_BYTES = 1024 * 1024  # kept beside the database while a run records: room for its final status
+
+
 @dataclass(frozen=True)
 class Migration:
     """One step, version n -> n + 1: `apply` runs inside the step's transaction."""
@@ -153,19 +170,140 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
 class Store:
+    """`readonly` is true when the file could only be opened for reading (a read-only file
+    system, or a folder or file this user cannot write): reading works; a run cannot be
+    recorded (StoreReadOnly); closing abandoned runs is skipped."""
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30)
+        self.readonly = False
+        self.migrated: list[int] = []
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=30)
+        except OSError as exc:  # its folder cannot be made, or reached
+            raise StoreReadOnly(f"cannot open {self.path}: {exc.strerror}") from None
+        except sqlite3.OperationalError as exc:
+            raise self._cannot_open(exc) from None
         self.db.row_factory = sqlite3.Row
         try:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.migrated = self._upgrade()
+        except sqlite3.OperationalError as exc:
+            self.db.close()
+            if _code(exc) not in (_READONLY, _CANTOPEN, _PERM):
+                raise self._translate(exc) from None
+            self._open_readonly(exc)
         except BaseException:
             self.db.close()
             raise
+
+    def _cannot_open(self, exc: sqlite3.Error) -> sqlite3.Error:
+        if not self.path.exists():
+            return StoreReadOnly(f"cannot create {self.path}: {exc}")
+        return self._translate(exc)
+
+    def _open_readonly(self, first: sqlite3.Error) -> None:
+        """Open for reading only, after `first` said writing is impossible here. A database whose
+        write-ahead log exists needs its -shm file to be read; without a log the file alone is
+        the whole database and is read as immutable (no lock or -shm file is written)."""
+        if not self.path.exists():
+            raise StoreReadOnly(f"cannot create {self.path}: {first}") from None
+        uri = f"file:{quote(str(self.path.resolve()))}"
+        wal = Path(f"{self.path}-wal")
+        try:
+            self.db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30)
+            version = self.version()
+        except sqlite3.OperationalError:
+            if wal.exists() and wal.stat().st_size > 0:
+                raise StoreReadOnly(
+                    f"cannot read {self.path}: it is read-only here ({first}) and its write-ahead log {wal.name} needs"
+                    " a writable folder; read it where it is writable, or copy the files") from None
+            try:
+                self.db = sqlite3.connect(f"{uri}?immutable=1", uri=True, timeout=30)
+                version = self.version()
+            except sqlite3.Error as exc:
+                raise StoreReadOnly(f"cannot read {self.path}: {exc}") from None
+        self.db.row_factory = sqlite3.Row
+        self.readonly = True
+        try:
+            self._refuse_newer(version)
+        except StoreVersionError:
+            self.db.close()
+            raise
+        if version < SCHEMA_VERSION:
+            self.db.close()
+            raise StoreReadOnly(f"{self.path} is read-only here ({first}) and at schema version {version}: this code"
+                                f" reads version {SCHEMA_VERSION}; open it once where it is writable to upgrade it")
+
+    def _translate(self, exc: sqlite3.Error) -> sqlite3.Error:
+        """SQLite's error as one line naming the file: StoreFull, StoreReadOnly, or `exc` itself."""
+        if isinstance(exc, (StoreFull, StoreReadOnly)):
+            return exc
+        code = _code(exc)
+        if code == _FULL:
+            return StoreFull(f"the disk holding {self.path} is full ({exc}): free some space, or record to another"
+                             " --db")
+        if code in (_READONLY, _PERM) or self.readonly:
+            return StoreReadOnly(f"cannot write {self.path}: {exc} (a read-only file system, folder or file)")
+        return exc
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One transaction; SQLite's errors translated (_translate)."""
+        if self.readonly:
+            raise StoreReadOnly(f"cannot write {self.path}: it was opened read-only (a read-only file system,"
+                                " folder or file)")
+        try:
+            with self.db:
+                yield
+        except sqlite3.OperationalError as exc:
+            raise self._translate(exc) from None
+
+    def _reserve(self) -> Path:
+        return Path(f"{self.path}-reserve")
+
+    def keep_reserve(self) -> None:
+        """Room for a run's final status (`_essential`): RESERVE_BYTES of a file of our own beside
+        the database, written (not sparse) so the space is really taken. Best effort: a disk too
+        full for it is reported by the writes that follow."""
+        reserve = self._reserve()
+        if reserve.exists() and reserve.stat().st_size >= RESERVE_BYTES:
+            return
+        try:
+            with open(reserve, "wb") as fh:
+                fh.write(bytes(RESERVE_BYTES))
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError:
+            reserve.unlink(missing_ok=True)
+
+    def release_reserve(self) -> bool:
+        try:
+            self._reserve().unlink()
+            return True
+        except FileNotFoundError:
+            return False
+
+    def _essential(self, write: Callable[[], None]) -> None:
+        """A write that records how a run or point ended: on a full disk the reserve is given back
+        and the write tried once more, so the status says why the run failed instead of staying
+        'running' (seen: a full disk left a run running, later called killed)."""
+        try:
+            with self._writing():
+                write()
+        except StoreFull:
+            if not self.release_reserve():
+                raise
+            with self._writing():
+                write()
 
     def version(self) -> int:
         return self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -214,8 +352,10 @@ class Store:
     def create_run(self, run_id: str, name: str, source: str, scenario: dict, sweep: dict, seed: int,
                    git_rev: str, versions: dict, capabilities: dict, runner: str | None = None) -> None:
         """`runner` names the process that records the run (testbed.processes.identity), so a run
-        whose runner died can be told from one still going."""
-        with self.db:
+        whose runner died can be told from one still going. Keeps the reserve (keep_reserve) that
+        lets its end be recorded on a full disk."""
+        self.keep_reserve()
+        with self._writing():
             self.db.execute(
                 "INSERT INTO runs (id, name, source, scenario, sweep, seed, git_rev, versions, capabilities,"
                 " started, status, runner) VALUES (?,?,?,?,?,?,?,?,?,?, 'running', ?)",
@@ -225,24 +365,28 @@ class Store:
     def interrupt_run(self, run_id: str, error: str) -> None:
         """A run, and its points, still recorded as running though nothing runs them any more;
         finished at the last sign of life it left (a point's end or a progress row), not now."""
+        if self.readonly:  # a reader of a read-only copy cannot record it; the next writer will
+            return
         last = self.db.execute(
             "SELECT MAX(t) FROM (SELECT MAX(finished) AS t FROM points WHERE run_id=:r"
             " UNION ALL SELECT MAX(t) FROM progress WHERE run_id=:r UNION ALL SELECT started FROM runs WHERE id=:r)",
             {"r": run_id}).fetchone()[0]
-        with self.db:
+
+        def write() -> None:
             self.db.execute("UPDATE runs SET status='interrupted', error=?, finished=? WHERE id=? AND status='running'",
                             (error, last, run_id))
             self.db.execute("UPDATE points SET status='interrupted', error=?, finished=?"
                             " WHERE run_id=? AND status='running'", (error, last, run_id))
+        self._essential(write)
 
     def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
-        with self.db:
-            self.db.execute("UPDATE runs SET status=?, error=?, finished=? WHERE id=?",
-                            (status, error, time.time(), run_id))
+        self._essential(lambda: self.db.execute("UPDATE runs SET status=?, error=?, finished=? WHERE id=?",
+                                                (status, error, time.time(), run_id)))
+        self.release_reserve()
 
     def create_point(self, run_id: str, point: int, rep: int, assignment: dict, resolved: dict,
                      seed: int) -> None:
-        with self.db:
+        with self._writing():
             self.db.execute(
                 "INSERT INTO points (run_id, point, rep, assignment, resolved, seed, started, status)"
                 " VALUES (?,?,?,?,?,?,?, 'running')",
@@ -256,11 +400,11 @@ class Store:
             raise ValueError(f"unknown point fields: {sorted(bad)}")
         cols = ", ".join(f"{k}=?" for k in fields)
         values = [v if isinstance(v, (str, int, float, type(None))) else _dumps(v) for v in fields.values()]
-        with self.db:
-            self.db.execute(f"UPDATE points SET {cols} WHERE run_id=? AND point=?", (*values, run_id, point))
+        self._essential(lambda: self.db.execute(f"UPDATE points SET {cols} WHERE run_id=? AND point=?",
+                                                (*values, run_id, point)))
 
     def add_transfers(self, run_id: str, point: int, objects: Iterable[dict], pages: Iterable[dict]) -> None:
-        with self.db:
+        with self._writing():
             self.db.executemany(
                 'INSERT INTO objects (run_id, point, client, server, page, round, url, conn, start,'
                 ' connect_done, first_byte, "end", body_bytes, header_bytes, status, error)'
@@ -289,32 +433,32 @@ class Store:
             summary.append((run_id, point, router, link, role, s.get("max_queue_pkts"), s.get("max_queue_bytes"),
                             s.get("late_events"), s.get("max_late_us"), k.get("queue_dropped"),
                             k.get("user_dropped")))
-        with self.db:
+        with self._writing():
             self.db.executemany("INSERT INTO link_stats VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
             self.db.executemany("INSERT INTO link_summary VALUES (?,?,?,?,?,?,?,?,?,?,?)", summary)
 
     def add_queue_samples(self, run_id: str, point: int, rows: list[tuple]) -> None:
         """rows: (router, link, t, queue_pkts, queue_bytes, sent_bytes, dropped_pkts, dropped_high,
         dropped_low), counters cumulative since the engine started."""
-        with self.db:
+        with self._writing():
             self.db.executemany("INSERT INTO queue_samples VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                                 [(run_id, point, *r) for r in rows])
 
     def add_progress(self, run_id: str, point: int, elapsed: float, phase: str, pages_done: int,
                      pages_total: int) -> None:
-        with self.db:
+        with self._writing():
             self.db.execute("INSERT INTO progress VALUES (?,?,?,?,?,?,?)",
                             (run_id, point, time.time(), elapsed, phase, pages_done, pages_total))
 
     def add_tcp_counters(self, run_id: str, point: int, host: str, counters: dict[str, int]) -> None:
-        with self.db:
+        with self._writing():
             self.db.executemany("INSERT INTO tcp_counters VALUES (?,?,?,?,?)",
                                 [(run_id, point, host, k, v) for k, v in counters.items()])
 
     def add_transfer_trials(self, run_id: str, point: int, rows: Iterable[dict]) -> None:
         cols = ("profile", "p", "p_high", "trial", "size", "packets", "latency", "data_segments", "retransmissions",
                 "high_segments", "error")
-        with self.db:
+        with self._writing():
             self.db.executemany(
                 f"INSERT INTO transfer_trials (run_id, point, {', '.join(cols)}) VALUES (?,?{',?' * len(cols)})",
                 [(run_id, point, *(r.get(c) for c in cols)) for r in rows])
@@ -332,7 +476,7 @@ class Store:
             if not r.get("app") or not r.get("metric"):
                 raise ValueError(f"sample {i}: app and metric are required: {r!r}")
             values.append((run_id, point, *(r.get(k) for k in SAMPLE_KEYS)))
-        with self.db:
+        with self._writing():
             self.db.executemany(f"INSERT INTO samples (run_id, point, {', '.join(SAMPLE_KEYS)})"
                                 f" VALUES (?,?{',?' * len(SAMPLE_KEYS)})", values)
         return len(values)

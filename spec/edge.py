@@ -117,7 +117,8 @@ class Police(_Edge):
     per: Literal["link", "src", "flow"] = Field(default="link", description="one bucket per link, source or flow")
     exceed: Any = Field(default={"action": "drop"}, description="'drop' or {remark: DSCP}")
 
-    _rate = field_validator("rate", mode="before")(lambda cls, v: units.parse_rate(v))
+    _rate = field_validator("rate", mode="before")(
+        lambda cls, v, info: units.parse_rate(v, bare=not units.from_input(info)))
     _bucket = field_validator("bucket", mode="before")(lambda cls, v: v if type(v) is int else units.parse_size(v))
 
     @field_validator("dscp", mode="before")
@@ -148,7 +149,8 @@ class Shape(_Edge):
     bucket: int
     buffer: dict[str, int] | None = None
 
-    _rate = field_validator("rate", mode="before")(lambda cls, v: units.parse_rate(v))
+    _rate = field_validator("rate", mode="before")(
+        lambda cls, v, info: units.parse_rate(v, bare=not units.from_input(info)))
     _bucket = field_validator("bucket", mode="before")(lambda cls, v: v if type(v) is int else units.parse_size(v))
     _buffer = field_validator("buffer", mode="before")(lambda cls, v: None if v is None else units.parse_buffer(v))
 

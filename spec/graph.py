@@ -29,15 +29,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _rate(v: Any) -> int:
-    bps = units.parse_rate(v)
+def _rate(v: Any, info: Any = None) -> int:
+    bps = units.parse_rate(v, bare=not units.from_input(info))
     if bps > MAX_RATE:
         raise ValueError(f"{v!r}: above {units.format_rate(MAX_RATE)}, more than any link this testbed can emulate")
     return bps
 
 
-def _delay(v: Any) -> float:
-    s = units.parse_duration(v)
+def _delay(v: Any, info: Any = None) -> float:
+    s = units.parse_duration(v, bare=not units.from_input(info))
     if s > MAX_DELAY:
         raise ValueError(f"{v!r}: a one-way delay above {MAX_DELAY:g} s is not a network path")
     return s
@@ -61,8 +61,8 @@ class Direction(_Strict):
     loss: LossSpec | None = None
     edge: list[EdgeSpec] | None = None
 
-    _r = field_validator("rate", mode="before")(lambda cls, v: None if v is None else _rate(v))
-    _d = field_validator("delay", mode="before")(lambda cls, v: None if v is None else _delay(v))
+    _r = field_validator("rate", mode="before")(lambda cls, v, info: None if v is None else _rate(v, info))
+    _d = field_validator("delay", mode="before")(lambda cls, v, info: None if v is None else _delay(v, info))
     _b = field_validator("buffer", mode="before")(lambda cls, v: None if v is None else units.parse_buffer(v))
 
 
@@ -75,8 +75,8 @@ class LinkSpec(_Strict):
     loss: LossSpec | None = None
     edge: list[EdgeSpec] = Field(default_factory=list, description="edge functions, applied in order")
 
-    _r = field_validator("rate", mode="before")(lambda cls, v: _rate(v))
-    _d = field_validator("delay", mode="before")(lambda cls, v: _delay(v))
+    _r = field_validator("rate", mode="before")(lambda cls, v, info: _rate(v, info))
+    _d = field_validator("delay", mode="before")(lambda cls, v, info: _delay(v, info))
     _b = field_validator("buffer", mode="before")(lambda cls, v: units.parse_buffer(v))
 
 
@@ -106,7 +106,7 @@ class DelayClass(_Strict):
     delay: float = Field(description="one-way delay of the host's access link")
     tag: str = Field(pattern=r"^[A-Za-z0-9_.=-]{1,24}$", description="label copied to the host's samples")
 
-    _d = field_validator("delay", mode="before")(lambda cls, v: _delay(v))
+    _d = field_validator("delay", mode="before")(lambda cls, v, info: _delay(v, info))
 
 
 class HostGroup(_Strict):

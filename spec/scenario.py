@@ -18,7 +18,7 @@ import yaml
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, StringConstraints,
                       ValidationError, field_validator, model_validator)
 
-from spec import senders, units
+from spec import bounded, senders, units
 from spec.graph import Graph, kernel_problem, kernel_qdiscs
 from spec.policy import DropTail, PolicySpec
 from topologies import LIBRARY
@@ -28,7 +28,11 @@ TopologySpec = Annotated[Union[LIBRARY], Field(discriminator="kind")]
 
 
 class ScenarioError(ValueError):
-    """A scenario that cannot be run; the message is meant for the user, one problem a line."""
+    """A scenario that cannot be run; the message is meant for the user, one problem a line, at
+    most bounded.MAX_LINES lines of bounded.MAX_LINE characters (a rejected value is shortened)."""
+
+    def __init__(self, message: str):
+        super().__init__(bounded.bound_message(message))
 
 
 class _Strict(BaseModel):
@@ -441,33 +445,53 @@ def point_label(assignment: dict[str, Any], default: str = "") -> str:
 
 
 def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    """Sets a dotted path in `raw`, copying the sections on the path (never the rest) so that
+    sweep points share what they do not change without writing into each other."""
     keys = dotted.split(".")
     node = raw
     for i, key in enumerate(keys[:-1]):
         nxt = node.get(key)
         if nxt is None:
-            nxt = node[key] = {}
+            nxt = {}
         if not isinstance(nxt, dict):
-            raise ScenarioError(f"{'.'.join(keys[:i + 1])}: is {nxt!r}, not a section, so '{dotted}' cannot be set")
+            raise ScenarioError(f"{'.'.join(keys[:i + 1])}: is {bounded.short(nxt)}, not a section, so"
+                                f" '{dotted}' cannot be set")
+        node[key] = nxt = dict(nxt)
         node = nxt
     node[keys[-1]] = value
 
 
+def _check_key(text: str, key: str) -> None:
+    """A field path of `--set` or `sweep`: dotted names, not deeper than a scenario can be."""
+    parts = key.split(".")
+    if len(parts) > bounded.MAX_DEPTH or not all(parts) or len(key) > 300:
+        raise ScenarioError(f"{text}: {key[:60]!r}: a field path is up to {bounded.MAX_DEPTH} dotted names,"
+                            " e.g. topology.bottleneck.rate")
+
+
 def parse_override(text: str) -> tuple[str, Any]:
-    """`key.path=value`, the value read as a YAML scalar or flow collection."""
+    """`key.path=value`, the value read as a YAML scalar or flow collection (within the bounds
+    of spec/bounded.py, as files are)."""
+    if len(text) > bounded.MAX_OVERRIDE_CHARS:
+        raise ScenarioError(f"--set {text[:40]!r}...: {len(text)} characters; at most {bounded.MAX_OVERRIDE_CHARS}")
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise ScenarioError(f"--set {text!r}: expected key=value, e.g. topology.clients=20")
+        raise ScenarioError(f"--set {bounded.shorten(repr(text), 80)}: expected key=value, e.g. topology.clients=20")
+    _check_key(f"--set {key.strip()[:60]}", key.strip())
     try:
-        parsed = yaml.safe_load(value) if value.strip() else ""
+        parsed = bounded.load_yaml(value, f"--set {key.strip()}") if value.strip() else ""
+    except bounded.InputError as exc:
+        raise ScenarioError(str(exc)) from None
     except yaml.YAMLError as exc:
-        raise ScenarioError(f"--set {text!r}: value is not valid YAML ({exc.problem})") from None
+        raise ScenarioError(f"--set {key.strip()}: value is not valid YAML ({getattr(exc, 'problem', exc)})") from None
     return key.strip(), parsed
 
 
 def _format_errors(exc: ValidationError, prefix: str = "") -> str:
     lines = []
-    for err in exc.errors():
+    errors = exc.errors()
+    more = len(errors) - bounded.MAX_LINES  # counted, not formatted (a list of 10,000 bad items)
+    for err in errors[:bounded.MAX_LINES]:
         parts = []
         for i, p in enumerate(err["loc"]):
             # A tagged union puts the chosen tag in the location (`router.policy.red.min_th`): drop it.
@@ -485,17 +509,19 @@ def _format_errors(exc: ValidationError, prefix: str = "") -> str:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "union_tag_invalid":
             loc = f"{loc}.kind" if loc else "kind"
-            msg = f"{err['ctx']['tag']!r} not allowed: {err['ctx']['expected_tags'].replace(chr(39), '')}"
+            msg = f"{bounded.short(err['ctx']['tag'])} not allowed: {err['ctx']['expected_tags'].replace(chr(39), '')}"
         elif err["type"] == "extra_forbidden":
             msg = "unknown field (check the spelling; see docs/scenarios.md for the fields)"
         elif err["type"] == "literal_error":
-            msg = f"{err['input']!r} not allowed: {msg.removeprefix('Input should be ')}"
+            msg = f"{bounded.short(err['input'])} not allowed: {msg.removeprefix('Input should be ')}"
         elif "input" in err and err["type"] not in ("missing", "value_error"):
-            msg = f"{err['input']!r}: {msg}"
+            msg = f"{bounded.short(err['input'])}: {msg}"
         if not loc and msg.split(":")[0].split(".")[0] in Scenario.model_fields:
             lines.append(f"{prefix}{msg}")  # a check of the whole scenario that names its field itself
         else:
             lines.append(f"{prefix}{loc or '(top level)'}: {msg}")
+    if more > 0:
+        lines.append(f"... and {more} more problems")
     return "\n".join(lines)
 
 
@@ -515,7 +541,7 @@ def normalise(raw: Any) -> tuple[Any, bool]:
             raise ScenarioError("workload and applications: give one (workload is the short form of"
                                 " applications: [{kind: web, clients: clients, servers: servers, ...}])")
         if workload is not None and not isinstance(workload, dict):
-            raise ScenarioError(f"workload: a mapping of the web application's fields, got {workload!r}")
+            raise ScenarioError(f"workload: a mapping of the web application's fields, got {bounded.short(workload)}")
         raw["applications"] = [{"kind": "web", "clients": "clients", "servers": "servers", **(workload or {})}]
     return raw, short
 
@@ -538,26 +564,28 @@ def validate(raw: dict[str, Any], context: str = "") -> Scenario:
             raise ScenarioError("\n".join(problems))
         raw = {**raw, "applications": parsed}
     try:
-        return Scenario.model_validate(raw)
+        # The context tells validators they read what a user wrote (units.from_input: no bare rates).
+        return Scenario.model_validate(raw, context={units.INPUT: True})
     except ValidationError as exc:
         raise ScenarioError(_format_errors(exc, context)) from None
 
 
 def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -> Sweep:
-    """Read, override, validate and expand a scenario file. Raises ScenarioError."""
+    """Read, override, validate and expand a scenario file. Raises ScenarioError, within the
+    bounds of spec/bounded.py (file size and type, UTF-8, YAML aliases, depth, sweep size)."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        raw = yaml.safe_load(text)
+        raw = bounded.load_yaml(bounded.read_text(path), str(path))
+    except bounded.InputError as exc:
+        raise ScenarioError(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise ScenarioError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path}: a scenario is a mapping of fields, got {type(raw).__name__}")
+    if len(overrides) > bounded.MAX_OVERRIDES:
+        raise ScenarioError(f"--set: {len(overrides)} overrides; at most {bounded.MAX_OVERRIDES}")
     raw = copy.deepcopy(raw)
     raw.setdefault("name", path.stem)
     for text_override in overrides:
@@ -570,17 +598,34 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
             _set_path(raw, key, value)
     if seed is not None:
         raw["seed"] = seed
+    nodes = bounded.count_nodes(raw)
+    if nodes > bounded.MAX_NODES:
+        raise ScenarioError(f"{path}: more than {bounded.MAX_NODES} values with the overrides and aliases expanded")
     sweep = raw.pop("sweep", None) or {}
     if not isinstance(sweep, dict) or not all(isinstance(v, list) and v for v in sweep.values()):
         raise ScenarioError("sweep: must map field paths to non-empty lists of values, "
                             "e.g. {topology.bottleneck.buffer: [64KB, 512KB]}")
+    size = 1
+    for key, values in sweep.items():
+        if not isinstance(key, str):
+            raise ScenarioError(f"sweep: {bounded.short(key)} is not a field path, e.g. topology.bottleneck.buffer")
+        _check_key(f"sweep.{key[:60]}", key)
+        size *= len(values)
+        if size > bounded.MAX_SWEEP_POINTS:  # counted before anything is expanded
+            shape = " x ".join(str(len(v)) for v in sweep.values())
+            raise ScenarioError(f"sweep: more than {bounded.MAX_SWEEP_POINTS} points ({shape} values); split it into"
+                                " several scenarios")
     points = []
     keys = list(sweep)
     for combo in itertools.product(*(sweep[k] for k in keys)):
-        point_raw = copy.deepcopy(raw)
+        point_raw = dict(raw)  # _set_path copies the sections it changes: points share nothing they change
         assignment = dict(zip(keys, combo))
         for key, value in assignment.items():
             _set_path(point_raw, key, value)
         label = point_label(assignment)
-        points.append((assignment, validate(point_raw, f"[sweep {label}] " if label else "")))
+        points.append((assignment, validate(point_raw, f"[sweep {bounded.shorten(label, 80)}] " if label else "")))
+    runs = len(points) * max(s.run.repetitions for _, s in points)
+    if runs > bounded.MAX_POINT_RUNS:
+        raise ScenarioError(f"run.repetitions: {len(points)} points x {runs // len(points)} repetitions ="
+                            f" {runs} point runs; at most {bounded.MAX_POINT_RUNS}")
     return Sweep(name=raw["name"], source=str(path), raw=raw, sweep=sweep, points=points)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from spec import units
+from spec import bounded, units
 from spec.scenario import ScenarioError, _format_errors, _set_path, _Strict, parse_override
 
 # TCP settings of a measurement (controller/transfers.py applies them; docs/models.md explains them).
@@ -35,8 +35,8 @@ class TransferPath(_Strict):
 
     @field_validator("rate", mode="before")
     @classmethod
-    def _rate(cls, v: Any) -> int:
-        return 0 if v in (0, "0") else units.parse_rate(v)
+    def _rate(cls, v: Any, info: Any) -> int:
+        return 0 if v in (0, "0") else units.parse_rate(v, bare=not units.from_input(info))
 
     @model_validator(mode="after")
     def _positive(self) -> "TransferPath":
@@ -102,9 +102,9 @@ class TransferScenario(_Strict):
 def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -> TransferScenario:
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read ({exc.strerror})") from None
+        raw = bounded.load_yaml(bounded.read_text(path), str(path))
+    except bounded.InputError as exc:
+        raise ScenarioError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
@@ -117,6 +117,6 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
     if seed is not None:
         raw["seed"] = seed
     try:
-        return TransferScenario.model_validate(raw)
+        return TransferScenario.model_validate(raw, context={units.INPUT: True})
     except ValidationError as exc:
         raise ScenarioError(_format_errors(exc)) from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 _NUMBER = r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*"
 
@@ -36,12 +37,27 @@ def _split(text: str) -> tuple[float, str] | None:
     return float(m.group(1)), m.group(2).lower()
 
 
-def parse_rate(value: object) -> int:
-    """Bit rate in bit/s. A bare number is bit/s."""
+INPUT = "catnip_input"
+
+
+def from_input(info: Any) -> bool:
+    """Whether a pydantic validator is reading what a user wrote (spec.scenario.validate passes
+    the context INPUT), not a value the code builds from one already parsed (a bare number then)."""
+    return bool(getattr(info, "context", None) and info.context.get(INPUT))
+
+
+def parse_rate(value: object, bare: bool = True) -> int:
+    """Bit rate in bit/s. A bare number is bit/s where `bare` allows it (values the code built);
+    a user writes the unit: `rate: 1500` is refused as `buffer: 10` is."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a rate; use {RATE_HELP}")
     scale = 0.0
     if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a finite rate")
+        if not bare:
+            raise ValueError(f"{value!r} is a bare number; write the rate with its unit, e.g. '{value:g}bit'"
+                             f" or '{value:g}kbit' (bit, kbit, Mbit, Gbit; B/s, KB/s, MB/s for bytes per second)")
         number, unit = float(value), "bit"
     else:
         m = re.fullmatch(_NUMBER + r"([A-Za-z/]*)\s*", str(value))
@@ -64,11 +80,17 @@ def parse_rate(value: object) -> int:
     return int(round(bps))
 
 
-def parse_duration(value: object) -> float:
-    """Duration in seconds. A bare number is seconds."""
+def parse_duration(value: object, bare: bool = True) -> float:
+    """Duration in seconds. A bare number is seconds where `bare` allows it; a link's delay is
+    written with its unit (`delay: 5` is refused: 5 s or 5 ms?)."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a duration; use {TIME_HELP}")
     if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a finite duration")
+        if not bare:
+            raise ValueError(f"{value!r} is a bare number; write the delay with its unit, e.g. '{value:g}s' or"
+                             f" '{value:g}ms'")
         seconds = float(value)
     else:
         parts = _split(str(value))

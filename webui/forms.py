@@ -15,8 +15,10 @@ from typing import Any, Mapping
 
 import yaml
 
-from spec import scenario as scenario_mod
+from controller import validate as validate_mod
 from results.store import RUN_ID
+from spec import bounded
+from spec import scenario as scenario_mod
 
 SCENARIO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 OVERRIDE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
@@ -35,21 +37,30 @@ class ScenarioFile:
 
 
 def scenario_files(directory: Path) -> list[ScenarioFile]:
-    """Every scenario file with what the page shows of it; an invalid file is listed with its error."""
+    """Every scenario file with what the page shows of it; an invalid file is listed with its
+    error, read through the same bounds as `catnip validate` (a FIFO, a huge or hostile file
+    cannot hang the page), and a file that breaks the checker itself is listed, not a 500."""
     out = []
     for path in sorted(directory.glob("*.yaml")):
         try:
-            sweep = scenario_mod.load(path)
+            sweep = validate_mod.load(str(path))
             first = sweep.points[0][1]
             out.append(ScenarioFile(path.stem, path, first.description, first.paper, len(sweep.points), None))
-        except scenario_mod.ScenarioError as exc:
-            try:
-                raw = yaml.safe_load(path.read_text())
-            except (OSError, yaml.YAMLError):
-                raw = None
-            description = str(raw.get("description", "")) if isinstance(raw, dict) else ""
-            out.append(ScenarioFile(path.stem, path, description, "", 0, str(exc)))
+        except validate_mod.Refused as exc:
+            out.append(ScenarioFile(path.stem, path, _description(path), "", 0, exc.message))
+        except Exception as exc:  # noqa: BLE001 - one file's bug must not take the page down
+            out.append(ScenarioFile(path.stem, path, "", "", 0, bounded.shorten(
+                f"could not be checked ({type(exc).__name__}: {exc}); `catnip validate {path}` says more")))
     return out
+
+
+def _description(path: Path) -> str:
+    """The description of a file the schema refused, if it can be read within the bounds."""
+    try:
+        raw = bounded.load_yaml(bounded.read_text(path), str(path))
+    except (ValueError, yaml.YAMLError):  # bounded.InputError is a ValueError
+        return ""
+    return bounded.shorten(str(raw.get("description", "")), 500) if isinstance(raw, dict) else ""
 
 
 @dataclass
@@ -94,10 +105,13 @@ def parse_run_request(form: Mapping[str, Any], directory: Path) -> tuple[RunRequ
             break
     if errors:
         return None, errors
-    try:
-        sweep = scenario_mod.load(path, overrides, seed)
-    except scenario_mod.ScenarioError as exc:
-        return None, {"overrides": str(exc)}
+    try:  # the path of `catnip validate` and `catnip run`: the same checks, the same words
+        sweep = validate_mod.load(str(path), overrides, seed)
+        problems = validate_mod.run_problems(sweep, jobs)
+    except validate_mod.Refused as exc:
+        return None, {"overrides": exc.message}
+    if problems:
+        return None, {"jobs": "; ".join(problems)}
     return RunRequest(path, overrides, seed, sweep, jobs), {}
 
 

@@ -14,6 +14,8 @@ import random
 from pathlib import Path
 from typing import Callable
 
+from spec import bounded
+
 
 class ThinkTimeError(ValueError):
     pass
@@ -22,10 +24,10 @@ class ThinkTimeError(ValueError):
 def load_cdf(path: str | Path) -> tuple[list[float], list[float]]:
     """(values, cumulative probabilities), validated: both non-decreasing, ending at 1."""
     values, probs = [], []
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise ThinkTimeError(f"think-time CDF {path}: cannot read ({exc.strerror})") from None
+    try:  # read when the scenario is checked, as root: a regular file of bounded size only
+        lines = bounded.read_text(path, "think-time CDF", bounded.MAX_DATA_FILE_BYTES).splitlines()
+    except bounded.InputError as exc:
+        raise ThinkTimeError(str(exc)) from None
     for n, line in enumerate(lines, 1):
         fields = line.split()
         if not fields or line.lstrip().startswith("#"):

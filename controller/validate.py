@@ -1,0 +1,115 @@
+"""`catnip validate`: what `catnip run` checks before it touches the machine, without touching it.
+
+One path for every way a scenario arrives: `catnip validate`, `catnip run` (before it prints a
+run id or opens the database) and the dashboard's form (webui/forms.py) load it through `load`
+here, so a scenario refused by one is refused by all, in the same words. Nothing here creates a
+namespace, a database, a run id or a run folder; reading /proc for the congestion controls the
+kernel offers is the only look at the machine. What only the machine can tell (qdiscs, OVS,
+root) is listed as needs and checked by `catnip run` against `catnip check`'s probe.
+
+Every refusal is a `Refused`: one short line (a few for several schema problems), exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+import yaml
+
+from results.store import RUN_ID
+from spec import bounded
+from spec import scenario as scenario_mod
+
+
+class Refused(click.ClickException):
+    """An input `catnip run` or `catnip validate` will not take: exit code 2, no traceback."""
+
+    exit_code = 2
+
+    def __init__(self, message: str):
+        super().__init__(bounded.bound_message(message))
+
+
+def check_run_id(run_id: str) -> None:
+    """A run id names a folder (data/runs/ID): the store's shape, and not '.', '..' or a hidden name."""
+    if not RUN_ID.fullmatch(run_id) or run_id.startswith((".", "-")):
+        raise Refused(f"--run-id {bounded.short(run_id[:120])}: letters, digits, '.', '_' and '-', at most 100,"
+                      " starting with a letter or digit (it names the run's folder)")
+
+
+def load(scenario_file: str, overrides: list[str] | tuple[str, ...] = (), seed: int | None = None
+         ) -> scenario_mod.Sweep:
+    """The scenario's sweep, checked as `catnip run` checks it; Refused otherwise."""
+    try:
+        return scenario_mod.load(scenario_file, list(overrides), seed)
+    except scenario_mod.ScenarioError as exc:
+        message = str(exc).removeprefix(f"{scenario_file}: ")  # the file is named once
+        raise Refused(f"invalid scenario {bounded.shorten(str(scenario_file), 120)}: {message}") from None
+    except RecursionError:  # bounded.MAX_DEPTH keeps this from happening; say so plainly if it does
+        raise Refused(f"invalid scenario {scenario_file}: nested too deeply to check") from None
+
+
+def run_problems(sweep: scenario_mod.Sweep, jobs: int) -> list[str]:
+    """What `catnip run --jobs N` refuses that needs no look at the machine: sender parameters
+    (pacing, newcwv) live in one kernel-wide map by address, which side-by-side points share."""
+    out = []
+    if jobs > 1:
+        for assignment, scenario in sweep.points:
+            hosts = scenario.sender_params_set()
+            if hosts:
+                out.append(f"--jobs {jobs}: point {scenario_mod.point_label(assignment, 'single')} gives hosts"
+                           f" {', '.join(hosts)} sender parameters (pacing, newcwv), which the kernel keeps in one"
+                           " map for the whole machine: run with --jobs 1")
+                break
+    return out
+
+
+def machine_needs(sweep: scenario_mod.Sweep) -> list[str]:
+    """The qdiscs the scenario needs of the kernel, which `catnip run` checks against its probe."""
+    needs = set()
+    for _, sc in sweep.points:
+        needs.update(f"{qdisc} qdisc ({where})" for where, qdisc in sc.host_qdiscs().items())
+        if sc.run.link_backend == "kernel":
+            needs.update(f"{q} qdisc (run.link_backend: kernel)" for q in sc.kernel_qdiscs())
+    return sorted(needs)
+
+
+def describe(sweep: scenario_mod.Sweep, jobs: int = 1) -> dict:
+    """What `catnip validate` prints: the resolved scenario (its first point) and the sweep's size."""
+    first = sweep.points[0][1]
+    reps = first.run.repetitions
+    return {"name": sweep.name, "source": sweep.source, "points": len(sweep.points), "repetitions": reps,
+            "point_runs": len(sweep.points) * reps, "sweep": {k: [str(v) for v in vs] for k, vs in sweep.sweep.items()},
+            "labels": [scenario_mod.point_label(a, "single point") for a, _ in sweep.points],
+            "machine_needs": machine_needs(sweep), "jobs": jobs,
+            "resolved": json.loads(first.model_dump_json())}
+
+
+@click.command(name="validate")
+@click.argument("scenario_file", type=click.Path(dir_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override a field, as `catnip run --set`")
+@click.option("--seed", type=int, default=None, help="as `catnip run --seed`")
+@click.option("--jobs", type=click.IntRange(1, 1024), default=1, help="check as for `catnip run --jobs N`")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def validate_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, jobs: int, as_json: bool) -> None:
+    """Check SCENARIO_FILE as `catnip run` would, touching nothing: prints the resolved scenario
+    (its first sweep point) and the sweep's size; exit 2 with one line per problem if refused."""
+    sweep = load(scenario_file, overrides, seed)
+    problems = run_problems(sweep, jobs)
+    if problems:
+        raise Refused("\n".join(problems))
+    info = describe(sweep, jobs)
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+        return
+    click.echo(yaml.safe_dump(info["resolved"], sort_keys=False).rstrip())
+    click.echo(f"# {info['name']} ({info['source']}): valid")
+    click.echo(f"# {info['points']} sweep point(s) x {info['repetitions']} repetition(s) = {info['point_runs']}"
+               " point run(s)" + (f"; the resolved scenario above is point 0 of: {', '.join(info['sweep'])}"
+                                  if info["sweep"] else ""))
+    for i, label in enumerate(info["labels"] if info["sweep"] else []):
+        click.echo(f"#   point {i}: {bounded.shorten(label, 200)}")
+    if info["machine_needs"]:
+        click.echo("# needs of the machine, checked by `catnip run` (see `catnip check`): "
+                   + "; ".join(info["machine_needs"]))
