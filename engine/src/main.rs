@@ -72,7 +72,7 @@ fn run(cli: Cli) -> Result<()> {
             let mut l = Link::new(chosen, config.seed).map_err(anyhow::Error::msg)?;
             let file = File::open(&trace).with_context(|| format!("cannot read {}", trace.display()))?;
             let packets = replay::read_trace(BufReader::new(file))?;
-            let fates = replay::replay(&mut l, &packets);
+            let fates = replay::replay(&mut l, &packets)?;
             let out_file = File::create(&out).with_context(|| format!("cannot write {}", out.display()))?;
             replay::write_fates(BufWriter::new(out_file), &packets, &fates)
         }

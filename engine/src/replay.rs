@@ -124,39 +124,59 @@ pub struct FateRow {
     pub dscp_out: u8,
 }
 
-/// Run the trace through the link; one fate per packet, indexed like the trace.
-pub fn replay(link: &mut Link<usize>, trace: &[TracePacket]) -> Vec<FateRow> {
+/// Move the link's fates into `fates` (indexed by the trace's packet ids), refusing a second fate
+/// for one packet or a fate for a packet the trace does not have.
+fn settle(out: &mut Vec<Fate<usize>>, fates: &mut [Option<FateRow>]) -> Result<()> {
+    for f in out.drain(..) {
+        let (id, row) = match f {
+            Fate::Deliver { handle, at, info } => {
+                (handle, FateRow { fate: "sent", fate_ns: at, by: String::new(), dscp_out: info.dscp })
+            }
+            Fate::Drop { handle, at, cause, info, .. } => {
+                let (fate, by) = match cause {
+                    DropCause::Evicted { by } => ("evicted", by.to_string()),
+                    DropCause::Refused => ("dropped", String::new()),
+                    DropCause::Lost => ("dropped", "loss".into()),
+                    DropCause::Policed => ("dropped", "police".into()),
+                    DropCause::ShaperFull => ("dropped", "shape".into()),
+                };
+                (handle, FateRow { fate, fate_ns: at, by, dscp_out: info.dscp })
+            }
+        };
+        match fates.get_mut(id) {
+            None => bail!("packet {id}: a fate for a packet the trace does not have"),
+            Some(Some(first)) => bail!(
+                "packet {id}: a second fate ({} at {} ns after {} at {} ns)",
+                row.fate,
+                row.fate_ns,
+                first.fate,
+                first.fate_ns
+            ),
+            Some(slot) => *slot = Some(row),
+        }
+    }
+    Ok(())
+}
+
+/// Run the trace through the link; one fate per packet, indexed like the trace. A second fate
+/// for a packet, a fate for a packet that never arrived, or a packet left without one is an
+/// engine bug: refused with the packet named rather than overwritten (properties tests rely on it).
+pub fn replay(link: &mut Link<usize>, trace: &[TracePacket]) -> Result<Vec<FateRow>> {
     let mut fates: Vec<Option<FateRow>> = vec![None; trace.len()];
     let mut out = Vec::new();
-    let settle = |out: &mut Vec<Fate<usize>>, fates: &mut Vec<Option<FateRow>>| {
-        for f in out.drain(..) {
-            let (id, row) = match f {
-                Fate::Deliver { handle, at, info } => {
-                    (handle, FateRow { fate: "sent", fate_ns: at, by: String::new(), dscp_out: info.dscp })
-                }
-                Fate::Drop { handle, at, cause, info, .. } => {
-                    let (fate, by) = match cause {
-                        DropCause::Evicted { by } => ("evicted", by.to_string()),
-                        DropCause::Refused => ("dropped", String::new()),
-                        DropCause::Lost => ("dropped", "loss".into()),
-                        DropCause::Policed => ("dropped", "police".into()),
-                        DropCause::ShaperFull => ("dropped", "shape".into()),
-                    };
-                    (handle, FateRow { fate, fate_ns: at, by, dscp_out: info.dscp })
-                }
-            };
-            fates[id] = Some(row);
-        }
-    };
     for (id, p) in trace.iter().enumerate() {
         let now = (p.time_us * 1000.0).round() as u64;
         link.advance(now, &mut out);
         link.arrive(id, p.info(), now, &mut out);
-        settle(&mut out, &mut fates);
+        settle(&mut out, &mut fates)?;
     }
     link.advance(u64::MAX, &mut out);
-    settle(&mut out, &mut fates);
-    fates.into_iter().map(|f| f.expect("every packet has a fate once the link is drained")).collect()
+    settle(&mut out, &mut fates)?;
+    fates
+        .into_iter()
+        .enumerate()
+        .map(|(id, f)| f.with_context(|| format!("packet {id}: no fate once the link is drained")))
+        .collect()
 }
 
 pub fn write_fates(mut w: impl Write, trace: &[TracePacket], fates: &[FateRow]) -> Result<()> {
@@ -192,7 +212,7 @@ mod tests {
         // #1 waits, 8-16; #2 and #3 find the buffer full; #4 finds the link idle: 20-28 (+5).
         let trace = read_trace(TRACE.as_bytes()).unwrap();
         let mut link = Link::droptail("l", 1_500_000, 5000, Some(Buffer::Packets(1)));
-        let fates = replay(&mut link, &trace);
+        let fates = replay(&mut link, &trace).unwrap();
         let got: Vec<(&str, u64)> = fates.iter().map(|f| (f.fate, f.fate_ns / 1000)).collect();
         assert_eq!(got, vec![("sent", 13_000), ("sent", 21_000), ("dropped", 0), ("dropped", 1000), ("sent", 33_000)]);
         let mut csv = Vec::new();
@@ -223,7 +243,7 @@ mod tests {
         )
         .unwrap();
         let mut link: Link<usize> = Link::new(&config.links[0], 2).unwrap();
-        let fates = replay(&mut link, &trace);
+        let fates = replay(&mut link, &trace).unwrap();
         let got: Vec<(&str, &str, u8)> = fates.iter().map(|f| (f.fate, f.by.as_str(), f.dscp_out)).collect();
         assert_eq!(
             got,
@@ -242,6 +262,20 @@ mod tests {
             .to_string()
             .contains("unknown column \"port\""));
         assert!(read_trace("time_us,size,dscp,flow,sport\n0,1,0,0,70000\n".as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_second_fate_or_an_unknown_packet_is_refused() {
+        let info = PacketInfo::new(100, 0, 1);
+        let mut fates = vec![None, None];
+        let mut out = vec![
+            Fate::Deliver { handle: 0, at: 5, info: info.clone() },
+            Fate::Drop { handle: 0, at: 6, info: info.clone(), seq: 0, cause: DropCause::Refused },
+        ];
+        let err = settle(&mut out, &mut fates).unwrap_err().to_string();
+        assert!(err.contains("packet 0: a second fate (dropped"), "{err}");
+        let mut out = vec![Fate::Deliver { handle: 2, at: 5, info }];
+        assert!(settle(&mut out, &mut fates).unwrap_err().to_string().contains("packet 2"));
     }
 
     #[test]
