@@ -10,7 +10,7 @@ from pathlib import Path as Path_
 import click
 
 from spec import units
-from models import cardwell, hysteresis, partial_catnip
+from models import cardwell, hysteresis, partial_catnip, sikdar
 from models.params import ModelInputError, Path
 
 TABLE1_KB = (1, 4, 8, 16, 32, 50, 64, 90, 110, 128, 160, 180, 200)  # hysteresis paper, Table 1
@@ -95,18 +95,32 @@ def partial_catnip_cmd(size, p, mss, rtt, wmax, t0, delack, samples, seed, as_js
     _report("partial-catnip", path, hysteresis.latencies(path, samples, seed, draw=partial_catnip.sample), as_json)
 
 
-@model.command(name="cardwell")
-@click.option("--size", required=True, help="transfer size, e.g. 8KB or 8192")
-@click.option("--p", "p", type=float, required=True, help="packet loss probability, [0, 1)")
-@click.option("--mss", type=int, default=1433, show_default=True)
-@click.option("--rtt", default="200ms", show_default=True)
-@click.option("--wmax", type=int, default=24, show_default=True)
-@click.option("--t0", default="1s", show_default=True)
-@click.option("--delack", default="100ms", show_default=True)
-def cardwell_cmd(size, p, mss, rtt, wmax, t0, delack):
-    """Cardwell-00: slow start, first loss, then Padhye's steady-state rate (closed form)."""
-    path = _path(size, p, mss, rtt, wmax, t0, delack)
-    click.echo(f"cardwell-00: {path.size} B = {path.packets} packets, p {path.p:g}: {cardwell.latency(path):.3f} s")
+def _closed_form(name: str, label: str, fn, doc: str):
+    """A subcommand for a closed-form model (one expected latency, no sampling)."""
+    @click.option("--json", "as_json", is_flag=True)
+    @click.option("--delack", default="100ms", show_default=True, help="expected delayed-ACK cost")
+    @click.option("--t0", default="1s", show_default=True, help="first retransmission timeout")
+    @click.option("--wmax", type=int, default=24, show_default=True, help="receive window, packets")
+    @click.option("--rtt", default="200ms", show_default=True)
+    @click.option("--mss", type=int, default=1433, show_default=True)
+    @click.option("--p", "p", type=float, required=True, help="packet loss probability, [0, 1)")
+    @click.option("--size", required=True, help="transfer size, e.g. 8KB or 8192")
+    def cmd(size, p, mss, rtt, wmax, t0, delack, as_json):
+        path = _path(size, p, mss, rtt, wmax, t0, delack)
+        value = fn(path)
+        if as_json:
+            click.echo(json.dumps({"model": label, "packets": path.packets, "size": path.size, "p": path.p,
+                                   "mean_s": value}, indent=2))
+        else:
+            click.echo(f"{label}: {path.size} B = {path.packets} packets, p {path.p:g}: {value:.3f} s")
+    cmd.__doc__ = doc
+    return model.command(name=name)(cmd)
+
+
+_closed_form("cardwell", "cardwell-00", cardwell.latency,
+             "Cardwell-00: slow start, first loss, then Padhye's steady-state rate (closed form).")
+_closed_form("sikdar", "sikdar", sikdar.latency,
+             "A Sikdar-like model: no, one or several losses, eq. 1 slow start (closed form).")
 
 
 @model.command()

@@ -4,8 +4,9 @@ The transfer is a sequence of cycles; each is a slow-start phase (eqs. 3-6, afte
 2000, with gamma = 1.5) followed, except in the last cycle, by a loss phase whose kind is drawn at
 random: a timeout with probability Q(p, w) (eq. 8, from Padhye et al.) costing p_ss * E[Z_TO]
 (eqs. 7, 9, 10), or a fast retransmit costing p_ss * RTT. State carries over: the next cycle starts
-from cwnd 1 after a timeout or from E[W_ss] / 2 after a fast retransmit (eq. 11), and a cycle that
-starts from cwnd 1 pays the delayed-ACK cost. Eq. 12 sums the cycles; sampling it many times gives
+from cwnd 1 after a timeout or from half the window reached after a fast retransmit (eq. 11: the
+window reached is E[W_ss] capped at W_max, since the sender never exceeds the receiver's window),
+and a cycle that starts from cwnd 1 pays the delayed-ACK cost. Eq. 12 sums the cycles; sampling it many times gives
 the expectation and the distribution.
 
 Choices the text leaves open (docs/models.md): eq. 3 never sends all d packets when p > 0, so
@@ -98,7 +99,7 @@ def transfer(d_total: float, to_send: float, p: float, w1: float, path: Path, rn
             w1 = 1.0
         else:
             t += p_ss * path.rtt
-            w1 = max(1.0, window_at_end(e_dss, w1) / 2)  # eq. 11
+            w1 = max(1.0, w_end / 2)  # eq. 11, from the window reached (capped at W_max)
         if last:
             break
     return PhaseEnd(t, w_end, w1)

@@ -9,12 +9,12 @@ to 50 KB and long flows those from 50 KB (Table 1's split; 50 KB is in both).
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 
 from models import cardwell, hysteresis, partial_catnip, sikdar
 from models.params import Path
+from results.samples import ci95
 
 SHORT_MAX_KB, LONG_MIN_KB = 50, 50
 # Tables 2 and 3 of the paper (ns-2), for the side-by-side.
@@ -47,9 +47,9 @@ class Cell:
 
     @property
     def ci95(self) -> float:
-        """Half-width of the 95% confidence interval of the mean (normal approximation)."""
+        """Half-width of the 95% confidence interval of the mean (Student t); 0 for one value."""
         n = len(self.values)
-        return 1.96 * statistics.stdev(self.values) / math.sqrt(n) if n > 1 else 0.0
+        return ci95(statistics.stdev(self.values), n) if n > 1 else 0.0
 
 
 def cells(rows, excluded_points: set[int] = frozenset()) -> list[Cell]:

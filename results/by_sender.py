@@ -13,7 +13,7 @@ import statistics
 from typing import Any
 
 from spec.scenario import point_label
-from results.report import ci95
+from results.samples import ci95
 from results.store import Store
 
 SERVER_INDEX = re.compile(r"v(\d+)$")  # dumbbell servers are <prefix>v1, v2, ...

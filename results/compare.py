@@ -6,13 +6,13 @@ Table XI: CATNIP-Good relative to default Linux TCP with FIFO routers, per route
 
 from __future__ import annotations
 
-import math
 import statistics
 from typing import Any
 
 from spec.scenario import point_label
 from results.pooled import pooled_runs_report
 from results.report import run_report
+from results.samples import half_width, ratio_parts
 from results.store import Store
 
 
@@ -40,13 +40,9 @@ def rel_var(row: dict[str, Any]) -> float | None:
     return row["sdev"] ** 2 / (row["n"] * row["mean"] ** 2) if row.get("mean") and row.get("n", 0) > 1 else None
 
 
-def _rel_var(point: dict[str, Any] | None) -> dict[int, float]:
-    return {r["page"]: v for r in (point or {}).get("table", []) if (v := rel_var(r)) is not None}
-
-
-def ratio_ci95(ratio: float, rel_var_a: float, rel_var_b: float) -> float:
-    """Half-width of the 95% confidence interval of a ratio of two independent means (delta method)."""
-    return 1.96 * ratio * math.sqrt(rel_var_a + rel_var_b)
+def _rel_var(point: dict[str, Any] | None) -> dict[int, tuple[float, int]]:
+    """Per page: (squared coefficient of variation of its mean, number of pages averaged)."""
+    return {r["page"]: (v, r["n"]) for r in (point or {}).get("table", []) if (v := rel_var(r)) is not None}
 
 
 def _loss(point: dict[str, Any] | None) -> float | None:
@@ -96,12 +92,15 @@ def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> di
             mine, theirs = _means(p), _means(base)
             relative = {page: mine[page] / theirs[page] for page in mine if theirs.get(page)}
             va, vb = _rel_var(p), _rel_var(base)
-            relative_ci = {page: ratio_ci95(r, va[page], vb[page]) for page, r in relative.items()
-                           if page in va and page in vb}
+            parts = {page: ratio_parts(r, *va[page], *vb[page]) for page, r in relative.items()
+                     if page in va and page in vb}
+            relative_ci = {page: half_width(pp) for page, pp in parts.items()}
             values = list(relative.values())
-            # The mean over pages: its sampling error from the pages' own intervals (pages independent).
-            mean_ci = (math.sqrt(sum((c / 1.96) ** 2 for c in relative_ci.values())) * 1.96 / len(values)
-                       if values and len(relative_ci) == len(values) else None)
+            # The mean over k pages: the pages' variance parts summed, / k^2 (pages independent),
+            # Student t at their Welch-Satterthwaite df.
+            k = len(values)
+            mean_ci = (half_width((v / k ** 2, df) for pp in parts.values() for v, df in pp)
+                       if values and len(parts) == k else None)
             columns.append({
                 "run_id": rep["run_id"], "name": rep["name"], "point": p["point"],
                 "label": point_label(p["assignment"], "single point"),

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from results.compare import ratio_ci95, rel_var
+from results.compare import rel_var
+from results.samples import ratio_ci95
 from results.report import loss_table
 
 
@@ -43,7 +44,7 @@ def against(report: dict[str, Any], base: int = 0) -> dict[str, Any]:
             va, vb = rel_var(a), rel_var(b)
             pages.append({
                 "page": page, "relative": ratio,
-                "relative_ci95": None if va is None or vb is None else ratio_ci95(ratio, va, vb),
+                "relative_ci95": None if va is None or vb is None else ratio_ci95(ratio, va, a["n"], vb, b["n"]),
                 # One page has no spread to compare.
                 "sdev_relative": a["sdev"] / b["sdev"] if a["n"] > 1 and b["n"] > 1 and b["sdev"] else None,
                 "apart": (a["ci95"] is not None and b["ci95"] is not None

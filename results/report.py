@@ -7,10 +7,10 @@ it. Page statistics use only pages that completed without error; failed pages ar
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from typing import Any
 
+from results.samples import ci95
 from results.store import Store
 from spec.scenario import point_label
 from workloads.pages import catnip_pages
@@ -25,12 +25,6 @@ def _page_row(page, durations: list[float], failed: int) -> dict[str, Any]:
                    mean=statistics.fmean(durations), sdev=sdev,
                    ci95=ci95(sdev, len(durations)))
     return row
-
-
-def ci95(sdev: float, n: int) -> float | None:
-    """Half-width of the 95% confidence interval of a mean of n samples (normal approximation;
-    the clients' pages are taken as independent samples)."""
-    return 1.96 * sdev / math.sqrt(n) if n > 1 else None
 
 
 def loss_summary(stats) -> dict[str, Any]:

@@ -14,33 +14,52 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from scipy.stats import t as student_t
+
 from results.store import Store
 
-# Two-sided 95% Student t quantiles t(0.975, df) for df = 1..30.
-_T975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
-         2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
-         2.0796, 2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423)
-_Z975 = 1.959963984540054
-
-
-def t975(df: int) -> float:
-    """t(0.975, df): a table to 30 degrees of freedom, then the Cornish-Fisher expansion in 1/df
-    (within 1e-4 of the exact quantile there), tending to the normal 1.96."""
-    if df < 1:
-        raise ValueError(f"degrees of freedom must be at least 1, not {df}")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = _Z975
-    g = ((z ** 3 + z) / 4, (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
-         (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
-         (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160)
-    return z + sum(gi / df ** (i + 1) for i, gi in enumerate(g))
+def t975(df: float) -> float:
+    """t(0.975, df), the two-sided 95% Student t quantile (scipy); df may be fractional (a
+    Welch-Satterthwaite df) or infinite (the normal 1.96)."""
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be above 0, not {df}")
+    return float(student_t.ppf(0.975, df))
 
 
 def ci95(sdev: float, n: int) -> float | None:
     """Half-width of the 95% confidence interval of the mean of n independent samples with sample
     standard deviation `sdev` (Student t, so right for small n); None below two samples."""
     return t975(n - 1) * sdev / math.sqrt(n) if n > 1 else None
+
+
+def welch_df(parts: Iterable[tuple[float, float]]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of independent variance estimates, given as
+    (variance, its degrees of freedom); infinite when every variance is 0."""
+    parts = list(parts)
+    den = sum(v * v / df for v, df in parts)
+    return sum(v for v, _ in parts) ** 2 / den if den > 0 else math.inf
+
+
+def half_width(parts: Iterable[tuple[float, float]]) -> float:
+    """Half-width of the 95% interval of an estimate whose variance is the sum of independent
+    estimated parts (variance, degrees of freedom): Student t at the Welch-Satterthwaite df. With
+    one part (sdev^2 / n, n - 1) it is `ci95`."""
+    parts = list(parts)
+    var = sum(v for v, _ in parts)
+    return t975(welch_df(parts)) * math.sqrt(var) if var > 0 else 0.0
+
+
+def ratio_ci95(ratio: float, rel_var_a: float, n_a: int, rel_var_b: float, n_b: int) -> float:
+    """Half-width of the 95% interval of a ratio of two independent means, each of n samples with
+    squared coefficient of variation of the mean rel_var (sdev^2 / (n mean^2)): delta method,
+    variance ratio^2 (rel_var_a + rel_var_b), Student t at the Welch-Satterthwaite df."""
+    return half_width(ratio_parts(ratio, rel_var_a, n_a, rel_var_b, n_b))
+
+
+def ratio_parts(ratio: float, rel_var_a: float, n_a: int, rel_var_b: float, n_b: int) -> list[tuple[float, float]]:
+    """The two variance parts of a ratio of means (delta method), for `half_width` (a mean of
+    several ratios sums their parts)."""
+    return [(ratio * ratio * rel_var_a, n_a - 1), (ratio * ratio * rel_var_b, n_b - 1)]
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:

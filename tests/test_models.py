@@ -64,18 +64,58 @@ def test_sampling_is_seeded_and_latency_grows_with_loss():
     assert means == sorted(means) and means[-1] > 3 * means[0]
 
 
-def test_partial_catnip_reduces_to_the_plain_model_and_helps_with_p_high_zero():
-    for kb in (4, 32, 128):
+def test_partial_catnip_reduces_to_the_plain_model_where_the_maths_says_it_must():
+    # Exactly equal (not "within 25%"), in the two cases where the three steps are the plain model:
+    # - six packets or fewer are all high priority, so with p' = p it is the plain model at p;
+    # - without loss and below the W_max cap (step 3 starts from gamma E[W_ss] = (N - 1) / 2 <= 24,
+    #   so N <= 49), eq. 6 is additive over the steps: step k+1 starts
+    #   from w1 = gamma E[W_ss] = (gamma - 1) d_k + w1_k (eq. 5), so log_1.5((gamma-1) d_1 / w + 1)
+    #   + log_1.5((gamma-1) d_2 / w' + 1) = log_1.5((gamma-1)(d_1 + d_2) / w + 1), and the steps
+    #   after the first start above cwnd 1 (no extra delayed ACK).
+    # With p > 0 and more than six packets there is no identity: step 2 counts N - 3 packets in
+    # eq. 3 while sending N - 6 (section 5), so it is another model (32 KB, p = 5%: 21% lower).
+    for n in (1, 4, 6):
+        for p in (0.01, 0.05, 0.1):
+            plain = h.latencies(Path(size=n * 1433, p=p), 300)
+            assert h.latencies(Path(size=n * 1433, p=p, p_high=p), 300, draw=partial_catnip.sample) == plain
+    for n in (7, 12, 23, 46, 49):
+        plain = h.latencies(Path(size=n * 1433, p=0.0), 1)[0]
+        assert h.latencies(Path(size=n * 1433, p=0.0, p_high=0.0), 1, draw=partial_catnip.sample)[0] == \
+            pytest.approx(plain, rel=1e-12)
+
+
+def test_partial_catnip_helps_with_p_high_zero():
+    for kb in (8, 32, 128):
         plain = statistics.fmean(h.latencies(Path(size=kb * 1024, p=0.05), 2000))
-        same = statistics.fmean(h.latencies(Path(size=kb * 1024, p=0.05, p_high=0.05), 2000,
-                                            draw=partial_catnip.sample))
         protected = statistics.fmean(h.latencies(Path(size=kb * 1024, p=0.05, p_high=0.0), 2000,
                                                  draw=partial_catnip.sample))
         assert protected < plain
-        assert same == pytest.approx(plain, rel=0.25)  # three phases instead of one: not identical
     # Six packets or fewer are all high priority: p' = 0 means no loss at all.
     small = Path(size=6 * 1433, p=0.3, p_high=0.0)
     assert h.latencies(small, 1, draw=partial_catnip.sample)[0] == pytest.approx(h.latencies(Path(size=6 * 1433, p=0.0), 1)[0])
+
+
+class _AlwaysFastRetransmit(random.Random):
+    def random(self):
+        return 1.0  # above any Q(p, w) < 1: every loss is a fast retransmit
+
+
+def test_eq11_halves_the_window_reached_capped_at_wmax(monkeypatch):
+    # 256 KB (183 packets) at p = 0.001: the first slow start sends E[d_ss] = 167.1 packets and
+    # would end at E[W_ss] = 56.4 (eq. 5), but the sender stops at W_max = 24: after a fast
+    # retransmit the next cycle starts from 24 / 2 = 12 (eq. 11), not 28.2.
+    starts = []
+    real = h.slow_start_time
+
+    def spy(e_dss, w1, wmax, rtt):
+        starts.append(w1)
+        return real(e_dss, w1, wmax, rtt)
+
+    monkeypatch.setattr(h, "slow_start_time", spy)
+    path = Path(size=256 * 1024, p=0.001)
+    assert h.window_at_end(h.expected_sent_before_loss(183, 0.001), 1) == pytest.approx(56.38, abs=0.01)
+    h.sample(path, _AlwaysFastRetransmit())
+    assert starts[:2] == [1.0, 12.0]
 
 
 @pytest.mark.parametrize("kwargs, field", [
@@ -97,17 +137,48 @@ def test_cli_prints_predictions_and_refuses_bad_input():
     assert res.exit_code == 0 and "23 packets" in res.output
     res = run(main, ["model", "hysteresis", "--size", "8KB", "--p", "1"])
     assert res.exit_code == 2 and "p = 1.0: must be a probability in [0, 1)" in res.output
+    # Every model has its subcommand, each with --json.
+    from models import cardwell, sikdar
+    for name, fn in (("cardwell", cardwell.latency), ("sikdar", sikdar.latency)):
+        res = run(main, ["model", name, "--size", "32KB", "--p", "0.03", "--json"])
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.output)
+        assert (out["packets"], out["mean_s"]) == (23, pytest.approx(fn(Path(size=32 * 1024, p=0.03))))
+        res = run(main, ["model", name, "--size", "32KB", "--p", "0.03"])
+        assert res.exit_code == 0 and "23 packets" in res.output
 
 
 def test_cardwell_and_padhye_on_hand_values():
     from models import cardwell
-    # Padhye at p = 1%, RTT 0.2, T0 1, b = 2: 1 / (0.2 sqrt(0.04/3) + min(1, 3 sqrt(0.06/8)) 0.01 (1.0032))
-    want = 1 / (0.2 * math.sqrt(0.04 / 3) + 3 * math.sqrt(0.06 / 8) * 0.01 * (1 + 32e-4))
-    assert cardwell.padhye_throughput(0.01, 0.2, 1.0, 24) == pytest.approx(want)
+    # Cardwell eq. 5 counts the lost packet: E[d_ss] = eq. 3 + 1, at most the d packets there are.
+    assert cardwell.expected_sent_in_slow_start(10, 0.1) == pytest.approx(5.8618944 + 1)
+    assert cardwell.expected_sent_in_slow_start(10, 0.001) == 10
+    assert cardwell.expected_sent_in_slow_start(10, 0.0) == 10
+
+    def q(p, w):  # eq. 8 written out again
+        return min(1.0, (1 - (1 - p) ** 3) * (1 + (1 - p) ** 3 * (1 - (1 - p) ** (w - 3))) / (1 - (1 - p) ** w))
+
+    # Padhye's full model (SIGCOMM 1998, eq. 31), b = 2, RTT 0.2 s, T0 1 s, W_max 24.
+    # p = 1%: W(p) = 2/3 + sqrt(8 * 0.99 / 0.06 + 4/9) = 12.175 < 24, so
+    # B = (99 + W + Q/0.99) / (0.2 (W + 1) + Q f(0.01) / 0.99).
+    w = 2 / 3 + math.sqrt(132 + 4 / 9)
+    f01 = 1 + 0.01 + 2e-4 + 4e-6 + 8e-8 + 16e-10 + 32e-12
+    want = (99 + w + q(0.01, w) / 0.99) / (0.2 * (w + 1) + q(0.01, w) * f01 / 0.99)
+    assert cardwell.padhye_throughput(0.01, 0.2, 1.0, 24) == pytest.approx(want, rel=1e-12)
+    assert want == pytest.approx(38.16, abs=0.01)
+    # p = 0.1%: W(p) = 37.2 > 24, the window-limited branch:
+    # B = (999 + 24 + Q/0.999) / (0.2 (24/4 + 0.999 / (0.001 * 24) + 2) + Q f(0.001) / 0.999).
+    f001 = sum(c * 0.001 ** k for k, c in enumerate((1, 1, 2, 4, 8, 16, 32)))
+    want = (999 + 24 + q(0.001, 24) / 0.999) / (0.2 * (6 + 0.999 / 0.024 + 2) + q(0.001, 24) * f001 / 0.999)
+    assert cardwell.padhye_throughput(0.001, 0.2, 1.0, 24) == pytest.approx(want, rel=1e-12)
     assert cardwell.padhye_throughput(0.0, 0.2, 1.0, 24) == pytest.approx(120.0)  # W_max / RTT
     # No loss: slow start and one delayed ACK, as the hysteresis model.
     path = Path(size=10 * 1433, p=0.0)
     assert cardwell.latency(path) == pytest.approx(0.1 + 0.2 * math.log(6, 1.5))
+    # One packet at p = 10%: E[d_ss] = min(1, 0.9 + 1) = 1, nothing left for Padhye's rate;
+    # slow start 0.2 log_1.5(1.5) = 0.2 s, and the loss (window 1: a timeout) costs
+    # l_ss E[Z_TO] = 0.1 * f(0.1) / 0.9 s.
+    assert cardwell.latency(Path(size=1000, p=0.1)) == pytest.approx(0.2 + 0.1 * 1.124992 / 0.9 + 0.1)
     # With loss the rest goes at Padhye's rate: latency grows with p.
     lat = [cardwell.latency(Path(size=64 * 1024, p=p)) for p in (0.01, 0.03, 0.1)]
     assert lat == sorted(lat)
@@ -152,7 +223,7 @@ def test_eq13_and_measured_cells():
     rows.append({"point": 1, "profile": "x", "p": 0.03, "p_high": None, "size": 1024, "latency": 9.0, "error": None})
     (cell,) = validation.cells(rows, excluded_points={1})
     assert (cell.mean, cell.failed, len(cell.values)) == (2.0, 1, 3)
-    assert cell.ci95 == pytest.approx(1.96 * 1.0 / math.sqrt(3))
+    assert cell.ci95 == pytest.approx(4.3027 * 1.0 / math.sqrt(3), abs=1e-4)  # t(0.975, 2), not 1.96
 
 
 def test_error_table_and_catnip_gain_from_cells():

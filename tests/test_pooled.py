@@ -56,7 +56,8 @@ def test_cli_pool(db):
     assert "Against #0 (router.policy={'kind': 'droptail'}, 2 repetition(s))" in res.output
     assert "   1          0.50      -\n" in res.output  # one catnip_good page: no spread to compare
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--pool"])
-    assert "   1    2.50+-" in res.output, res.output
+    # 5.0 / 2.0, +- Student t at the Welch df of the two means (tests/test_samples.py by hand).
+    assert "   1   2.50+-16.68" in res.output, res.output
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--realtime-only"])
     assert res.exit_code != 0 and "--realtime-only goes with --pool" in res.output
 

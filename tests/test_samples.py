@@ -95,10 +95,27 @@ def test_t_quantile_is_the_975th_percentile(df):
 
 
 def test_t_quantile_known_values():
-    assert samples.t975(1) == 12.7062 and samples.t975(4) == 2.7764
+    # Printed tables: t(0.975, 1) = 12.7062, t(0.975, 4) = 2.7764.
+    assert samples.t975(1) == pytest.approx(12.7062, abs=1e-4) and samples.t975(4) == pytest.approx(2.7764, abs=1e-4)
     assert samples.t975(10 ** 7) == pytest.approx(1.96, abs=1e-4)
+    assert samples.t975(math.inf) == pytest.approx(1.959964, abs=1e-6)
     with pytest.raises(ValueError):
         samples.t975(0)
+
+
+def test_ratio_interval_is_student_t_at_the_welch_df():
+    # Means 5 (n 2, sdev sqrt(32)) over 2 (n 3, sdev 1): ratio 2.5; squared CVs of the means
+    # 32 / (2 * 25) = 0.64 and 1 / (3 * 4) = 1/12. Delta method: variance 2.5^2 (0.64 + 1/12),
+    # parts 4.0 (df 1) and 0.5208 (df 2); Welch-Satterthwaite df = 4.5208^2 / (16 + 0.5208^2 / 2)
+    # = 1.2666; t(0.975, 1.2666) = 7.845 (not 1.96): half-width 16.68.
+    var_a, var_b = 6.25 * 0.64, 6.25 / 12
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / 1 + var_b ** 2 / 2)
+    assert df == pytest.approx(1.2666, abs=1e-4)
+    assert samples.welch_df([(var_a, 1), (var_b, 2)]) == pytest.approx(df)
+    assert samples.ratio_ci95(2.5, 0.64, 2, 1 / 12, 3) == pytest.approx(16.68, abs=0.01)
+    # One part is the plain mean's interval; no spread, no width.
+    assert samples.half_width([(4.0 / 9, 8)]) == pytest.approx(samples.ci95(2.0, 9))
+    assert samples.half_width([(0.0, 3), (0.0, 5)]) == 0.0
 
 
 def test_ci95_is_student_t():
@@ -112,7 +129,7 @@ def test_summaries_count_errors_apart(store):
     # telnet, tags pooled: 1, 2, 3, 4, 10 -> mean 4; deviations -3 -2 -1 0 6: squares 50, /4 -> sdev sqrt(12.5)
     assert telnet == MetricSummary(
         app="telnet", metric="echo_delay", unit="s", tag=None, n=5, errors=1, mean=4.0,
-        ci95=pytest.approx(2.7764 * math.sqrt(12.5) / math.sqrt(5)), sdev=pytest.approx(math.sqrt(12.5)),
+        ci95=pytest.approx(2.7764 * math.sqrt(12.5) / math.sqrt(5), rel=2e-5), sdev=pytest.approx(math.sqrt(12.5)),
         p50=3.0, p90=pytest.approx(7.6), p99=pytest.approx(9.76), min=1.0, max=10.0)  # p90: 4 + 0.6 * 6
     assert (bulk.app, bulk.n, bulk.errors, bulk.mean, bulk.unit) == ("bulk", 5, 1, 43.8, "bit/s")
     t20, t80 = [s for s in samples.summaries(store, "r1", 0, by_tag=True) if s.app == "telnet"]
