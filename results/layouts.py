@@ -447,6 +447,7 @@ TCPF_COLUMNS = [
     Column("loss", **FRACTION), Column("loss_ci95", **FRACTION), Column("paper_loss", **FRACTION),
     Column("goodput", **KBPS), Column("goodput_ci95", **KBPS), Column("paper_goodput", **KBPS),
     Column("cov", **RATIO), Column("cov_ci95", **RATIO), Column("paper_cov", **RATIO),
+    Column("recoveries", "float", fmt=".1f"), Column("lost_retransmits", "float", fmt=".1f"),
     Column("realtime_ok", "bool"), Column("point_ids", "str")]
 
 
@@ -471,9 +472,11 @@ def tcpf_tables(store: Store, *run_ids: str) -> Table:
                          len(r.points), r.mean("timeouts"), r.ci95("timeouts"), p[0] if p else None,
                          r.mean("loss"), r.ci95("loss"), p[1] / 100 if p else None,
                          r.mean("goodput"), r.ci95("goodput"), p[2] if p else None,
-                         r.mean("cov"), r.ci95("cov"), p[3] if p else None, r.realtime_ok,
+                         r.mean("cov"), r.ci95("cov"), p[3] if p else None,
+                         r.mean("recoveries"), r.mean("lost_retransmits"), r.realtime_ok,
                          " ".join(f"{q.run_id}/{q.point}" for q in r.points)))
     notes = ["window metrics: timeouts = senders' TcpExtTCPTimeouts; loss = bottleneck drops / arrivals;"
              " goodput = receiver bytes per second per flow (KB = 1000 B); cov = pstdev / mean over flows;"
-             " docs/reproduction-tcpf.md", *notes]
+             " recoveries = SACK + NewReno recovery episodes; lost_retransmits = retransmissions found lost"
+             " and re-sent without an RTO; docs/reproduction-tcpf.md", *notes]
     return _table("tcpf-tables", list(run_ids), TCPF_COLUMNS, rows, notes, source=(results, notes))

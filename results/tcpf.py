@@ -70,6 +70,10 @@ class PointResult:
     flows_measured: int
     realtime_ok: bool
     status: str
+    # Why the timeouts are what they are: loss recovery episodes the senders entered (SACK or
+    # NewReno fast recovery) and retransmissions they found lost again and re-sent without an RTO.
+    recoveries: int | None = None
+    lost_retransmits: int | None = None
 
 
 @dataclass
@@ -135,6 +139,10 @@ def point_result(store: Store, run_id: str, row) -> PointResult:
     instance = app.get("name") or "bulk"
     samples = [s for s in store.samples(run_id, row["point"], app=instance)
                if s["error"] is None and s["value"] is not None]
+    nstat: dict[str, float] = {}
+    for s in samples:
+        if s["metric"] == "window_nstat":
+            nstat[s["flow"]] = nstat.get(s["flow"], 0) + s["value"]
     timeouts = [s["value"] for s in samples if s["metric"] == "window_nstat" and s["flow"] == "TcpExtTCPTimeouts"]
     link = [s for s in samples if s["metric"] == "window_link"]
     arrived = sum(s["value"] for s in link if s["flow"].startswith("arrived."))
@@ -147,7 +155,10 @@ def point_result(store: Store, run_id: str, row) -> PointResult:
         loss=dropped / arrived if link and arrived > 0 else None,
         goodput=mean,
         cov=statistics.pstdev(goodputs) / mean if mean else None,
-        flows_measured=len(goodputs), realtime_ok=bool(row["realtime_ok"]), status=row["status"])
+        flows_measured=len(goodputs), realtime_ok=bool(row["realtime_ok"]), status=row["status"],
+        recoveries=(int(nstat.get("TcpExtTCPSackRecovery", 0) + nstat.get("TcpExtTCPRenoRecovery", 0))
+                    if nstat else None),
+        lost_retransmits=int(nstat["TcpExtTCPLostRetransmit"]) if "TcpExtTCPLostRetransmit" in nstat else None)
 
 
 def cells(store: Store, run_ids: list[str]) -> tuple[list[CellResult], list[str]]:
@@ -175,7 +186,8 @@ def cells(store: Store, run_ids: list[str]) -> tuple[list[CellResult], list[str]
         raise NotTcpf(f"no point of {', '.join(run_ids)} is a TCP-friendly marking experiment (an edge_bottleneck"
                       " topology with a bulk application measuring over a window)")
     order = {c: i for i, c in enumerate(tcpf_paper.CASES)}
-    ordered = sorted(found.values(), key=lambda c: (c.cell.profile, c.cell.tcp != "SACK", str(c.cell.tuning),
+    tunings = {"good": 0, None: 0, "mistuned": 1}  # TailDrop (None) among the good RED cases, in Table 3's order
+    ordered = sorted(found.values(), key=lambda c: (c.cell.profile, c.cell.tcp != "SACK", tunings.get(c.cell.tuning, 2),
                                                     order.get(c.cell.case, 99), -c.cell.flows))
     return ordered, notes
 

@@ -81,6 +81,8 @@ def _point(store, run_id, point, resolved, goodputs_bps, timeouts, arrived, drop
              "unit": "bit/s"} for i, v in enumerate(goodputs_bps)]
     rows += [{"app": "bulk", "metric": "window_nstat", "host": f"ctps{h}", "flow": "TcpExtTCPTimeouts", "value": t,
               "unit": "count"} for h, t in enumerate(timeouts)]
+    rows += [{"app": "bulk", "metric": "window_nstat", "host": f"ctps{h}", "flow": "TcpExtTCPSackRecovery",
+              "value": 10 * t, "unit": "count"} for h, t in enumerate(timeouts)]
     rows += [{"app": "bulk", "metric": "window_link", "host": "ctpr1", "tag": "ctpr1>ctpr2", "flow": f"arrived.{c}",
               "value": v, "unit": "pkt"} for c, v in arrived.items()]
     rows += [{"app": "bulk", "metric": "window_link", "host": "ctpr1", "tag": "ctpr1>ctpr2", "flow": f"dropped.{c}",
@@ -113,6 +115,8 @@ def test_the_layout_against_a_hand_computation(tmp_path):
     # Student t with one degree of freedom: 12.706 x sdev / sqrt(2).
     assert f["timeouts_ci95"] == pytest.approx(12.7062 * statistics.stdev([7, 1]) / math.sqrt(2), rel=1e-3)
     assert f["realtime_ok"] is False
+    assert f["recoveries"] == pytest.approx(10 * (7 + 1) / 2) and f["lost_retransmits"] is None
+    assert [r["case"] for r in table.records()] == ["TCPF+FRIO", "NoMark+TailDrop", "NoMark+TailDrop"]
     assert f["paper_timeouts"] is None  # the paper has no 2-flow column
     # TailDrop stands in both SACK configurations, A and C.
     assert rows[("A", "NoMark+TailDrop")]["loss"] == rows[("C", "NoMark+TailDrop")]["loss"] == pytest.approx(0.1)
