@@ -49,12 +49,14 @@ FLOW_LAUGHS = ("[&a [lol,lol,lol,lol,lol,lol,lol,lol,lol],&b [*a,*a,*a,*a,*a,*a,
 def state(tmp_path, monkeypatch):
     """A private data directory and database; `created()` lists anything that appeared in it."""
     data = tmp_path / "data"
-    monkeypatch.setenv("CATNIP_DATA", str(data))
-    monkeypatch.setenv("CATNIP_DB", str(data / "catnip.db"))
+    # No engine: should a refusal regress, `catnip run` stops at "this machine cannot run scenarios".
+    safe = {"CATNIP_DATA": str(data), "CATNIP_DB": str(data / "catnip.db"), "CATNIP_ENGINE": "/nonexistent"}
+    for k, v in safe.items():
+        monkeypatch.setenv(k, v)
 
     class State:
         path = data
-        env = {**os.environ, "CATNIP_DATA": str(data), "CATNIP_DB": str(data / "catnip.db")}
+        env = {**os.environ, **safe}
 
         @staticmethod
         def created() -> list[str]:
@@ -263,7 +265,9 @@ def test_bare_numbers_refused_in_graph_links_and_edge_functions():
 
 @pytest.mark.parametrize("run_id", ["..", ".", ".hidden", "-rf", "a/b", "../x", "x" * 101, ""])
 def test_path_like_run_ids_refused(run_id, state):
-    result = cli("run", str(REPO / "scenarios" / "quick.yaml"), "--run-id", run_id, env=state.env)
+    # The run id is checked first; the scenario is refused too, so no regression can start a run.
+    result = cli("run", str(REPO / "scenarios" / "quick.yaml"), "--run-id", run_id, "--set",
+                 "topology.bottleneck.delay=5", env=state.env)
     refused(result, "--run-id")
     assert "run " not in result.stdout and state.created() == []
 
@@ -395,48 +399,66 @@ def test_writing_a_read_only_store_says_so():
 
 
 DISK_FULL = r"""
-import json, sqlite3, sys, time
+import json, sqlite3, sys
 sys.path.insert(0, sys.argv[2])
 from controller.skeleton import record_point
 from results.store import Store, StoreFull
-path = sys.argv[1] + "/catnip.db"
+folder, mode = sys.argv[1], sys.argv[3]
+path = folder + "/catnip.db"
 store = Store(path)
 store.create_run("r1", "quick", "q.yaml", {"name": "quick"}, {}, 1, "abc", {}, {})
 store.create_point("r1", 0, 0, {}, {}, 1)
 seen = []
-def execute():  # a point whose samples fill the disk
-    for i in range(100000):
+def execute():
+    if mode == "capture":  # another file of the run (a capture, logs) fills the disk
+        with open(folder + "/capture.pcap", "wb") as fh:
+            while True:
+                fh.write(bytes(65536))
+                fh.flush()
+    for i in range(100000):  # the point's own samples fill it
         try:
             store.add_samples("r1", 0, [{"app": "bulk", "metric": "goodput", "value": float(j), "t": float(j),
                                          "host": "x" * 200} for j in range(200)])
         except StoreFull as exc:
             seen.append(str(exc))
             raise
-error = record_point(store, "r1", 0, execute)
-store.finish_run("r1", "failed" if error else "done", error)  # as controller/runner.py ends a run
+try:
+    error = record_point(store, "r1", 0, execute)
+    store.finish_run("r1", "failed" if error else "done", error)  # as controller/runner.py ends a run
+    raised = None
+except Exception as exc:
+    error, raised = None, f"{type(exc).__name__}: {exc}"
 store.close()
 check = sqlite3.connect(path)
-print(json.dumps({"seen": seen, "error": error, "run": list(check.execute("SELECT status, error FROM runs").fetchone()),
+print(json.dumps({"seen": seen, "error": error, "raised": raised,
+                  "run": list(check.execute("SELECT status, error FROM runs").fetchone()),
                   "point": list(check.execute("SELECT status, error FROM points WHERE point=0").fetchone()),
                   "integrity": check.execute("PRAGMA integrity_check").fetchone()[0]}))
 """
 
 
-def test_a_disk_filling_mid_run_records_the_run_failed_with_the_reason(tmp_path):
+@pytest.mark.parametrize("mode", ["database", "capture"])
+def test_a_disk_filling_mid_run_records_the_run_failed_with_the_reason(tmp_path, mode):
+    # A 3 MB tmpfs in a mount namespace of its own. 'database': the point's samples fill it;
+    # 'capture': another file does, and the status can be written only thanks to the reserve.
     _need_root()
     folder = tmp_path / "small"
     folder.mkdir()
     script = tmp_path / "fill.py"
     script.write_text(DISK_FULL)
     out = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                          f"mount -t tmpfs -o size=3m tmpfs {folder} && {PY} {script} {folder} {REPO}"],
+                          f"mount -t tmpfs -o size=3m tmpfs {folder} && {PY} {script} {folder} {REPO} {mode}"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     got = json.loads(out.stdout)
-    assert len(got["seen"]) == 1 and "is full" in got["seen"][0] and "--db" in got["seen"][0]
-    assert got["error"].startswith("point 0: the disk holding")
-    assert got["point"][0] == "failed" and "StoreFull: the disk holding" in got["point"][1]
-    assert got["run"][0] == "failed" and "is full" in got["run"][1]
+    assert got["raised"] is None, got["raised"]
+    if mode == "database":
+        assert len(got["seen"]) == 1 and "is full" in got["seen"][0] and "--db" in got["seen"][0]
+        assert got["error"].startswith("point 0: the disk holding")
+        assert got["point"][0] == "failed" and "StoreFull: the disk holding" in got["point"][1]
+    else:
+        assert got["point"] == ["failed", "OSError: [Errno 28] No space left on device"]
+    assert got["run"][0] == "failed" and got["run"][1] == got["error"]
     assert got["integrity"] == "ok"
 
 
