@@ -15,7 +15,6 @@ scenario must have every link direction's rate a whole number of at least 1 bit/
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import tempfile
