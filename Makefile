@@ -9,6 +9,7 @@ help:
 	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
 	@echo "make run     set-up if needed, run $(SCENARIO), print its table, then serve the dashboard (DASHBOARD=no skips it)"
 	@echo "make test    set-up if needed, run every test (needs root)"
+	@echo "make test-fast  the tests that need neither root nor seconds each (no set-up; about 30 s)"
 	@echo "make table-xi  CATNIP Table XI: baseline, partial and full SPM over four buffers (about 40 minutes)"
 	@echo "              ARGS='--seed 2' passes options to every run"
 	@echo "make sim-tables  CATNIP Tables II-X, fairness and HTTP/1.1 (17 points; JOBS=2 side by side by default)"
@@ -24,6 +25,10 @@ run: setup
 test:
 	@scripts/setup.sh --test
 	@scripts/test.sh
+
+# No network, no root, no browser: the pure tier (tests/conftest.py says what is left out and why).
+test-fast:
+	@$(VENV)/python -m pytest -q -m "not netns and not slow" -p no:cacheprovider
 
 table-xi: setup
 	@scripts/table-xi.sh $(ARGS)

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Every test: the engine's Rust tests, then the Python suite (unit, namespace and emulation tests).
+# Every test: the linters (rustfmt, ruff's pyflakes rules), the engine's Rust tests, then the
+# Python suite (unit, namespace and emulation tests). With CI=true a skip for anything but a
+# missing kernel feature fails the run (tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -8,6 +10,8 @@ if holder=$(.venv/bin/python -c 'from testbed import cleanup; h = cleanup.run_in
     echo "scripts/test.sh: a catnip run holds the machine lock ($holder); not testing now (it would wreck that run)." >&2
     exit 1
 fi
+cargo fmt --manifest-path engine/Cargo.toml --check
+.venv/bin/ruff check --quiet .
 cargo test --release --quiet --manifest-path engine/Cargo.toml
 .venv/bin/catnip clean >/dev/null
 status=0

@@ -19,7 +19,7 @@ from testbed import capabilities, hostconfig
 from testbed import network as net_mod
 from testbed.links import EngineBackend
 from testbed.paths import REPO
-from tests.conftest import need_engine, need_root
+from tests.conftest import need_engine, need_root, not_measured, wait_until
 
 pytestmark = [pytest.mark.netns]
 
@@ -81,6 +81,14 @@ def expected_rtt_ms(sc: s.Scenario, ip_bytes: int) -> float:
     return 1000 * (prop + one_way + other_way)
 
 
+def _rtts(ping_output: str) -> list[float]:
+    return [float(x) for x in re.findall(r"time=([0-9.]+) ms", ping_output)] or [float("nan")]
+
+
+def _iperf_listening(node) -> bool:
+    return bool(node.cmd("ss -Hltn 'sport = :5201'").strip())
+
+
 @pytest.mark.parametrize("delays", [("2ms", "5ms", "5ms"), ("10ms", "20ms", "5ms")],
                          ids=["quick-24ms", "70ms"])
 def test_ping_rtt_matches_configured_delays(caps, tmp_path, no_leftovers, delays):
@@ -100,8 +108,9 @@ def test_ping_rtt_matches_configured_delays(caps, tmp_path, no_leftovers, delays
                 break
     steal, out = min(attempts, key=lambda a: a[0])
     if steal >= 0.05:
-        pytest.skip(f"hypervisor stole {100 * steal:.0f}% of this VM's CPU during every measurement")
-    rtts = [float(x) for x in re.findall(r"time=([0-9.]+) ms", out)]
+        not_measured(f"the hypervisor stole {100 * steal:.0f}% of this VM's CPU (5% allowed) during each of"
+                     f" {len(attempts)} measurements; median RTT {statistics.median(_rtts(out)):.3f} ms unjudged")
+    rtts = _rtts(out)
     assert len(rtts) >= 29, out
     want = expected_rtt_ms(sc, 84)
     got = statistics.median(rtts)
@@ -120,7 +129,7 @@ def test_bulk_tcp_reaches_bottleneck_rate_and_queue_respects_buffer(caps, tmp_pa
         client, server = d.clients[0], d.servers[0]
         iperf_server = client.node.popen(["iperf3", "-s", "-1", "-J"])
         try:
-            client.node.cmd("sleep 0.3")
+            wait_until(lambda: _iperf_listening(client.node), 10, "iperf3 -s listening in the client")
             # Data flows server -> client, as web transfers do (through the bottleneck queue at routerS).
             server.node.cmd(f"iperf3 -c {client.ip} -t {seconds} -O 2 -J")
         finally:
@@ -144,7 +153,7 @@ def bulk_to_client(d, engines, seconds: int, flows: int = 1) -> dict:
     client, server = d.clients[0], d.servers[0]
     iperf_server = client.node.popen(["iperf3", "-s", "-1"])
     try:
-        client.node.cmd("sleep 0.3")
+        wait_until(lambda: _iperf_listening(client.node), 10, "iperf3 -s listening in the client")
         server.node.cmd(f"iperf3 -c {client.ip} -t {seconds} -P {flows}")
     finally:
         iperf_server.communicate(timeout=30)

@@ -313,6 +313,7 @@ def _only(entries: list[dict], event: str) -> list[dict]:
     return [e for e in entries if e["event"] == event]
 
 
+@pytest.mark.netns  # _testbed() builds the dumbbell
 def test_idle_longer_than_rto_reno_restarts_newcwv_keeps_cwnd(no_leftovers):
     """After an idle period of ten RTOs, catnip_reno with tcp_slow_start_after_idle = 1 sends from
     IW again (RFC 2861 as Linux does it), catnip_newcwv with it 0 from the cwnd it had (RFC 7661
@@ -337,6 +338,7 @@ def test_idle_longer_than_rto_reno_restarts_newcwv_keeps_cwnd(no_leftovers):
     assert tx and tx[-1]["cwnd"] == tx[-1]["prior_cwnd"] == got["catnip_newcwv"][1], tx
 
 
+@pytest.mark.netns  # _testbed() builds the dumbbell
 def test_closedown_halves_cwnd_after_the_nvp(no_leftovers):
     """With the non-validated period scaled down to 1.5 s: an idle of 0.3 s keeps cwnd; one of
     1.8 s (more than one period since cwnd was last validated, less than two) halves it once,
@@ -365,6 +367,7 @@ def test_closedown_halves_cwnd_after_the_nvp(no_leftovers):
     assert tx[-2]["t"] < cd["t"] <= tx[-1]["t"]
 
 
+@pytest.mark.netns  # _testbed() builds the dumbbell
 def test_loss_in_the_non_validated_phase_gives_the_rfc_cwnd(no_leftovers):
     """A 30-segment burst after an idle longer than PSP (pipeACK then measures only the burst's
     first ACK: non-validated) loses its 3rd, 6th and 9th segments. At the end of the recovery
@@ -391,6 +394,7 @@ def test_loss_in_the_non_validated_phase_gives_the_rfc_cwnd(no_leftovers):
     assert end["validated"] and end["t"] > rec["t"]
 
 
+@pytest.mark.netns  # _testbed() builds the dumbbell
 @pytest.mark.parametrize("bins", [4, 5])  # the authors' module; the paper's Fig. 5b
 def test_pipeack_filter_matches_the_model(bins, no_leftovers):
     """The trace's pipeACK after every sample equals the Python model fed the trace's own samples,
@@ -421,6 +425,7 @@ def test_pipeack_filter_matches_the_model(bins, no_leftovers):
     assert pipe[-1][1] < 10_000 < max(p for _, p in pipe), pipe
 
 
+@pytest.mark.netns  # _testbed() builds the dumbbell
 def test_pace_parameter_paces_reno_and_newcwv(no_leftovers):
     """pace=True in the host's parameters switches TCP's internal pacing on in .init, for
     catnip_reno and catnip_newcwv (spec.senders.PACEABLE). With the namespace's pacing ratios at

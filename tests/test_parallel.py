@@ -13,10 +13,9 @@ import pytest
 from controller import parallel
 from testbed import cleanup
 from testbed.paths import REPO
-from tests.conftest import catnip, need_engine, need_root
+from tests.conftest import catnip, need_engine
 from tests.test_run import SMALL
 
-pytestmark = [pytest.mark.netns]
 
 TWO_POINTS = ["--set", "sweep.router.policy=[{kind: droptail}, {kind: catnip_good}]"]
 # Side by side needs the Linux bridge (OVS bridges are global); `auto` picks OVS where the kernel has it.
@@ -24,9 +23,10 @@ BRIDGE = ["--set", "topology.access_switch=linuxbridge"]
 
 
 @pytest.fixture(autouse=True)
-def _root_and_engine():
-    need_root()
-    need_engine()
+def _engine_for_runs(request):
+    """Runs need the built engine (the netns marker brings the root gate)."""
+    if request.node.get_closest_marker("netns"):
+        need_engine()
 
 
 def _points(isolated_data) -> list[sqlite3.Row]:
@@ -36,6 +36,7 @@ def _points(isolated_data) -> list[sqlite3.Row]:
                       " ORDER BY point").fetchall()
 
 
+@pytest.mark.netns
 def test_two_points_run_side_by_side(isolated_data, no_leftovers):
     # Room 100% and no settling: the second point starts as soon as the first runs its workload.
     # Think times of 2 s keep the first workload (10 pages a client, ~20 s) longer than the second
@@ -57,6 +58,7 @@ def test_two_points_run_side_by_side(isolated_data, no_leftovers):
     assert all(json.loads(p["fidelity"])["engine_events"] > 1000 for p in (first, second))
 
 
+@pytest.mark.netns
 def test_ctrl_c_cancels_every_running_point(isolated_data, no_leftovers):
     proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "run", str(REPO / "scenarios" / "quick.yaml"),
                              *SMALL, *BRIDGE, *TWO_POINTS, "--set", "workload.rounds=20",
@@ -83,6 +85,7 @@ def test_ctrl_c_cancels_every_running_point(isolated_data, no_leftovers):
     assert [p["status"] for p in _points(isolated_data)] == ["cancelled", "cancelled"]
 
 
+@pytest.mark.netns
 def test_killed_runner_takes_its_points_down(isolated_data, no_leftovers):
     proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "run", str(REPO / "scenarios" / "quick.yaml"),
                              *SMALL, *BRIDGE, "--set", "workload.rounds=20", "--jobs", "2"],
@@ -107,6 +110,7 @@ def test_killed_runner_takes_its_points_down(isolated_data, no_leftovers):
     cleanup.clean()
 
 
+@pytest.mark.netns
 def test_ovs_access_switch_cannot_run_side_by_side(isolated_data):
     res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), "--set", "topology.access_switch=ovs",
                  "--jobs", "2")

@@ -14,7 +14,6 @@ from testbed import capabilities, paths
 from tests.conftest import need_engine, need_root
 from workloads.apps.base import AppResult, AppSpec, Application, register, unregister
 
-pytestmark = [pytest.mark.netns]
 
 
 class PingSpec(AppSpec):

@@ -1,13 +1,15 @@
 """The kernel backend against the queue engine, on the same link: a 10 Mbit/s bottleneck with a
 20-packet DropTail buffer at the router's egress, 4 TCP flows for 8 s, once through htb + pfifo
 and once through the engine. Throughput must agree within 2% and loss be of the same order.
-Tests of the qdiscs this kernel lacks (netem, red) skip, naming the qdisc."""
+Where the kernel has red and netem the backend configures them and the test reads them back;
+where it lacks them that test skips naming them (this machine: the engine's RED and delay line
+are what runs instead, checked by engine/tests/policy_properties.rs and tests/test_emulation.py),
+and the refusal naming them is checked instead."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 import pytest
 
@@ -15,7 +17,7 @@ from testbed import tc_backend
 from testbed.capabilities import probe_qdiscs
 from testbed.engine import EngineLink, RouterEngine
 from testbed.netline import NetLine
-from tests.conftest import need_engine, need_root
+from tests.conftest import listening, need_engine, need_kernel, need_root, wait_until
 
 pytestmark = [pytest.mark.netns]
 RATE = 10_000_000
@@ -39,8 +41,8 @@ def line(no_leftovers):
     need_root()
     with NetLine("ctpt-tc", net=67) as ln:
         server = subprocess.Popen([*ln.ns("c"), "iperf3", "-s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
         try:
+            wait_until(lambda: listening(ln.ns("c"), 5201, server), 10, "iperf3 -s listening on 5201")
             yield ln
         finally:
             server.kill()
@@ -56,8 +58,7 @@ def _bulk(line: NetLine, seconds: int = 8) -> float:
 def test_kernel_droptail_matches_the_engine(line, tmp_path):
     need_engine()
     have = probe_qdiscs()
-    if not (have.get("htb") and have.get("pfifo")):
-        pytest.skip("needs the htb and pfifo qdiscs")
+    need_kernel("the htb and pfifo qdiscs", have.get("htb") and have.get("pfifo"))
     link = tc_backend.TcLink(intf=line.router_out, rate_bps=RATE, buffer_packets=20)
     tc_backend.configure(link, line.ns("r"))
     try:
@@ -82,7 +83,18 @@ def test_kernel_droptail_matches_the_engine(line, tmp_path):
           f"Mbit/s, loss {100 * e_loss:.2f}% ({e_drop} of {e_sent + e_drop})")
     assert engine_bps == pytest.approx(kernel_bps, rel=0.02)
     assert k["dropped"] > 0 and e_drop > 0
-    assert 0.33 < e_loss / k_loss < 3, "loss not of the same order"
+    # Same buffer, same flows, throughput within 2%: the two DropTail queues must drop at rates
+    # within a factor of 2 of each other (it was 3 either way, a 9x band that a queue dropping
+    # twice too much passed). TCP losses come in bursts (each overflow hits several of the 4
+    # flows), so the counts (tens to hundreds of drops in 8 s) carry more than Poisson noise;
+    # factor 2 is a judgement, not yet measured over repeated runs on this machine.
+    assert 0.5 <= e_loss / k_loss <= 2, f"loss ratio engine/kernel {e_loss / k_loss:.2f}, outside [0.5, 2]"
+
+
+def _qdiscs(line: NetLine) -> dict[str, dict]:
+    out = subprocess.run([*line.ns("r"), "tc", "-j", "qdisc", "show", "dev", line.router_out], capture_output=True,
+                         text=True, timeout=30, check=True).stdout
+    return {q["handle"]: q for q in json.loads(out or "[]")}
 
 
 @pytest.mark.parametrize("qdisc, link", [
@@ -90,23 +102,39 @@ def test_kernel_droptail_matches_the_engine(line, tmp_path):
     ("red", tc_backend.TcLink(intf="x", rate_bps=RATE, buffer_packets=50, policy="red",
                               red={"min_th": 10, "max_th": 30})),
 ])
-def test_missing_qdiscs_are_named(qdisc, link, line):
+def test_each_qdisc_is_configured_or_refused_by_name(qdisc, link, line):
+    """Whichever the kernel says: configured where it has the qdisc, refused naming it where not."""
+    link = tc_backend.TcLink(**{**link.__dict__, "intf": line.router_out})
     if probe_qdiscs().get(qdisc):
-        pytest.skip(f"this kernel has {qdisc}: the error path is not reachable here")
-    with pytest.raises(tc_backend.TcBackendError, match=f"lacks the {qdisc}"):
         tc_backend.configure(link, line.ns("r"))
+        try:
+            assert qdisc in {q["kind"] for q in _qdiscs(line).values()}
+        finally:
+            tc_backend.remove(line.router_out, line.ns("r"))
+    else:
+        with pytest.raises(tc_backend.TcBackendError, match=f"lacks the {qdisc}"):
+            tc_backend.configure(link, line.ns("r"))
 
 
 def test_red_and_netem_commands(line):
-    """Where the kernel has red and netem the backend would run these; here the commands are
-    checked for shape only when the qdiscs are missing."""
+    """The commands' shape everywhere; where the kernel has red and netem, the configured qdiscs
+    read back with the parameters asked, and nothing is left after remove()."""
     have = probe_qdiscs()
     red = tc_backend.TcLink(intf=line.router_out, rate_bps=RATE, delay_us=5000, buffer_packets=50, policy="red",
                             red={"min_th": 10, "max_th": 30, "max_p": 0.1})
     cmds = red.commands()
     assert cmds[2][cmds[2].index("red"):][:9] == ["red", "limit", "50000", "min", "10000", "max", "30000", "avpkt", "1000"]
     assert cmds[3][-3:] == ["netem", "delay", "5000us"]
-    if not (have.get("red") and have.get("netem")):
-        pytest.skip("this kernel lacks " + " and ".join(q for q in ("red", "netem") if not have.get(q)))
+    missing = [q for q in ("red", "netem") if not have.get(q)]
+    need_kernel(" and ".join(f"the {q} qdisc" for q in missing), not missing,
+                "the userspace engine's RED (engine/src/policy/red.rs) and delay line (engine/src/link.rs) run instead")
     tc_backend.configure(red, line.ns("r"))
-    tc_backend.remove(line.router_out, line.ns("r"))
+    try:
+        q = _qdiscs(line)
+        assert q["1:"]["kind"] == "htb"
+        assert q["10:"]["kind"] == "red" and q["10:"]["options"]["limit"] == 50000
+        assert (q["10:"]["options"]["min"], q["10:"]["options"]["max"]) == (10000, 30000)
+        assert q["20:"]["kind"] == "netem" and q["20:"]["options"]["delay"]["delay"] == pytest.approx(0.005)
+    finally:
+        tc_backend.remove(line.router_out, line.ns("r"))
+    assert not {"1:", "10:", "20:"} & set(_qdiscs(line)), "remove() left the backend's qdiscs"

@@ -30,7 +30,7 @@ def _write(path, packets) -> None:
 
 
 def test_latency_is_first_data_to_ack_of_last_byte(tmp_path):
-    A, S, SA = dpkt.tcp.TH_ACK, dpkt.tcp.TH_SYN, dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK
+    A, SA = dpkt.tcp.TH_ACK, dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK
     isn = 4_294_967_000  # wraps within the transfer
     out = lambda t, seq, n, tos=0: (t, _packet(SERVER, CLIENT, 5001, 40000, seq, 1, A, n, tos))  # noqa: E731
     back = lambda t, ack: (t, _packet(CLIENT, SERVER, 40000, 5001, 1, ack, A))  # noqa: E731
