@@ -15,7 +15,7 @@ import pytest
 
 from testbed import cleanup
 from testbed.paths import REPO
-from tests.conftest import catnip, need_engine
+from tests.conftest import catnip, need_engine, wait_until
 
 
 SMALL = ["--set", "topology.clients=3", "--set", "workload.think_time={model: zero}",
@@ -116,14 +116,18 @@ def _start_run(extra: list[str]) -> subprocess.Popen:
 
 
 def _wait_for_clients(proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any("workloads.client" in cmd for _, cmd in cleanup.our_processes()):
-            time.sleep(2)
-            return
+    """Until the clients run and the run has recorded a finished page (the workload is under way)."""
+    def pages_done() -> int:
         assert proc.poll() is None, proc.communicate()
-        time.sleep(0.3)
-    pytest.fail("clients never started")
+        if not any("workloads.client" in cmd for _, cmd in cleanup.our_processes()):
+            return 0
+        try:
+            db = sqlite3.connect(f"file:{os.environ['CATNIP_DB']}?mode=ro", uri=True)  # never creates it
+            row = db.execute("SELECT MAX(pages_done) FROM progress").fetchone()
+        except sqlite3.OperationalError:  # the database or the table not written yet
+            return 0
+        return row[0] or 0
+    wait_until(pages_done, timeout, "clients running and a page done", poll=0.3)
 
 
 def _status(isolated_data) -> tuple[str, str]:

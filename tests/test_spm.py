@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from testbed import apache, spm
-from tests.conftest import REPO, need_root
+from tests.conftest import REPO, listening, need_root, wait_until
 
 pytestmark = [pytest.mark.netns]
 
@@ -315,7 +315,7 @@ def _bulk_mbps(seconds: int = 4) -> float:
     srv = subprocess.Popen([*in_ns(SRV), "iperf3", "-s", "-1", "-B", SRV_IP], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.5)
+        wait_until(lambda: listening(in_ns(SRV), 5201, srv), 10, "iperf3 -s listening in the server namespace")
         out = subprocess.run([*in_ns(CLI), "iperf3", "-c", SRV_IP, "-R", "-t", str(seconds), "-J"],
                              capture_output=True, text=True, timeout=seconds + 20, check=True).stdout
         return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
