@@ -10,6 +10,11 @@ if holder=$(.venv/bin/python -c 'from testbed import cleanup; h = cleanup.run_in
     echo "scripts/test.sh: a catnip run holds the machine lock ($holder); not testing now (it would wreck that run)." >&2
     exit 1
 fi
+# rustup's minimal profile (scripts/setup.sh) has no rustfmt: add it where rustup manages the toolchain.
+if ! cargo fmt --version >/dev/null 2>&1; then
+    command -v rustup >/dev/null && rustup component add rustfmt \
+        || { echo "scripts/test.sh: no rustfmt (rustup component add rustfmt, or apt-get install rustfmt)" >&2; exit 1; }
+fi
 cargo fmt --manifest-path engine/Cargo.toml --check
 .venv/bin/ruff check --quiet .
 cargo test --release --quiet --manifest-path engine/Cargo.toml
