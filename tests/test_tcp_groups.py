@@ -301,12 +301,9 @@ def test_a_run_records_the_newcwv_trace_and_each_hosts_sender(tmp_path, kernel_l
     import re
     import sqlite3
 
-    from testbed import sender
     from tests.conftest import catnip, need_engine, need_root
     need_root()
     need_engine()
-    if not hasattr(sender, "read_trace"):
-        pytest.skip("testbed/sender.py has no newCWV trace yet")
     raw = copy.deepcopy(BASE)
     raw["topology"].update(cross_pairs=0)
     raw["tcp"] = {"congestion_control": "reno", "initial_cwnd": 3,
