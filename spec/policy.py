@@ -319,7 +319,7 @@ def parse_policy(raw: Any) -> _Policy:
     if not isinstance(raw, dict):
         raise ValueError(f"a policy is a mapping with a 'kind', e.g. {{kind: droptail}}; got {raw!r}")
     kind = raw.get("kind", "droptail")
-    cls = REGISTRY.get(kind)
+    cls = REGISTRY.get(kind) if isinstance(kind, str) else None  # a list or mapping cannot be looked up
     if cls is None:
         raise ValueError(f"kind {kind!r} not allowed: {', '.join(REGISTRY)}")
     extra = sorted(set(raw) - set(cls.model_fields))

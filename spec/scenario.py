@@ -554,6 +554,9 @@ def validate(raw: dict[str, Any], context: str = "") -> Scenario:
         problems, parsed = [], []
         for i, app in enumerate(apps):
             where = "workload." if short else f"applications.{i}."
+            if isinstance(app, dict) and not isinstance(app.get("kind", ""), str):  # unhashable: no lookup
+                problems.append(f"{context}{where}kind: {bounded.short(app['kind'])} is not an application kind")
+                continue
             try:
                 parsed.append(parse_spec(app))
             except ValidationError as exc:

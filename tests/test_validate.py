@@ -261,6 +261,15 @@ def test_bare_numbers_refused_in_graph_links_and_edge_functions():
         {**links[0], "edge": [{**police, "rate": "250kbit"}]}, *links[1:]]}})
 
 
+@pytest.mark.parametrize("override, words", [
+    ("router.policy={kind: [droptail]}", "router.policy: kind ['droptail'] not allowed"),
+    ("workload.kind=[web]", "workload.kind: ['web'] is not an application kind"),
+])
+def test_a_kind_that_is_not_a_name_is_refused(override, words):
+    # Found by tests/test_validate_props.py: a list as `kind` was looked up in a dict (TypeError).
+    refused(run_cli("validate", str(REPO / "scenarios" / "quick.yaml"), "--set", override), words)
+
+
 # --- run ids and refused runs -----------------------------------------------------------------
 
 @pytest.mark.parametrize("run_id", ["..", ".", ".hidden", "-rf", "a/b", "../x", "x" * 101, ""])

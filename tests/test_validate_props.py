@@ -15,6 +15,7 @@ scenario must have every link direction's rate a whole number of at least 1 bit/
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import tempfile
@@ -35,7 +36,8 @@ from spec import scenario as s
 from testbed.paths import REPO
 from webui import forms
 
-EXAMPLES = 250              # at least 200 per run (issue 22)
+# At least 200 per run (issue 22); CATNIP_PROPS_EXAMPLES=3000 hunts longer (no time bound then).
+EXAMPLES = int(os.environ.get("CATNIP_PROPS_EXAMPLES", "250"))
 PER_INPUT_SECONDS = 10      # an input still being checked after this is a hang
 BASES = {name: yaml.safe_load((REPO / "scenarios" / f"{name}.yaml").read_text())
          for name in ("quick", "parking-lot", "tree-small", "newcwv-fig5-pipeack")}
@@ -234,7 +236,7 @@ def test_generated_hostile_scenarios_are_refused_in_a_few_lines_without_tracebac
     prop()
     wall = time.monotonic() - started
     assert stats["inputs"] >= 200, stats
-    assert wall < 60, f"{stats['inputs']} inputs took {wall:.0f} s"
+    assert wall < 60 or EXAMPLES > 250, f"{stats['inputs']} inputs took {wall:.0f} s"
     with capsys.disabled():
         print(f"\nhostile scenarios: {stats['inputs']} inputs ({stats['mutated']} mutated shipped scenarios,"
               f" {stats['inputs'] - stats['mutated']} text attacks: "
