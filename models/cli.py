@@ -78,7 +78,7 @@ def model() -> None:
 @model.command()
 @_path_options
 def hysteresis_cmd(size, p, mss, rtt, wmax, t0, delack, samples, seed, as_json):
-    """The hysteresis model (section 3, eqs. 3-12), sampled."""
+    """The hysteresis model (section 3, equations 3-12), sampled."""
     path = _path(size, p, mss, rtt, wmax, t0, delack)
     _report("hysteresis", path, hysteresis.latencies(path, samples, seed), as_json)
 
@@ -120,7 +120,7 @@ def _closed_form(name: str, label: str, fn, doc: str):
 _closed_form("cardwell", "cardwell-00", cardwell.latency,
              "Cardwell-00: slow start, first loss, then Padhye's steady-state rate (closed form).")
 _closed_form("sikdar", "sikdar", sikdar.latency,
-             "A Sikdar-like model: no, one or several losses, eq. 1 slow start (closed form).")
+             "A Sikdar-like model: no, one or several losses, equation 1 slow start (closed form).")
 
 
 @model.command()
@@ -197,7 +197,7 @@ def measure(scenario_file, overrides, seed, db, run_id, keep_captures):
 @click.option("--include-late", is_flag=True, help="also use points that did not keep real time")
 @click.option("--json", "as_json", is_flag=True)
 def validate(run, db, out, delack, samples, include_late, as_json):
-    """The models against a measured run: eq. 13 errors (Tables 2, 3), Partial CATNIP vs Reno, figures."""
+    """The models against a measured run: equation 13 errors (Tables 2, 3), Partial CATNIP vs Reno, figures."""
     from models import validation as v
     from results.store import Store
     from testbed import paths
