@@ -38,7 +38,7 @@ from webui import forms
 
 # At least 200 per run (issue 22); CATNIP_PROPS_EXAMPLES=3000 hunts longer (no time bound then).
 EXAMPLES = int(os.environ.get("CATNIP_PROPS_EXAMPLES", "250"))
-PER_INPUT_SECONDS = 10      # an input still being checked after this is a hang
+PER_INPUT_SECONDS = 30      # an input still being checked after this is a hang (a loaded machine is slow, not hung)
 BASES = {name: yaml.safe_load((REPO / "scenarios" / f"{name}.yaml").read_text())
          for name in ("quick", "parking-lot", "tree-small", "newcwv-fig5-pipeack")}
 
@@ -225,7 +225,7 @@ def _check(root: Path, case: tuple[str, str | bytes, list[str]], stats: Counter)
 
 def test_generated_hostile_scenarios_are_refused_in_a_few_lines_without_traceback_hang_or_state(sandbox, capsys):
     stats: Counter = Counter()
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck))
@@ -234,13 +234,14 @@ def test_generated_hostile_scenarios_are_refused_in_a_few_lines_without_tracebac
         _check(sandbox, case, stats)
 
     prop()
-    wall = time.monotonic() - started
+    wall, cpu = time.monotonic() - started, time.process_time() - cpu
     assert stats["inputs"] >= 200, stats
-    assert wall < 60 or EXAMPLES > 250, f"{stats['inputs']} inputs took {wall:.0f} s"
+    # CPU time, not wall time: another experiment on the machine slows us down without us hanging.
+    assert cpu < 60 or EXAMPLES > 250, f"{stats['inputs']} inputs took {cpu:.0f} s of CPU"
     with capsys.disabled():
         print(f"\nhostile scenarios: {stats['inputs']} inputs ({stats['mutated']} mutated shipped scenarios,"
               f" {stats['inputs'] - stats['mutated']} text attacks: "
               + ", ".join(f"{k} {stats[k]}" for k in ("laughs", "deep", "bigint", "bytes", "tag", "sweep",
                                                        "set-laughs", "junk"))
               + f"); refused {stats['refused']}, accepted {stats['accepted']}, tracebacks 0, hangs 0;"
-              f" slowest {stats['max_ms']} ms; {wall:.1f} s in all")
+              f" slowest {stats['max_ms']} ms; {wall:.1f} s in all ({cpu:.1f} s of CPU)")
