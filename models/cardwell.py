@@ -8,8 +8,8 @@ paper's validation (latency from the first data segment).
   packet itself), at most d: with nothing left to send after d packets the "+1" has no packet to
   count (for p -> 0 the formula tends to d + 1).
 - E[W_ss], E[T_ss]: Cardwell eqs. 11 and 15 (the hysteresis paper's eqs. 5 and 6).
-- l_ss = 1 - (1-p)^d (eq. 16); the first loss costs Q E[Z_TO] + (1 - Q) RTT (eqs. 17-19, Q of
-  Padhye's eq. with the window E[W_ss] capped at W_max).
+- l_ss = 1 - (1-p)^d (eq. 16); the first loss costs Q E[Z_TO] + (1 - Q) RTT, Q their eq. 17 (the
+  hysteresis paper's eq. 8) at the window E[W_ss] capped at W_max, E[Z_TO] as eqs. 9-10 here.
 - E[d_ca] = d - E[d_ss] (eq. 21) at Padhye's throughput: the full model of J. Padhye, V. Firoiu,
   D. Towsley, J. Kurose, "Modeling TCP Throughput: A Simple Model and its Empirical Validation",
   ACM SIGCOMM 1998, eq. 31 (W(p) its eq. 13, f(p) its eq. 28), with b = 2 packets acknowledged
