@@ -154,11 +154,22 @@ def test_a_window_the_flows_cannot_fill_is_refused(fields, says):
     assert _bulk(measure_from="20s", measure_for="40s").window() == (20.0, 60.0)
 
 
-def test_window_intervals_and_counters():
-    from workloads.apps.bulk import in_window, window_counters
-    # Intervals (start after launch, value, seconds): launch at 100, window [105, 108].
-    ivs = [(4.0, 1, 1.0), (5.0, 2, 1.0), (6.0, 3, 1.0), (7.0, 4, 1.0), (8.0, 5, 1.0)]
-    assert [iv[1] for iv in in_window(ivs, 100.0, 105.0, 108.0)] == [2, 3, 4]
+def test_window_goodput_and_counters():
+    from workloads.apps.bulk import delivered, window_counters
+    # ss lines of a receiver: the flow from 10.0.0.2 to port 5202 (control and data connections);
+    # another flow on 5201; a data connection opened only after the window's start counts from 0.
+    first = {"t": 10.0, "conns": [["10.0.1.2:5202", "10.0.0.2:40001", 37], ["10.0.1.2:5202", "10.0.0.2:40002", 1000],
+                                  ["10.0.1.2:5201", "10.0.0.2:40003", 5000]]}
+    last = {"t": 12.0, "conns": [["10.0.1.2:5202", "10.0.0.2:40001", 37], ["10.0.1.2:5202", "10.0.0.2:40002", 9000],
+                                 ["10.0.1.2:5201", "10.0.0.2:40003", 5000], ["10.0.1.2:5203", "10.0.0.2:40009", 700]]}
+    assert delivered([first, last], 5202, "10.0.0.2") == (2.0, 8000)
+    assert delivered([first, last], 5203, "10.0.0.2") == (2.0, 700)
+    assert delivered([first, last], 5202, "10.0.0.9") is None      # another peer's connection is not the flow
+    assert delivered([first], 5202, "10.0.0.2") is None
+    # Download: the receiver is the client, the server's port is the peer's.
+    down = [{"t": 0, "conns": [["10.0.0.2:40002", "10.0.1.2:5202", 100]]},
+            {"t": 1, "conns": [["10.0.0.2:40002", "10.0.1.2:5202", 400]]}]
+    assert delivered(down, 5202, "10.0.1.2") == (1, 300)
     lines = [{"t": 1, "counters": {"TcpExtTCPTimeouts": 5, "TcpOutSegs": 100}},
              {"t": 2, "counters": {"TcpExtTCPTimeouts": 9, "TcpOutSegs": 250, "TcpRetransSegs": 7}}]
     diff = window_counters(lines)

@@ -28,10 +28,12 @@ With a measured window (`measure_from`, `measure_for`: from start_at + measure_f
 measure_for seconds; every flow must be running through it), also (TCP-friendly marking section 6.1):
 
 * `window_goodput` (bit/s): per flow, at the RECEIVER, t = the window's start: the bytes the
-  receiving application got in the iperf3 intervals that lie inside the window, over their
-  seconds. The receiving application gets each byte once, so this is the paper's "throughput
-  minus retransmissions". `window_seconds` (s): the seconds those intervals cover.
-* `window_retransmits` (segments): per flow, at the SENDER: iperf3's sender count over its intervals in the window.
+  receiving TCP delivered in order over the window (the kernel's tcpi_bytes_received, read by
+  `ss -tin` in the receiver's namespace at the window's two ends), over its seconds. Each byte
+  counts once, so this is the paper's "throughput minus retransmissions". A flow whose data
+  connection was not yet open at the window's start (its connection set-up lost and retried)
+  received nothing before it: it counts from 0. Not iperf3's intervals: they are timed from each
+  test's own start, which follows the launch by seconds when SYNs are lost (measured: 29 s).
 * `window_nstat` per sending host: the increase over the window of the TCP counters in
   WINDOW_COUNTERS, one sample per counter (flow = the counter's name, e.g. TcpExtTCPTimeouts), read by
   `nstat -asz` in the host's namespace at the window's two ends (a process per host that sleeps
@@ -147,6 +149,47 @@ NSTAT_AT = ("import json, subprocess, sys, time\n"
             "    print(json.dumps({'t': now, 'counters': data.get('kernel', data)}), flush=True)\n")
 
 
+# In a receiving host's namespace: at each time.monotonic() instant given, one JSON line with the
+# instant and every established TCP connection's local and peer address and bytes received in order
+# (ss -tin: the socket line, then its info line holding bytes_received).
+SS_AT = ("import json, re, subprocess, sys, time\n"
+         "for at in sys.argv[1:]:\n"
+         "    time.sleep(max(0.0, float(at) - time.monotonic()))\n"
+         "    now = time.monotonic()\n"
+         "    out = subprocess.run(['ss', '-tinH', 'state', 'established'], capture_output=True, text=True).stdout\n"
+         "    conns, sock = [], None\n"
+         "    for line in out.splitlines():\n"
+         "        if not line[:1].isspace():\n"
+         "            f = line.split()\n"
+         "            sock = (f[-2], f[-1]) if len(f) >= 4 else None\n"
+         "        elif sock:\n"
+         "            m = re.search(r'bytes_received:(\\d+)', line)\n"
+         "            conns.append([sock[0], sock[1], int(m.group(1)) if m else 0])\n"
+         "            sock = None\n"
+         "    print(json.dumps({'t': now, 'conns': conns}), flush=True)\n")
+
+
+def _port(endpoint: str) -> int:
+    return int(endpoint.rsplit(":", 1)[1])
+
+
+def delivered(lines: list[dict], port: int, peer_ip: str) -> tuple[float, int] | None:
+    """(seconds, bytes) a flow's receiver got in order between its two `ss` lines: the flow is the
+    connection with its peer's address and the flow's server port at either end that received the
+    most by the second line (iperf3's control connection shares the port but carries a few bytes);
+    absent at the first line, it had received nothing. None without both lines or that connection."""
+    if len(lines) < 2:
+        return None
+    def mine(line):
+        return {(c[0], c[1]): c[2] for c in line["conns"]
+                if c[1].rsplit(":", 1)[0].strip("[]") == peer_ip and port in (_port(c[0]), _port(c[1]))}
+    first, last = mine(lines[0]), mine(lines[-1])
+    if not last:
+        return None
+    key = max(last, key=last.get)
+    return lines[-1]["t"] - lines[0]["t"], last[key] - first.get(key, 0)
+
+
 # The kernel counters a window records: RTOs (the paper's timeouts), retransmissions and how they
 # were triggered, segments sent.
 WINDOW_COUNTERS = ("TcpExtTCPTimeouts", "TcpRetransSegs", "TcpOutSegs", "TcpExtTCPLossProbes",
@@ -161,12 +204,6 @@ def window_counters(lines: list[dict]) -> dict[str, int] | None:
         return None
     first, last = lines[0]["counters"], lines[-1]["counters"]
     return {k: int(last.get(k, 0)) - int(first.get(k, 0)) for k in WINDOW_COUNTERS}
-
-
-def in_window(intervals: list[tuple], launch: float, lo: float, hi: float, slack: float = 0.05) -> list[tuple]:
-    """The intervals of parse_flow ((start after the launch, value, seconds, ...)) that lie inside
-    [lo, hi] (absolute instants), give or take `slack` seconds."""
-    return [iv for iv in intervals if launch + iv[0] >= lo - slack and launch + iv[0] + iv[2] <= hi + slack]
 
 
 def launched_at(log: Path) -> float | None:
@@ -204,8 +241,7 @@ def parse_flow(client_json: dict | None, server_json: dict | None, direction: st
     """What one flow's iperf3 outputs say: receiver intervals [(start, bit/s, seconds)], the
     receiver's total (bytes, seconds, bit/s), the sender's retransmits, and the error if any
     (also when fewer than `want_bytes` arrived)."""
-    out: dict[str, Any] = {"intervals": [], "sent_intervals": [], "received": None, "retransmits": None,
-                           "error": None}
+    out: dict[str, Any] = {"intervals": [], "received": None, "retransmits": None, "error": None}
     if client_json is None:
         out["error"] = "no iperf3 client output"
         return out
@@ -215,12 +251,6 @@ def parse_flow(client_json: dict | None, server_json: dict | None, direction: st
         ivs = [iv.get("sum", {}) for iv in side.get("intervals", [])]
         if ivs and all(s.get("sender") is False for s in ivs):
             out["intervals"] = [(float(s["start"]), float(s["bits_per_second"]), float(s["seconds"])) for s in ivs]
-            break
-    for side in (client_json, server):  # the sender's: (start, bytes, seconds, retransmits or None)
-        ivs = [iv.get("sum", {}) for iv in side.get("intervals", [])]
-        if ivs and all(s.get("sender") is True for s in ivs):
-            out["sent_intervals"] = [(float(s["start"]), int(s["bytes"]), float(s["seconds"]), s.get("retransmits"))
-                                     for s in ivs]
             break
     end = client_json.get("end") or {}
     recv = end.get("sum_received") or (receiver.get("end") or {}).get("sum_received")
@@ -249,6 +279,7 @@ class Bulk(Application):
         super().__init__(spec, ctx, clients, servers)
         self.flows: list[Flow] = []
         self.counter_procs: dict[str, Proc] = {}  # sending host -> its nstat process (measured window)
+        self.ss_procs: dict[str, Proc] = {}       # receiving host -> its ss process (measured window)
         next_port: dict[str, int] = {}
         for client, server in self.pairs():
             for k in range(spec.flows_per_client):
@@ -298,20 +329,31 @@ class Bulk(Application):
                                        f"bulk-{f.client.name}-{f.index}", out=f.client_out)
         window = self.spec.window()
         if window is not None:
+            instants = [f"{self.ctx.start_at + w:.6f}" for w in window]
             for host in self.senders():
-                self.counter_procs[host.name] = self.spawn(
-                    host, "client", [self.ctx.python, "-c", NSTAT_AT,
-                                     *(f"{self.ctx.start_at + w:.6f}" for w in window)], f"bulk-nstat-{host.name}")
+                self.counter_procs[host.name] = self.spawn(host, "client", [self.ctx.python, "-c", NSTAT_AT, *instants],
+                                                           f"bulk-nstat-{host.name}")
+            for host in self.receivers():
+                self.ss_procs[host.name] = self.spawn(host, "client", [self.ctx.python, "-c", SS_AT, *instants],
+                                                      f"bulk-ss-{host.name}")
 
     def measured_window(self) -> tuple[float, float] | None:
         w = self.spec.window()
         return None if w is None else (self.ctx.start_at + w[0], self.ctx.start_at + w[1])
 
+    def sender_of(self, f: Flow) -> Host:
+        return f.client if self.spec.direction == "upload" else f.server
+
+    def receiver_of(self, f: Flow) -> Host:
+        return f.server if self.spec.direction == "upload" else f.client
+
     def senders(self) -> list[Host]:
         """The hosts whose TCP sends the data, once each."""
-        hosts = {(f.client if self.spec.direction == "upload" else f.server).name:
-                 (f.client if self.spec.direction == "upload" else f.server) for f in self.flows}
-        return list(hosts.values())
+        return list({self.sender_of(f).name: self.sender_of(f) for f in self.flows}.values())
+
+    def receivers(self) -> list[Host]:
+        """The hosts whose TCP receives the data, once each."""
+        return list({self.receiver_of(f).name: self.receiver_of(f) for f in self.flows}.values())
 
     def progress(self) -> tuple[int, int]:
         return sum(1 for f in self.flows if f.client_proc and f.client_proc.popen.poll() is not None), len(self.flows)
@@ -357,28 +399,24 @@ class Bulk(Application):
                 res.samples.append(sample(app, "retransmits", snd, rec, f.id, launch, parsed["retransmits"],
                                           "segments"))
             if self.spec.window() is not None and not error:
-                res.samples += self.window_samples(f, rec, snd, launch, parsed, res.missing)
+                res.samples += self.window_samples(f, rec, snd, res.missing)
         if self.spec.window() is not None:
             res.samples += self.counter_samples(res.missing)
         return res
 
-    def window_samples(self, f: Flow, rec: Host, snd: Host, launch: float, parsed: dict,
-                       missing: list[str]) -> list[dict]:
-        """A flow's goodput and retransmissions over the measured window (module docstring)."""
+    def window_samples(self, f: Flow, rec: Host, snd: Host, missing: list[str]) -> list[dict]:
+        """A flow's goodput over the measured window (module docstring)."""
         app = self.spec.instance
-        lo, hi = (self.ctx.start_at + w for w in self.spec.window())
-        got = in_window(parsed["intervals"], launch, lo, hi)
-        seconds = sum(iv[2] for iv in got)
-        if seconds < (hi - lo) / 2:  # a flow that was not running through the window
-            missing.append(f"{app}: flow {f.id} has {seconds:g} s of iperf3 intervals in the measured window of"
-                           f" {hi - lo:g} s")
+        lo = self.ctx.start_at + self.spec.window()[0]
+        proc = self.ss_procs.get(rec.name)
+        got = delivered(read_jsonl(proc.log), f.port, snd.ip) if proc else None
+        if got is None:
+            missing.append(f"{app}: flow {f.id}: no connection from {snd.name} to port {f.port} in {rec.name}'s ss"
+                           " at the measured window's end" + (f"; log {proc.log}: {tail(proc.log)}" if proc else ""))
             return []
-        out = [sample(app, "window_goodput", rec, snd, f.id, lo, sum(bps * s for _, bps, s in got) / seconds, "bit/s"),
-               sample(app, "window_seconds", rec, snd, f.id, lo, seconds, "s")]
-        sent = in_window(parsed["sent_intervals"], launch, lo, hi)
-        if sent and all(iv[3] is not None for iv in sent):
-            out.append(sample(app, "window_retransmits", snd, rec, f.id, lo, sum(iv[3] for iv in sent), "segments"))
-        return out
+        seconds, nbytes = got
+        return [sample(app, "window_goodput", rec, snd, f.id, lo, 8 * nbytes / seconds, "bit/s"),
+                sample(app, "window_seconds", rec, snd, f.id, lo, seconds, "s")]
 
     def counter_samples(self, missing: list[str]) -> list[dict]:
         """Each sending host's kernel counters' increase over the window, one sample per counter."""
