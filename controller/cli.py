@@ -151,6 +151,9 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
         with _store(db) as existing:
             if existing.run(run_id) is not None:
                 raise validate_mod.Refused(f"--run-id {run_id}: already in {existing.path}")
+            if existing.readonly:
+                raise click.ClickException(f"{existing.path} can only be read here (a read-only file system, folder"
+                                           " or file): a run cannot be recorded; give another --db")
     store = _store(db)
     display = _ProgressDisplay(enabled=not as_json)
     started = time.monotonic()

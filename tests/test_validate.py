@@ -398,6 +398,39 @@ def test_a_read_only_database_is_read_or_refused_in_one_line(tmp_path, open_fold
     assert out.returncode == 0 and "r1" in out.stdout and "Traceback" not in out.stderr, out
 
 
+READ_ONLY_RUN = r"""
+import sys
+sys.path.insert(0, sys.argv[2])
+from types import SimpleNamespace
+from click.testing import CliRunner
+import controller.runner as runner
+import testbed.capabilities as capabilities
+from controller.cli import main
+# A machine that could run (no probe), no other run, and a run that must never start.
+capabilities.probe = lambda: SimpleNamespace(blocking_problems=lambda: [], qdiscs={})
+runner.machine_busy = lambda: False
+def never(*a, **k):
+    raise AssertionError("the run started")
+runner.run = never
+result = CliRunner().invoke(main, ["run", sys.argv[2] + "/scenarios/quick.yaml", "--db", sys.argv[1] + "/catnip.db"])
+print(result.exit_code, repr(result.exception), result.output.replace(chr(10), " | "))
+"""
+
+
+def test_a_run_on_a_read_only_database_is_refused_before_its_run_id(tmp_path, open_folder):
+    _need_root()
+    _recorded_db(open_folder / "catnip.db")
+    script = tmp_path / "ro_run.py"
+    script.write_text(READ_ONLY_RUN)
+    out = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                          f"mount --bind -o ro {open_folder} {open_folder} && {PY} {script} {open_folder} {REPO}"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    code, exception, output = out.stdout.strip().split(" ", 2)
+    assert code == "1" and exception in ("None", "SystemExit(1)"), out.stdout + out.stderr[-1000:]
+    assert "can only be read here" in output and "give another --db" in output
+    assert not re.search(r"\brun \d{8}-", output), output
+
+
 def test_writing_a_read_only_store_says_so():
     # Store.readonly: the write refused with StoreReadOnly before SQLite is asked.
     store = Store.__new__(Store)
