@@ -225,11 +225,14 @@ def test_pooled_seeds_page(env):
     page = client.get("/pooled?run=seed-1&run=seed-2").get_data(as_text=True)
     assert "Against #0 router.policy={&#39;kind&#39;: &#39;droptail&#39;}" in page
     table = re.search(r'id="pooled-against">(.*?)</table>', page, re.S).group(1)
-    assert "<td>1</td>" in table and ">0.50 &plusmn;0.04*</td><td>1.00</td>" in table, table  # 1.0 over 2.0; 6 pages each, same spread
+    # 1.0 over 2.0, 6 pages each with sdev 0.089: delta-method variance 0.25 (0.008/6 + 0.008/24) = 0.000417,
+    # Welch-Satterthwaite df 7.35, t(0.975, 7.35) = 2.34: 2.34 x 0.0204 = 0.048
+    assert "<td>1</td>" in table and ">0.50 &plusmn;0.05*</td><td>1.00</td>" in table, table
     assert "faster [1]" in table
-    # Only real-time points: seed-2's catnip_good is out, 3 pages left, the interval widens.
+    # Only real-time points: seed-2's catnip_good is out, 3 pages left, the interval widens:
+    # variance 0.25 (0.01/3 + 0.008/24) = 0.000917, df 2.41, t(0.975, 2.41) = 3.67: 3.67 x 0.0303 = 0.11
     page = client.get("/pooled?run=seed-1&run=seed-2&realtime_only=1").get_data(as_text=True)
-    assert ">0.50 &plusmn;0.06*</td>" in page and "left out, real time not kept: 1" in page
+    assert ">0.50 &plusmn;0.11*</td>" in page and "left out, real time not kept: 1" in page
     page = client.get("/pooled?run=seed-1&run=seed-2&against=1").get_data(as_text=True)
     assert "Against #1" in page and ">2.00 &plusmn;" in page
     assert client.get("/pooled?run=seed-1&against=x").status_code == 400
@@ -288,12 +291,14 @@ def test_compare_text_has_table_xi_layout(env):
 
 
 def test_confidence_intervals_by_hand():
-    from results import compare as compare_mod
     from results import report as report_mod
-    assert report_mod.ci95(2.0, 16) == pytest.approx(0.98)  # 1.96 * 2 / sqrt(16)
+    from results import samples
+    # Student t from a printed table: t(0.975, 15) = 2.1314, t(0.975, 16) = 2.1199.
+    assert report_mod.ci95(2.0, 16) == pytest.approx(2.1314 * 2 / 4, abs=1e-4)
     assert report_mod.ci95(2.0, 1) is None
-    # ratio 2 of means with squared coefficients of variation 0.01 and 0.03: 1.96 * 2 * sqrt(0.04)
-    assert compare_mod.ratio_ci95(2.0, 0.01, 0.03) == pytest.approx(0.784)
+    # ratio 2 of means of 11 samples each, squared coefficients of variation of the means 0.01 and
+    # 0.03: variance 4 (0.01 + 0.03) = 0.16, Welch df 0.16^2 / ((0.04^2 + 0.12^2) / 10) = 16
+    assert samples.ratio_ci95(2.0, 0.01, 11, 0.03, 11) == pytest.approx(2.1199 * 0.4, abs=1e-4)
 
 
 def test_loss_table_splits_by_priority(env):
@@ -325,7 +330,7 @@ def test_a_transfer_measurement_shows_its_latencies(env):
     page = client.get(f"/runs/{run_id}").get_data(as_text=True)
     table = re.search(r'id="transfer-table">(.*?)</table>', page, re.S).group(1)
     cells = re.findall(r"<td>([^<]*)</td>", table)
-    assert cells == ["reno2004", "0.01", "-", "8", "3", "0.800", "0.226", "0"]  # 1.96 * 0.2 / sqrt(3)
+    assert cells == ["reno2004", "0.01", "-", "8", "3", "0.800", "0.497", "0"]  # t(0.975, 2) = 4.3027: x 0.2 / sqrt(3)
     assert f"catnip model validate {run_id}" in page
     assert client.get("/runs").status_code == 200
     assert client.get(f"/runs/{run_id}/events?once=1").status_code == 200
