@@ -86,6 +86,24 @@ def describe(sweep: scenario_mod.Sweep, jobs: int = 1) -> dict:
             "resolved": json.loads(first.model_dump_json())}
 
 
+def _transfers(scenario_file: str, overrides: tuple[str, ...], seed: int | None) -> dict | None:
+    """A `kind: transfers` file (`catnip model measure`) checked by its own schema; None for others."""
+    from spec import transfer
+    try:
+        raw = bounded.load_yaml(bounded.read_text(scenario_file), scenario_file)
+    except (ValueError, yaml.YAMLError):
+        return None  # load() says what is wrong with it
+    if not isinstance(raw, dict) or raw.get("kind") != "transfers":
+        return None
+    try:
+        sc = transfer.load(scenario_file, list(overrides), seed)
+    except scenario_mod.ScenarioError as exc:
+        raise Refused(f"invalid transfer scenario {scenario_file}: {str(exc).removeprefix(scenario_file + ': ')}"
+                      ) from None
+    return {"name": sc.name, "source": scenario_file, "kind": "transfers", "points": len(sc.points()),
+            "trials_per_point": sc.trials * len(sc.sizes_kb), "resolved": json.loads(sc.model_dump_json())}
+
+
 @click.command(name="validate")
 @click.argument("scenario_file", type=click.Path(dir_okay=False))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override a field, as `catnip run --set`")
@@ -94,7 +112,15 @@ def describe(sweep: scenario_mod.Sweep, jobs: int = 1) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def validate_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, jobs: int, as_json: bool) -> None:
     """Check SCENARIO_FILE as `catnip run` would, touching nothing: prints the resolved scenario
-    (its first sweep point) and the sweep's size; exit 2 with one line per problem if refused."""
+    (its first sweep point) and the sweep's size; exit 2 with one line per problem if refused.
+    A `kind: transfers` file is checked as `catnip model measure` reads it."""
+    measured = _transfers(scenario_file, overrides, seed)
+    if measured is not None:
+        click.echo(json.dumps(measured, indent=2) if as_json else
+                   yaml.safe_dump(measured["resolved"], sort_keys=False).rstrip() +
+                   f"\n# {measured['name']} ({scenario_file}): valid transfer measurement for `catnip model measure`;"
+                   f" {measured['points']} point(s) (profiles x loss) of {measured['trials_per_point']} transfers")
+        return
     sweep = load(scenario_file, overrides, seed)
     problems = run_problems(sweep, jobs)
     if problems:

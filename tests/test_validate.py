@@ -132,6 +132,16 @@ def test_validate_jobs_refuses_sender_parameters_side_by_side(state):
     refused(run_cli("validate", str(path), "--jobs", "2"), "--jobs 2", "sender parameters", "--jobs 1")
 
 
+def test_validate_checks_a_transfer_measurement_as_model_measure_reads_it():
+    path = str(REPO / "scenarios" / "transfers" / "hysteresis-validation.yaml")
+    result = run_cli("validate", path, "--json")
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    assert info["kind"] == "transfers" and info["points"] >= 1 and info["resolved"]["path"]["rate"] == 0
+    refused(run_cli("validate", path, "--set", "path.rate=1500"), "invalid transfer scenario", "path.rate: 1500 is a"
+            " bare number")
+
+
 # --- bounded input ---------------------------------------------------------------------------
 
 def test_billion_laughs_file_refused_at_once(tmp_path, state):
