@@ -248,6 +248,9 @@ class MarkingSpec(_Strict):
         return self
 
 
+MAX_TIME_LIMIT = 7 * 86400.0  # seconds
+
+
 class RunSpec(_Strict):
     time_limit: float = Field(default=900.0, description="a sweep point still running after this is stopped")
     capture: bool = Field(default=False, description="tcpdump (headers only) at the bottleneck")
@@ -265,6 +268,13 @@ class RunSpec(_Strict):
     @classmethod
     def _durations(cls, v: Any) -> float:
         return units.parse_duration(v)
+
+    @field_validator("time_limit")
+    @classmethod
+    def _time_limit(cls, v: float) -> float:
+        if not 0 < v <= MAX_TIME_LIMIT:  # 0 would stop every point at once; 1e300 s is not a limit
+            raise ValueError(f"{v:g} s: a point's time limit is above 0 and at most {MAX_TIME_LIMIT / 86400:g} days")
+        return v
 
 
 class Scenario(_Strict):
