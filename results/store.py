@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from urllib.parse import quote
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 # Version 0, created where missing. Later tables and columns are MIGRATIONS, never edits here.
 SCHEMA = """
@@ -97,10 +97,10 @@ class StoreReadOnly(sqlite3.OperationalError):
 
 
 class StoreFull(sqlite3.OperationalError):
-    """The disk holding the database is full (or the file reached its size limit)."""
+    """The disk holding the database is full (SQLite's SQLITE_FULL)."""
 
 
-# SQLite's primary result codes (the low byte of sqlite_errorcode) that mean "not writable here".
+# SQLite's primary result codes (the low byte of sqlite_errorcode) told apart here.
 _READONLY, _CANTOPEN, _FULL, _PERM = 8, 14, 13, 3
 RESERVE_BYTES = 1024 * 1024  # kept beside the database while a run records: room for its final status
 
