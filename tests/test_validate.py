@@ -443,6 +443,22 @@ def test_a_run_on_a_read_only_database_is_refused_before_its_run_id(tmp_path, op
     assert not re.search(r"\brun \d{8}-", output), output
 
 
+def test_a_run_refused_for_a_busy_machine_prints_no_run_id_and_creates_no_database(tmp_path, monkeypatch):
+    import controller.runner as runner
+    import testbed.capabilities as capabilities
+    from types import SimpleNamespace
+    from testbed import cleanup
+    # A machine that could run, but another run holds its lock; the run must never start.
+    monkeypatch.setattr(capabilities, "probe", lambda: SimpleNamespace(blocking_problems=lambda: [], qdiscs={}))
+    monkeypatch.setattr(runner, "machine_busy", lambda: True)
+    monkeypatch.setattr(cleanup, "run_in_progress", lambda: "pid 1 since 2026-01-01T00:00:00Z: catnip run x.yaml")
+    monkeypatch.setattr(runner, "run", lambda *a, **k: pytest.fail("the run started"))
+    db = tmp_path / "new" / "catnip.db"
+    result = run_cli("run", str(REPO / "scenarios" / "quick.yaml"), "--db", str(db))
+    assert result.exit_code == 1 and "another catnip run is using this machine (pid 1" in result.stderr, result.output
+    assert not re.search(r"\brun \d{8}-", result.output) and not db.parent.exists()
+
+
 def test_writing_a_read_only_store_says_so():
     # Store.readonly: the write refused with StoreReadOnly before SQLite is asked.
     store = Store.__new__(Store)
