@@ -444,9 +444,10 @@ def test_a_run_on_a_read_only_database_is_refused_before_its_run_id(tmp_path, op
 
 
 def test_a_run_refused_for_a_busy_machine_prints_no_run_id_and_creates_no_database(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
     import controller.runner as runner
     import testbed.capabilities as capabilities
-    from types import SimpleNamespace
     from testbed import cleanup
     # A machine that could run, but another run holds its lock; the run must never start.
     monkeypatch.setattr(capabilities, "probe", lambda: SimpleNamespace(blocking_problems=lambda: [], qdiscs={}))
