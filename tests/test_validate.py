@@ -4,7 +4,8 @@ Each hostile input goes through the path users take (`catnip validate`, `catnip 
 dashboard's form and home page) and must be refused in one short line with exit code 2 and no
 traceback, quickly, leaving nothing behind. No namespace is built here: `catnip run` is only
 given inputs refused before it probes the machine. The disk tests use a private mount namespace
-(a read-only bind mount, a small tmpfs) or another user, and skip without root.
+(a read-only bind mount, a small tmpfs) or another user: they need root, so they are in the
+`netns` tier (make test) though they build no network and need no machine lock.
 """
 
 from __future__ import annotations
@@ -384,6 +385,7 @@ def open_folder():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.netns  # root: a mount namespace of its own (no network is built)
 def test_a_read_only_database_is_read_or_refused_in_one_line(tmp_path, open_folder):
     _need_root()
     folder = open_folder
@@ -429,6 +431,7 @@ print(result.exit_code, repr(result.exception), result.output.replace(chr(10), "
 """
 
 
+@pytest.mark.netns  # root: a mount namespace of its own (no network is built)
 def test_a_run_on_a_read_only_database_is_refused_before_its_run_id(tmp_path, open_folder):
     _need_root()
     _recorded_db(open_folder / "catnip.db")
@@ -508,6 +511,7 @@ print(json.dumps({"seen": seen, "error": error, "raised": raised,
 """
 
 
+@pytest.mark.netns  # root: a mount namespace of its own (no network is built)
 @pytest.mark.parametrize("mode", ["database", "capture"])
 def test_a_disk_filling_mid_run_records_the_run_failed_with_the_reason(tmp_path, mode):
     # A 3 MB tmpfs in a mount namespace of its own. 'database': the point's samples fill it;
