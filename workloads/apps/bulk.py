@@ -138,20 +138,24 @@ LAUNCH = ("import os, sys, time; time.sleep(max(0.0, float(sys.argv[1]) - time.m
           " os.execvp(sys.argv[2], sys.argv[2:])")
 
 
-# In a sending host's namespace: at each time.monotonic() instant given, one JSON line with the
-# instant and every kernel SNMP counter (nstat -asz --json: absolute, no history file touched).
+# In a sending host's namespace: at each time.monotonic() instant given, one JSON line with every
+# kernel SNMP counter (nstat -asz --json: absolute, no history file touched), stamped like SS_AT's.
 NSTAT_AT = ("import json, subprocess, sys, time\n"
             "for at in sys.argv[1:]:\n"
             "    time.sleep(max(0.0, float(at) - time.monotonic()))\n"
             "    now = time.monotonic()\n"
             "    out = subprocess.run(['nstat', '-asz', '--json'], capture_output=True, text=True).stdout\n"
+            "    done = time.monotonic()\n"
             "    data = json.loads(out[out.find('{'):])\n"
-            "    print(json.dumps({'t': now, 'counters': data.get('kernel', data)}), flush=True)\n")
+            "    print(json.dumps({'t': (now + done) / 2, 'spread': done - now, 'counters': data.get('kernel', data)}),"
+            " flush=True)\n")
 
 
-# In a receiving host's namespace: at each time.monotonic() instant given, one JSON line with the
-# instant and every established TCP connection's local and peer address and bytes received in order
-# (ss -tin: the socket line, then its info line holding bytes_received).
+# In a receiving host's namespace: at each time.monotonic() instant given, one JSON line with every
+# established TCP connection's local and peer address and bytes received in order (ss -tin: the
+# socket line, then its info line holding bytes_received), stamped with the middle of the ss call
+# and its length ('spread': on a loaded machine ss may start a second late, and the bytes it reads
+# are those of when it ran, not of the instant asked for).
 SS_AT = ("import json, re, subprocess, sys, time\n"
          "for at in sys.argv[1:]:\n"
          "    time.sleep(max(0.0, float(at) - time.monotonic()))\n"
@@ -166,7 +170,8 @@ SS_AT = ("import json, re, subprocess, sys, time\n"
          "            m = re.search(r'bytes_received:(\\d+)', line)\n"
          "            conns.append([sock[0], sock[1], int(m.group(1)) if m else 0])\n"
          "            sock = None\n"
-         "    print(json.dumps({'t': now, 'conns': conns}), flush=True)\n")
+         "    done = time.monotonic()\n"
+         "    print(json.dumps({'t': (now + done) / 2, 'spread': done - now, 'conns': conns}), flush=True)\n")
 
 
 def _port(endpoint: str) -> int:
@@ -401,8 +406,23 @@ class Bulk(Application):
             if self.spec.window() is not None and not error:
                 res.samples += self.window_samples(f, rec, snd, res.missing)
         if self.spec.window() is not None:
-            res.samples += self.counter_samples(res.missing)
+            res.samples += self.counter_samples(res.missing) + self.probe_samples()
         return res
+
+    def probe_samples(self) -> list[dict]:
+        """How far each host's window probe (flow "ss" or "nstat") read its counters from the
+        instants asked for, at worst (s): the window each host measured is the one between its
+        probe's stamps, so a late probe shifts it, and this says by how much."""
+        asked = [self.ctx.start_at + w for w in self.spec.window()]
+        out = []
+        for what, procs in (("ss", self.ss_procs), ("nstat", self.counter_procs)):
+            for name, proc in procs.items():
+                lines = read_jsonl(proc.log)
+                if len(lines) == len(asked):
+                    host = next(h for h in self.senders() + self.receivers() if h.name == name)
+                    late = max(abs(line["t"] - at) for line, at in zip(lines, asked))
+                    out.append(sample(self.spec.instance, "window_probe_late", host, None, what, asked[0], late, "s"))
+        return out
 
     def window_samples(self, f: Flow, rec: Host, snd: Host, missing: list[str]) -> list[dict]:
         """A flow's goodput over the measured window (module docstring)."""
