@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 
 import pytest
@@ -175,3 +176,34 @@ def test_window_goodput_and_counters():
     diff = window_counters(lines)
     assert diff["TcpExtTCPTimeouts"] == 4 and diff["TcpOutSegs"] == 150 and diff["TcpRetransSegs"] == 7
     assert window_counters(lines[:1]) is None
+
+
+# --- the dashboard's run page ----------------------------------------------------------------
+
+def test_the_run_page_shows_the_tables_beside_the_papers(tmp_path):
+    from controller.run_queue import RunQueue
+    from webui.app import create_app
+    resolved = json.loads(s.load(REPO / "scenarios" / "tcpf-quick.yaml").points[0][1].model_dump_json())
+    db = tmp_path / "catnip.db"
+    with Store(db) as store:
+        store.create_run("tq", "tcpf-quick", "x", {"name": "tcpf-quick"}, {}, 1, "", {}, {})
+        _point(store, "tq", 0, resolved, [180_000] * 50, [1, 2], {"high": 900, "low": 100}, {"low": 40},
+               realtime=False)
+        store.finish_run("tq", "done")
+        store.create_run("other", "quick", "x", {"name": "quick"}, {}, 1, "", {}, {})
+        store.finish_run("other", "done")
+    queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
+    app = create_app(db=db, scenarios_dir=tmp_path, queue=queue)
+    try:
+        client = app.test_client()
+        page = client.get("/runs/tq").get_data(as_text=True)
+        row = re.search(r'<tr class="tcpf-row">(.*?)</tr>', page, re.S).group(1)
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
+        # Timeouts 3 (paper 2), loss 4% (2.14%), 22.5 KB/s (22.236), C.O.V. 0, the point not real time.
+        assert cells[:5] == ["linux-2.2", "A", "TCPF+FRIO*", "50", "1"], cells
+        assert cells[5:9] == ["3 (2)", "4.00% (2.14%)", "22.500 (22.236)", "0.00 (0.03)"], cells
+        csv_text = client.get("/runs/tq/layouts/tcpf-tables.csv").get_data(as_text=True)
+        assert csv_text.startswith("profile,config,tcp,red,case,flows") and "TCPF+FRIO" in csv_text
+        assert 'id="tcpf"' not in client.get("/runs/other").get_data(as_text=True)
+    finally:
+        queue.shutdown(timeout=5)

@@ -189,6 +189,15 @@ NEWCWV_LAYOUTS = ("newcwv-gain", "newcwv-loss", "newcwv-trace", "ftp-throughput"
 LAYOUT_FORMATS = {"csv": "text/csv", "json": "application/json", "txt": "text/plain"}
 
 
+def _tcpf_rows(store: Store, run_id: str) -> list[dict[str, Any]] | None:
+    """The TCP-friendly marking paper's Tables 4-7 for a run of its experiment (layout
+    tcpf-tables, results/tcpf.py), or None for any other run."""
+    try:
+        return layouts.build("tcpf-tables", store, run_id).records()
+    except layouts.LayoutError:
+        return None
+
+
 def _newcwv_views(store: Store, run_id: str, apps: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
     """The newCWV paper's charts of a run whose points have burst samples, or None: the gain grid
     of each comparison as heat maps, the cwnd/pipeACK trace (Fig. 5) and the FTP throughput (Fig.
@@ -275,6 +284,7 @@ def _register(app: Flask) -> None:
         ctx["transfers"] = None
         ctx["apps"] = {}
         ctx["newcwv"] = None
+        ctx["tcpf"] = None
         if run is not None and json.loads(run["scenario"]).get("kind") == "transfers":
             ctx["transfers"] = validation.cells(store.transfer_trials(run_id))  # no pages, no bottleneck
         elif run is not None:
@@ -296,6 +306,7 @@ def _register(app: Flask) -> None:
                 ctx["apps"] = {n: data for n in (p["point"] for p in store.points(run_id))
                                if (data := _app_metrics(store, run_id, n)) is not None}
                 ctx["newcwv"] = _newcwv_views(store, run_id, ctx["apps"])
+                ctx["tcpf"] = _tcpf_rows(store, run_id)
             ctx["capabilities"] = json.loads(run["capabilities"] or "null")
             ctx["versions"] = json.loads(run["versions"] or "null")
         ctx["live"] = (job is not None and job.state in LIVE) or (run is not None and run["status"] == "running")
