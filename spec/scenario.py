@@ -601,6 +601,7 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
         raise ScenarioError(f"--set: {len(overrides)} overrides; at most {bounded.MAX_OVERRIDES}")
     raw = copy.deepcopy(raw)
     raw.setdefault("name", path.stem)
+    plain_keys = []
     for text_override in overrides:
         key, value = parse_override(text_override)
         if key.startswith("sweep."):
@@ -609,6 +610,14 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
             raw["sweep"] = {**sweep_map, key.removeprefix("sweep."): value}
         else:
             _set_path(raw, key, value)
+            plain_keys.append(key)
+    # A sweep sets its paths in every point after the overrides: an override at or under one would
+    # be silently replaced.
+    for key in plain_keys:
+        for swept in (raw.get("sweep") or {}) if isinstance(raw.get("sweep"), dict) else {}:
+            if key == swept or key.startswith(swept + "."):
+                raise ScenarioError(f"--set {bounded.shorten(key)}: the sweep replaces {swept} in every point, so this"
+                                    f" would never apply; change the sweep (--set sweep.{swept}=[...]) instead")
     if seed is not None:
         raw["seed"] = seed
     nodes = bounded.count_nodes(raw)

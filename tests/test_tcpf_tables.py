@@ -207,3 +207,14 @@ def test_the_run_page_shows_the_tables_beside_the_papers(tmp_path):
         assert 'id="tcpf"' not in client.get("/runs/other").get_data(as_text=True)
     finally:
         queue.shutdown(timeout=5)
+
+
+def test_an_override_the_sweep_would_replace_is_refused():
+    with pytest.raises(s.ScenarioError, match="the sweep replaces topology.bottleneck in every point") as info:
+        s.load(REPO / "scenarios" / "tcpf-quick.yaml", ["topology.bottleneck.forward={edge: [{kind: tcpf}]}"])
+    assert "\n" not in str(info.value)
+    with pytest.raises(s.ScenarioError, match="the sweep replaces tcp.sack"):
+        s.load(REPO / "scenarios" / "tcpf-grid.yaml", ["tcp.sack=false"])
+    # Beside the swept paths, and the sweep itself, an override applies.
+    sweep = s.load(REPO / "scenarios" / "tcpf-grid.yaml", ["tcp.profile=modern", "sweep.tcp.sack=[true]"])
+    assert len(sweep.points) == 26 and {sc.tcp.profile for _, sc in sweep.points} == {"modern"}
