@@ -189,8 +189,11 @@ def test_sweep_and_set_a_groups_field(tmp_path):
     assert [sc.tcp.all_cc() for _, sc in sweep.points] == [{"reno"}, {"reno", senders.NEWCWV}]
     raw = {**copy.deepcopy(BASE), "sweep": {"tcp.groups.servers": [
         {"congestion_control": "reno"}, {"congestion_control": senders.NEWCWV, "pacing": "internal"}]}}
-    sweep = load(tmp_path, "tcp.groups.servers.pacing_ratio=120", raw=raw)  # the sweep replaces the group
+    sweep = load(tmp_path, raw=raw)
     assert [sc.host_tcp()["v1"].pacing_ratio for _, sc in sweep.points] == [None, 200]
+    # A --set under the swept group would be replaced in every point: refused, not silently lost.
+    assert "the sweep replaces tcp.groups.servers in every point" in error(
+        tmp_path, "tcp.groups.servers.pacing_ratio=120", raw=raw)
     # YAML reads a bare `off` as false: it still means off.
     assert "[sweep tcp.groups.servers.pacing=internal] tcp.groups.servers.pacing: 'internal'" in error(
         tmp_path, "sweep.tcp.groups.servers.pacing=[off, internal]")
