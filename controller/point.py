@@ -418,7 +418,7 @@ class PointRun:
         at the window's ends), as samples of the application: metric `window_link`, host the
         router, flow `arrived.<class>` or `dropped.<class>`, tag the direction. An end outside the
         stats lines is an error sample, never a guess."""
-        rows = []
+        rows, lines_of = [], {}  # each engine's stats file read once, whatever the applications
         for app in self.apps:
             window = app.measured_window()
             if window is None:
@@ -427,7 +427,9 @@ class PointRun:
                 e = next((e for e in engines if e.router is d.router), None)
                 if e is None or e.clock_start is None:
                     continue  # a kernel-backed link: its qdisc counters are read once, at the end
-                lines = engine_mod.stats_lines(e.stats_path)
+                if id(e) not in lines_of:
+                    lines_of[id(e)] = engine_mod.stats_lines(e.stats_path)
+                lines = lines_of[id(e)]
                 ends = [engine_mod.link_counters_at(lines, d.name, w - e.clock_start) for w in window]
                 row = {"app": app.spec.instance, "metric": "window_link", "host": d.router.name, "peer": None,
                        "tag": d.name, "t": window[0], "unit": "pkt"}

@@ -143,7 +143,6 @@ def point_result(store: Store, run_id: str, row) -> PointResult:
     for s in samples:
         if s["metric"] == "window_nstat":
             nstat[s["flow"]] = nstat.get(s["flow"], 0) + s["value"]
-    timeouts = [s["value"] for s in samples if s["metric"] == "window_nstat" and s["flow"] == "TcpExtTCPTimeouts"]
     link = [s for s in samples if s["metric"] == "window_link"]
     arrived = sum(s["value"] for s in link if s["flow"].startswith("arrived."))
     dropped = sum(s["value"] for s in link if s["flow"].startswith("dropped."))
@@ -151,7 +150,7 @@ def point_result(store: Store, run_id: str, row) -> PointResult:
     mean = statistics.fmean(goodputs) if goodputs else None
     return PointResult(
         run_id=run_id, point=row["point"], rep=row["rep"], cell=cell,
-        timeouts=int(sum(timeouts)) if timeouts else None,
+        timeouts=int(nstat["TcpExtTCPTimeouts"]) if "TcpExtTCPTimeouts" in nstat else None,
         loss=dropped / arrived if link and arrived > 0 else None,
         goodput=mean,
         cov=statistics.pstdev(goodputs) / mean if mean else None,

@@ -33,12 +33,6 @@ def test_the_papers_tables_as_entered():
         assert 0 < loss < 25 and 0 < cov < 1
 
 
-def _cells_of(path) -> dict:
-    sweep = s.load(path)
-    return {(a_config, cell.case, cell.flows): a for a, sc in sweep.points
-            for cell in [tcpf.classify(json.loads(sc.model_dump_json()))] for a_config in cell.configs()}
-
-
 def test_the_grid_covers_every_cell_of_the_paper_once():
     sweep = s.load(REPO / "scenarios" / "tcpf-grid.yaml")
     cells = [tcpf.classify(json.loads(sc.model_dump_json())) for _, sc in sweep.points]

@@ -38,6 +38,8 @@ measure_for seconds; every flow must be running through it), also (TCP-friendly 
   WINDOW_COUNTERS, one sample per counter (flow = the counter's name, e.g. TcpExtTCPTimeouts), read by
   `nstat -asz` in the host's namespace at the window's two ends (a process per host that sleeps
   until each instant, as the flows' launcher does).
+* `window_probe_late` (s) per probing host (flow "ss" or "nstat"): how far, at worst, its probe
+  read from the window's ends (each read is stamped at the middle of its ss/nstat call).
 
 The iperf3 client exits 0 even when its test fails (3.12), so a flow counts as complete only when
 its JSON holds no `error` and the receiver's totals (and, with `bytes`, all the bytes).
@@ -416,12 +418,12 @@ class Bulk(Application):
         asked = [self.ctx.start_at + w for w in self.spec.window()]
         out = []
         for what, procs in (("ss", self.ss_procs), ("nstat", self.counter_procs)):
-            for name, proc in procs.items():
+            for proc in procs.values():
                 lines = read_jsonl(proc.log)
                 if len(lines) == len(asked):
-                    host = next(h for h in self.senders() + self.receivers() if h.name == name)
                     late = max(abs(line["t"] - at) for line, at in zip(lines, asked))
-                    out.append(sample(self.spec.instance, "window_probe_late", host, None, what, asked[0], late, "s"))
+                    out.append(sample(self.spec.instance, "window_probe_late", proc.host, None, what, asked[0], late,
+                                      "s"))
         return out
 
     def window_samples(self, f: Flow, rec: Host, snd: Host, missing: list[str]) -> list[dict]:
