@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from controller.point import cpu_times
-from controller.skeleton import Progress, ProgressSink, RunCancelled
+from controller.skeleton import CANCEL_SIGNALS, Progress, ProgressSink, RunCancelled
 
 if TYPE_CHECKING:
     from controller.runner import PointPlan
@@ -186,7 +186,7 @@ def run_points(plans: list[PointPlan], run_id: str, caps: Capabilities, store: S
                 concurrency = {"jobs": jobs, "room": room, "settle_s": settle, "beside_at_start": len(running),
                                "cpu_busy_before_start": None if busy is None else round(busy, 4)}
                 # A cancel arriving mid-launch must find the new worker among the running ones.
-                held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+                held = signal.pthread_sigmask(signal.SIG_BLOCK, set(CANCEL_SIGNALS))
                 try:
                     running.append(_launch(pending.pop(0), run_id, caps, store, artifacts, updates, concurrency,
                                            code))

@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from controller import runner
+from controller import runner, skeleton
 from results.store import Store
 from testbed import paths
 
@@ -73,9 +73,9 @@ def main(spec_path: str, code: str) -> int:
             raise runner.RunCancelled("the runner is gone") from None
 
     with runner.signals_cancel(), Store(paths.database()) as store:
-        # The runner launches us with SIGINT and SIGTERM blocked (parallel.py); a cancel sent
+        # The runner launches us with the cancel signals blocked (parallel.py); a cancel sent
         # meanwhile was held and arrives now. Our children must not inherit the mask.
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, set(skeleton.CANCEL_SIGNALS))
         try:
             die_with_parent(spec["runner_pid"])
             own_sysfs_view()

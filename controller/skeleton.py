@@ -1,5 +1,5 @@
 """The skeleton every run shares (scenario runs, transfer measurements, `catnip fig2`): one run at
-a time on the machine (a lock), Ctrl-C and SIGTERM as a clean cancel, teardown that a second
+a time on the machine (a lock), Ctrl-C, SIGTERM and SIGHUP as a clean cancel, teardown that a second
 signal cannot cut short, the kernel-global resources of a run, run ids, and how a point's end
 is recorded. Written once here so the three kinds of runs cannot drift apart.
 """
@@ -98,16 +98,38 @@ def machine_busy() -> bool:
     return cleanup.run_in_progress() is not None
 
 
+# A closed terminal or a lost ssh session (SIGHUP) cancels as Ctrl-C and SIGTERM do: the default
+# action would end the run with its network left behind, as SIGKILL does.
+CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _detach_from_dead_terminal() -> None:
+    """After SIGHUP the terminal is gone and writing to it fails (EIO): the teardown's messages would
+    raise in the middle of the teardown. Point our terminal descriptors at /dev/null instead."""
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for fd in (0, 1, 2):
+            try:
+                if os.isatty(fd):
+                    os.dup2(null, fd)
+            except OSError:
+                pass
+    finally:
+        os.close(null)
+
+
 @contextmanager
 def signals_cancel() -> Iterator[None]:
-    """SIGINT (Ctrl-C) and SIGTERM cancel the run cleanly, even where the shell that started us
-    ignored SIGINT (background jobs of a non-interactive shell inherit SIG_IGN)."""
+    """SIGINT (Ctrl-C), SIGTERM and SIGHUP cancel the run cleanly, even where the shell that started
+    us ignored SIGINT (background jobs of a non-interactive shell inherit SIG_IGN)."""
     def handler(signum, frame):
+        if signum == signal.SIGHUP:
+            _detach_from_dead_terminal()
         # Only the first signal cancels; later ones must not break the teardown it starts.
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: print("catnip: tearing down, please wait", file=sys.stderr))
+        for sig in CANCEL_SIGNALS:
+            signal.signal(sig, _tearing_down)
         raise RunCancelled(f"stopped by {signal.Signals(signum).name}")
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, handler) for sig in CANCEL_SIGNALS}
     try:
         yield
     finally:
@@ -115,13 +137,21 @@ def signals_cancel() -> Iterator[None]:
             signal.signal(sig, old)
 
 
+def _tearing_down(signum, frame) -> None:
+    if signum == signal.SIGHUP:
+        _detach_from_dead_terminal()
+    try:
+        print("catnip: tearing down, please wait", file=sys.stderr)
+    except OSError:
+        pass
+
+
 @contextmanager
 def cancel_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM while tearing down (a cancel cutting teardown short would leave
+    """Hold the cancel signals while tearing down (a cancel cutting teardown short would leave
     detached processes behind); one that came meanwhile is delivered afterwards."""
     got: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: got.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, lambda signum, frame: got.append(signum)) for sig in CANCEL_SIGNALS}
     try:
         yield
     finally:
