@@ -101,20 +101,13 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
         parallel.check_isolatable(sweep, caps)
     run_id = run_id or new_run_id(sweep.name)
     first = sweep.points[0][1]
-    reps = first.run.repetitions
     with machine_lock(), signals_cancel():
         close_abandoned_runs(store)
         store.create_run(run_id, sweep.name, sweep.source, sweep.raw, sweep.sweep, first.seed, git_revision(),
                          versions(), caps.to_dict(), runner=processes.identity())
         artifacts = paths.data_dir() / "runs" / run_id
         status, error = "done", None
-        total = len(sweep.points) * reps
-        plans = []
-        for assignment, scenario in sweep.points:
-            for rep in range(reps):
-                index = len(plans)
-                plans.append(PointPlan(index, rep, assignment, scenario, point_label(assignment, sweep.name),
-                                       total, artifacts / f"point{index}"))
+        plans = plan_points(sweep, artifacts)
         try:
             with run_resources([s for _, s in sweep.points]):
                 if jobs > 1:
@@ -135,6 +128,19 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
         finally:
             store.finish_run(run_id, status, error)
     return run_id
+
+
+def plan_points(sweep: Sweep, artifacts: Path) -> list["PointPlan"]:
+    """Every point run of the sweep in order; each point repeats as its own scenario says
+    (run.repetitions can be swept, so points may differ)."""
+    total = sum(s.run.repetitions for _, s in sweep.points)
+    plans: list[PointPlan] = []
+    for assignment, scenario in sweep.points:
+        for rep in range(scenario.run.repetitions):
+            index = len(plans)
+            plans.append(PointPlan(index, rep, assignment, scenario, point_label(assignment, sweep.name),
+                                   total, artifacts / f"point{index}"))
+    return plans
 
 
 @dataclass

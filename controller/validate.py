@@ -78,9 +78,10 @@ def machine_needs(sweep: scenario_mod.Sweep) -> list[str]:
 def describe(sweep: scenario_mod.Sweep, jobs: int = 1) -> dict:
     """What `catnip validate` prints: the resolved scenario (its first point) and the sweep's size."""
     first = sweep.points[0][1]
-    reps = first.run.repetitions
-    return {"name": sweep.name, "source": sweep.source, "points": len(sweep.points), "repetitions": reps,
-            "point_runs": len(sweep.points) * reps, "sweep": {k: [str(v) for v in vs] for k, vs in sweep.sweep.items()},
+    reps = sorted({s.run.repetitions for _, s in sweep.points})
+    return {"name": sweep.name, "source": sweep.source, "points": len(sweep.points),
+            "repetitions": reps[0] if len(reps) == 1 else reps,
+            "point_runs": sum(s.run.repetitions for _, s in sweep.points), "sweep": {k: [str(v) for v in vs] for k, vs in sweep.sweep.items()},
             "labels": [scenario_mod.point_label(a, "single point") for a, _ in sweep.points],
             "machine_needs": machine_needs(sweep), "jobs": jobs,
             "resolved": json.loads(first.model_dump_json())}
@@ -131,7 +132,9 @@ def validate_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | Non
         return
     click.echo(yaml.safe_dump(info["resolved"], sort_keys=False).rstrip())
     click.echo(f"# {info['name']} ({info['source']}): valid")
-    click.echo(f"# {info['points']} sweep point(s) x {info['repetitions']} repetition(s) = {info['point_runs']}"
+    reps = info["repetitions"]
+    reps = f"x {reps} repetition(s)" if isinstance(reps, int) else f"with {min(reps)}-{max(reps)} repetitions each"
+    click.echo(f"# {info['points']} sweep point(s) {reps} = {info['point_runs']}"
                " point run(s)" + (f"; the resolved scenario above is point 0 of: {', '.join(info['sweep'])}"
                                   if info["sweep"] else ""))
     for i, label in enumerate(info["labels"] if info["sweep"] else []):

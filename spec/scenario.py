@@ -646,8 +646,8 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
             _set_path(point_raw, key, value)
         label = point_label(assignment)
         points.append((assignment, validate(point_raw, f"[sweep {bounded.shorten(label, 80)}] " if label else "")))
-    runs = len(points) * max(s.run.repetitions for _, s in points)
+    runs = sum(s.run.repetitions for _, s in points)  # each point repeats as its own scenario says
     if runs > bounded.MAX_POINT_RUNS:
-        raise ScenarioError(f"run.repetitions: {len(points)} points x {runs // len(points)} repetitions ="
-                            f" {runs} point runs; at most {bounded.MAX_POINT_RUNS}")
+        raise ScenarioError(f"run.repetitions: {len(points)} points with their repetitions make {runs} point"
+                            f" runs; at most {bounded.MAX_POINT_RUNS}")
     return Sweep(name=raw["name"], source=str(path), raw=raw, sweep=sweep, points=points)

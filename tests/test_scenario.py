@@ -166,3 +166,16 @@ def test_wrr_weights_pass_through_and_every_queue_needs_a_share_of_the_buffer():
     from spec.policy import Wrr
     three = Wrr(weights=[2, 5, 3])
     assert three.engine_config({"bytes": 64_000}) == {"kind": "wrr", "weights": [2, 5, 3]}
+
+
+def test_each_point_repeats_as_its_own_scenario_says(tmp_path):
+    """run.repetitions swept: the runner plans 1 + 3 point runs, not 1 + 1 (the first point's count
+    for every point, as it did)."""
+    from controller.runner import plan_points
+    path = tmp_path / "reps.yaml"
+    path.write_text((REPO / "scenarios" / "quick.yaml").read_text() + "sweep:\n  run.repetitions: [1, 3]\n")
+    sweep = s.load(path)
+    plans = plan_points(sweep, tmp_path / "runs")
+    assert [(p.assignment["run.repetitions"], p.rep) for p in plans] == [(1, 0), (3, 0), (3, 1), (3, 2)]
+    assert {p.points for p in plans} == {4} and [p.index for p in plans] == [0, 1, 2, 3]
+    assert len({p.seed for p in plans[1:]}) == 3, "repetitions of a point get seeds of their own"

@@ -245,7 +245,7 @@ def test_sweep_size_limited_before_expanding(tmp_path, state):
     assert time.monotonic() - t < 10
     reps = write(tmp_path, "reps.yaml", QUICK.replace("time_limit: 6min", "time_limit: 6min\n  repetitions: 100") +
                  "sweep:\n  seed: [" + ", ".join(str(j) for j in range(60)) + "]\n")
-    refused(cli("validate", str(reps), env=state.env), "60 points x 100 repetitions = 6000",
+    refused(cli("validate", str(reps), env=state.env), "60 points with their repetitions make 6000",
             f"at most {bounded.MAX_POINT_RUNS}")
 
 
