@@ -50,6 +50,19 @@ def _loss(point: dict[str, Any] | None) -> float | None:
     return data["loss"] if data else None
 
 
+def verdict(value: float | None, ci95: float | None, lower_is_better: bool = True) -> str | None:
+    """'better' or 'worse' only when the 95% interval value +- ci95 lies wholly on one side of 1.00
+    (no change); None when it includes 1.00 or there is no interval (a side measured once). For a
+    ratio of times lower is better."""
+    if value is None or ci95 is None:
+        return None
+    if value + ci95 < 1:
+        return "better" if lower_is_better else "worse"
+    if value - ci95 > 1:
+        return "worse" if lower_is_better else "better"
+    return None
+
+
 def split_run_ids(spec: str) -> list[str]:
     ids = spec.split("+")
     if not all(ids):
@@ -101,6 +114,7 @@ def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> di
             k = len(values)
             mean_ci = (half_width((v / k ** 2, df) for pp in parts.values() for v, df in pp)
                        if values and len(parts) == k else None)
+            relative_mean = statistics.fmean(values) if values else None
             columns.append({
                 "run_id": rep["run_id"], "name": rep["name"], "point": p["point"],
                 "label": point_label(p["assignment"], "single point"),
@@ -108,7 +122,10 @@ def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> di
                 "baseline_label": None if base is None else point_label(base["assignment"], "single point"),
                 "mean_time": mine, "baseline_mean_time": theirs, "relative": relative,
                 "relative_ci95": relative_ci, "relative_mean_ci95": mean_ci,
-                "relative_mean": statistics.fmean(values) if values else None,
+                "relative_mean": relative_mean,
+                # Page times: a ratio below 1.00 is faster. Only an interval clear of 1.00 says which.
+                "relative_verdict": {page: verdict(r, relative_ci.get(page)) for page, r in relative.items()},
+                "relative_mean_verdict": verdict(relative_mean, mean_ci),
                 "relative_sdev": statistics.stdev(values) if len(values) > 1 else None,
                 "loss": _loss(p), "baseline_loss": _loss(base),
                 "realtime_ok": p["realtime_ok"], "baseline_realtime_ok": None if base is None else base["realtime_ok"],

@@ -250,10 +250,12 @@ def test_compare_gives_table_xi_relative_times(env):
     _, client, _ = env
     page = client.get(f"/compare?run={BASE}&run={OTHER}").get_data(as_text=True)
     table = re.search(r'id="compare-relative">(.*?)</table>', page, re.S).group(1)
-    cells = re.findall(r"<td[^>]*>([^<]*)</td>", table)
-    assert cells[:4] == ["1", "3", "4,945", "0.50"]   # 1.0 / 2.0
-    assert cells[4:8] == ["2", "2", "56,434", "1.25"]  # 5.0 / 4.0
-    assert "0.88" in table and "5.00%" in table        # mean of relatives; OTHER's loss
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", table)]
+    # Every client took the same time: intervals of width 0, so each ratio off 1.00 is coloured.
+    assert cells[:4] == ["1", "3", "4,945", "0.50 [0.50, 0.50]"]   # 1.0 / 2.0
+    assert cells[4:8] == ["2", "2", "56,434", "1.25 [1.25, 1.25]"]  # 5.0 / 4.0
+    assert "0.88 [0.88, 0.88]" in cells and "5.00%" in cells        # mean of relatives; OTHER's loss
+    assert 'class="ratio better"' in table and 'class="ratio worse"' in table
     assert client.get(f"/compare?run={BASE}").status_code == 400
     r = client.get(f"/compare?run={BASE}&run=20990101-missing")
     assert r.status_code == 404 and "20990101-missing" in r.get_data(as_text=True)

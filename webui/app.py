@@ -185,6 +185,73 @@ def _app_metrics(store: Store, run_id: str, point: int) -> dict[str, Any] | None
     return {"summaries": [asdict(s) for s in summaries], "ccdf": ccdf, "goodput": goodput}
 
 
+def _settings(run: sqlite3.Row) -> dict[str, Any]:
+    """What a run ran but its seed: its scenario with the overrides applied, and its sweep. Runs
+    that agree on it are seeds of one experiment."""
+    scenario = {k: v for k, v in json.loads(run["scenario"] or "{}").items() if k != "seed"}
+    return {**scenario, "name": run["name"], "sweep": json.loads(run["sweep"] or "{}")}
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        return {k: v for key, sub in value.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): value}
+
+
+def _differences(runs: list[sqlite3.Row]) -> list[str]:
+    """The dotted settings (seed aside) on which pooled runs disagree."""
+    flats = [_flat(_settings(r)) for r in runs]
+    keys = sorted({k for f in flats for k in f})
+    return [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
+
+
+def _compare_sides(store: Store, req: forms.CompareRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The sides of a comparison, oldest first (by their earliest run's start), and the baseline:
+    the one asked for, else the oldest (the reference run is the one made first, as default TCP
+    with FIFO routers in Table XI; the runs page lists newest first). Aborts 404 for an unknown
+    run, 400 when fewer than two sides are left or the baseline is not one side."""
+    rows: dict[str, sqlite3.Row] = {}
+    for rid in (i for side in req.groups for i in side):
+        row = store.run(rid)  # the exact id: results/ also takes an id's prefix
+        if row is None:
+            abort(404, description=f"no run {rid!r} in {store.path}; the runs page lists every run")
+        rows[rid] = row
+    groups = [list(side) for side in req.groups]
+    if req.pool_seeds:
+        # Sides whose runs all share one setting (seed aside) merge into one; a side the URL pooled
+        # by hand with mixed settings stays as it was asked.
+        merged: dict[Any, list[str]] = {}
+        for side in groups:
+            keys = {json.dumps(_settings(rows[i]), sort_keys=True) for i in side}
+            merged.setdefault(next(iter(keys)) if len(keys) == 1 else tuple(side), []).extend(side)
+        groups = list(merged.values())
+    if len(groups) < 2:
+        abort(400, description="choose at least two runs on the runs page"
+              + (" that differ in more than the seed: pooled, the ticked runs are one side"
+                 " (tick runs of another setting too, or use Pool seeds)" if req.pool_seeds and req.groups[1:] else ""))
+
+    def started(side: list[str]) -> tuple[bool, float, str]:
+        times = [rows[i]["started"] for i in side if rows[i]["started"] is not None]
+        return (not times, min(times, default=0.0), side[0])  # an unknown start sorts last
+
+    groups.sort(key=started)
+    sides = []
+    for side in groups:
+        members = [rows[i] for i in side]
+        seeds = [r["seed"] for r in members]
+        sides.append({"spec": "+".join(side), "ids": side, "names": sorted({r["name"] for r in members}),
+                      "started": min((r["started"] for r in members if r["started"] is not None), default=None),
+                      "seeds": seeds, "repeated_seeds": sorted({x for x in seeds if seeds.count(x) > 1}),
+                      "differences": _differences(members) if len(members) > 1 else []})
+    base = sides[0]
+    if req.baseline is not None:
+        base = next((s for s in sides if set(req.baseline) <= set(s["ids"])), None)
+        if base is None:
+            abort(400, description=f"baseline {'+'.join(req.baseline)} is not one of the compared sides: "
+                                   + ", ".join(s["spec"] for s in sides))
+    return sides, base
+
+
 NEWCWV_LAYOUTS = ("newcwv-gain", "newcwv-loss", "newcwv-trace", "ftp-throughput")
 LAYOUT_FORMATS = {"csv": "text/csv", "json": "application/json", "txt": "text/plain"}
 
@@ -439,17 +506,23 @@ def _register(app: Flask) -> None:
 
     @app.get("/compare")
     def compare():
+        # Table XI: each side's page means over the baseline's. A side is a run or runs pooled
+        # (`A+B`, or ticked seeds with pool=seeds), the baseline the oldest side unless ?baseline=.
         try:
-            ids = forms.run_ids(request.args.getlist("run"))
+            req = forms.compare_request(request.args)
         except ValueError as exc:
             abort(400, description=str(exc))
-        if len(ids) < 2:
-            abort(400, description="choose at least two runs on the runs page (the first is the baseline)")
+        store = _store()
+        sides, base = _compare_sides(store, req)
+        others = [s for s in sides if s is not base]
         try:
-            table = compare_mod.compare(_store(), ids)
+            table = compare_mod.compare(store, [base["spec"], *(s["spec"] for s in others)], req.realtime_only)
         except KeyError as exc:
             abort(404, description=exc.args[0])
-        return render_template("compare.html", cmp=table)
+        except ValueError as exc:  # runs of different scenarios pooled, or transfer runs
+            abort(400, description=str(exc))
+        return render_template("compare.html", cmp=table, sides=sides, base=base, oldest=sides[0],
+                               specs=[s["spec"] for s in sides], realtime_only=req.realtime_only)
 
     @app.get("/pooled")
     def pooled_view():
@@ -507,6 +580,16 @@ def _register(app: Flask) -> None:
     def sig(v: Any, digits: int = 4) -> str:
         # Application metrics span units (s, bit/s, B): significant digits, as `catnip report --apps`.
         return "-" if v is None else format(v, f".{digits}g")
+
+    @app.template_filter("bound")
+    def bound(v: float) -> str:
+        # An interval's end, with digits enough to stay on its side of 1.00: a cell coloured
+        # because its interval clears 1.00 never shows an end of "1.00".
+        for digits in range(2, 7):
+            text = f"{v:.{digits}f}"
+            if (float(text) > 1, float(text) < 1) == (v > 1, v < 1):
+                break
+        return text
 
     @app.template_filter("when")
     def when(ts: float | None) -> str:

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import yaml
 
 from controller import validate as validate_mod
+from results.compare import split_run_ids
 from results.store import RUN_ID
 from spec import bounded
 from spec import scenario as scenario_mod
@@ -130,3 +131,62 @@ def point_index(value: str | None) -> int:
     if not value.isdigit() or len(value) > 3:
         raise ValueError(f"against must be a point number such as 0 or 2, not {value[:20]!r}")
     return int(value)
+
+
+@dataclass
+class CompareRequest:
+    """What `/compare` was asked: each side a run or runs pooled (`A+B`, as `catnip compare`
+    takes them), the side to divide by if chosen (else the oldest), whether ticked runs of one
+    scenario with the same settings but the seed are pooled, and whether only real-time points count."""
+    groups: list[list[str]]
+    baseline: list[str] | None
+    pool_seeds: bool
+    realtime_only: bool
+
+
+MAX_COMPARED = 50  # runs on one compare page: each is read in full
+
+
+def _run_group(value: str, what: str) -> list[str]:
+    try:
+        ids = split_run_ids(value)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+    bad = next((i for i in ids if not RUN_ID.fullmatch(i)), None)
+    if bad is not None:
+        raise ValueError(f"{what}: {bad[:100]!r} is not a run id (letters, digits, '.', '_', '-';"
+                         " join runs to pool with '+')")
+    return ids
+
+
+def _flag(args: Mapping[str, Any], name: str, on: str) -> bool:
+    value = args.get(name, "")
+    if value not in ("", on):
+        raise ValueError(f"{name} is {on!r} or left out, not {str(value)[:20]!r}")
+    return value == on
+
+
+def compare_request(args: Any) -> CompareRequest:
+    """The query of `/compare`: `run` (repeatable; a run id, or ids joined by '+' to pool them),
+    `baseline` (one of the `run` values or a run in one of them), `pool=seeds`, `realtime_only=1`.
+    `args` is a MultiDict (request.args). Raises ValueError naming what was wrong."""
+    groups: list[list[str]] = []
+    for value in args.getlist("run"):
+        ids = _run_group(value, f"run={value[:100]!r}")
+        if ids in groups:  # the same run ticked twice is the same side
+            continue
+        twice = next((i for i in ids for g in groups if i in g), None)
+        if twice is not None:
+            raise ValueError(f"run {twice} is in two of the compared sides: a run's pages can count on one side only")
+        groups.append(ids)
+    if sum(map(len, groups)) > MAX_COMPARED:
+        raise ValueError(f"at most {MAX_COMPARED} runs on one compare page, got {sum(map(len, groups))}")
+    base = args.get("baseline", "")
+    baseline = _run_group(base, f"baseline={base[:100]!r}") if base else None
+    if baseline is not None:
+        known = [i for g in groups for i in g]
+        missing = next((i for i in baseline if i not in known), None)
+        if missing is not None:
+            raise ValueError(f"baseline {missing} is not one of the compared runs: "
+                             + ", ".join("+".join(g) for g in groups))
+    return CompareRequest(groups, baseline, _flag(args, "pool", "seeds"), _flag(args, "realtime_only", "1"))
