@@ -9,6 +9,7 @@ open for a whole session (CATNIP section V-F).
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -17,6 +18,10 @@ from pathlib import Path
 
 APACHE = "/usr/sbin/apache2"
 MODULES = Path("/usr/lib/apache2/modules")
+# The event MPM's (the one loaded below) error-log codes for a restart, as its module's strings
+# give them: AH00493 "SIGUSR1 received.  Doing graceful restart", AH00494 "SIGHUP received.
+# Attempting to restart".
+RESTART_CODES = ("AH00493", "AH00494")
 
 
 class ApacheError(RuntimeError):
@@ -152,12 +157,41 @@ DocumentRoot "{self.docroot}"
                 pass
         return " | ".join(t for t in tails if t) or "(no log output)"
 
-    def stop(self, timeout: float = 10.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)  # immediate stop; children follow the parent
+    def restarts(self) -> list[str]:
+        """The restarts Apache logged (a SIGHUP or SIGUSR1 from outside): each one cuts or drains the
+        connections being served, so a workload that lived through one did not measure what it says."""
         try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            log = self.error_log.read_text(errors="replace")
+        except OSError:
+            return []
+        return [line.strip() for line in log.splitlines() if any(code in line for code in RESTART_CODES)]
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # immediate stop; children follow the parent
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        # A parent that died (killed from outside) leaves its workers serving on: they are ours
+        # by the configuration file they run with, which is this server's alone.
+        for pid in self._workers():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def _workers(self) -> list[int]:
+        want = str(self.config_path).encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv and argv[0].endswith(b"apache2") and want in argv:
+                found.append(int(entry.name))
+        return found

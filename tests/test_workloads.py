@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import shutil
 import socket
 import statistics
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from testbed.apache import ApacheServer
+from tests.conftest import wait_until
 from workloads import client as client_mod
 from workloads.docroot import documents, write_docroot
 from workloads.pages import TABLE_II, catnip_pages, page
@@ -158,3 +160,23 @@ def test_bad_client_config_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "c.json").write_text(json.dumps({"client": "t", "http_version": "2"}))
     assert client_mod.main([str(tmp_path / "c.json"), str(tmp_path / "o")]) == 2
     assert "missing keys" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("apache", ["1.0"], indirect=True)
+def test_stop_kills_the_workers_of_a_parent_killed_from_outside(apache):
+    """A SIGKILLed Apache parent leaves its workers serving; stop() must end them too (they are
+    recognised by this server's own configuration file)."""
+    workers = wait_until(lambda: [p for p in apache._workers() if p != apache.proc.pid], 10, "Apache's workers")
+    apache.proc.kill()
+    apache.proc.wait()
+    assert all(Path(f"/proc/{p}").exists() for p in workers), "workers outlive their parent (what stop must handle)"
+    apache.stop()
+    wait_until(lambda: not apache._workers(), 10, "no Apache process with this server's configuration")
+
+
+@pytest.mark.parametrize("apache", ["1.0"], indirect=True)
+def test_a_restart_from_outside_is_seen(apache):
+    assert apache.restarts() == []
+    apache.proc.send_signal(signal.SIGHUP)
+    got = wait_until(apache.restarts, 10, "the restart in Apache's error log")
+    assert "SIGHUP" in got[0]

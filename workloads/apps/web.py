@@ -153,11 +153,15 @@ class Web(Application):
 
     def check(self) -> None:
         super().check()
+        from workloads.apps.base import AppError
         for host, srv in self.apaches:
             if srv.proc is not None and srv.proc.poll() is not None:
-                from workloads.apps.base import AppError
                 raise AppError(f"web: Apache on {host.name} exited ({srv.proc.returncode}) while the workload ran;"
                                f" log {srv.error_log}")
+            restarts = srv.restarts()
+            if restarts:
+                raise AppError(f"web: Apache on {host.name} restarted while the workload ran (signalled from"
+                               f" outside): {restarts[0]}; log {srv.error_log}")
 
     def collect(self) -> AppResult:
         objects, pages, samples = [], [], []
