@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from results.store import Store
-from testbed import cleanup, hostconfig, paths, processes, sender, spm
+from testbed import cleanup, hostconfig, paths, processes, run_cgroup, sender, spm
 
 
 @dataclass
@@ -85,7 +85,8 @@ def machine_lock() -> Iterator[None]:
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         fh.write(f"pid {os.getpid()} since {since}: {' '.join(sys.argv)[:200]}")
         fh.flush()
-        yield
+        with run_cgroup.joined():  # everything the run starts is born in its group
+            yield
     finally:
         fh.seek(0)
         fh.truncate()

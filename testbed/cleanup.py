@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from testbed import paths, sender, spm
+from testbed import paths, run_cgroup, sender, spm
 from testbed.hostconfig import restore_allowed_congestion_control
 
 PREFIX = paths.PREFIX
@@ -49,9 +49,11 @@ def _is_controller(argv: list[str]) -> bool:
 
 
 def our_processes() -> list[tuple[int, str]]:
-    """(pid, command line) of processes the project started."""
+    """(pid, command line) of processes the project started: those in a run's cgroup (what the
+    kernel recorded, testbed/run_cgroup.py), and, for runs without one, those our markers name."""
     me = os.getpid()
     found = []
+    in_runs = {pid for group in run_cgroup.run_groups() for pid in run_cgroup.processes(group)}
     markers, path_markers, root_ns = _markers(), _path_markers(), _net_ns("self")
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == me:
@@ -62,12 +64,22 @@ def our_processes() -> list[tuple[int, str]]:
             continue
         argv = raw.decode(errors="replace").split("\0")
         cmdline = " ".join(argv).strip()
+        if int(entry.name) in in_runs:  # a run's own runner too: it holds the lock, or it was killed
+            found.append((int(entry.name), cmdline or f"[{_comm(entry)}]"))
+            continue
         if not cmdline or _is_controller(argv):
             continue
         if any(m in cmdline for m in markers) or (
                 any(m in cmdline for m in path_markers) and _net_ns(entry.name) not in (None, root_ns)):
             found.append((int(entry.name), cmdline))
     return found
+
+
+def _comm(entry: Path) -> str:
+    try:
+        return (entry / "comm").read_text().strip()
+    except OSError:
+        return "?"
 
 
 def _lines(args: list[str]) -> list[str]:
@@ -114,7 +126,7 @@ def leftovers() -> dict[str, list]:
         "links": our_links(),
         "namespaces": our_namespaces(),
         "bpf_pins": our_bpf_pins(),
-        "cgroups": [str(g) for g in spm.our_cgroups()],
+        "cgroups": [str(g) for g in [*run_cgroup.run_groups(), *spm.our_cgroups()]],
         "congestion_controls": sender.registered(),
     }
     if (paths.state_dir() / "allowed_cc.orig").exists():
@@ -177,7 +189,6 @@ def clean(force: bool = False) -> list[str]:
     if holder and holder_pid(holder):
         _stop([holder_pid(holder)])
         done.append(f"run holding the machine lock: {holder}")
-    done = []
     procs = our_processes()
     done += [f"process {pid}: {cmd[:100]}" for pid, cmd in procs]
     _stop([pid for pid, _ in procs])
@@ -210,6 +221,9 @@ def clean(force: bool = False) -> list[str]:
         done.append(f"BPF pin directory {BPF_PIN_DIR}")
     for group in spm.our_cgroups():
         if not spm.remove_cgroup(group):
+            done.append(f"cgroup {group}")
+    for group in run_cgroup.run_groups():  # a killed run's: whatever survived the SIGTERMs above goes now
+        if not run_cgroup.remove(group):
             done.append(f"cgroup {group}")
     orig = paths.state_dir() / "allowed_cc.orig"
     if orig.exists():

@@ -152,7 +152,10 @@ class SpmMarker:
         root = cgroup2_root()
         if root is None:
             raise SpmError("no cgroup-v2 hierarchy mounted: the document-size option needs one")
-        self.cgroup = root / f"{CGROUP_NAME}-{self.pin.name}"
+        # Inside the run's own group when there is one (testbed/run_cgroup.py), so the servers
+        # stay among the processes the run is known to have started.
+        from testbed import run_cgroup
+        self.cgroup = (run_cgroup.current_run_group() or root) / f"{CGROUP_NAME}-{self.pin.name}"
         self.cgroup.mkdir(exist_ok=True)
         _run(["bpftool", "cgroup", "attach", str(self.cgroup), "setsockopt", "pinned", str(self.progs / "catnip_doc")],
              "attaching the document-size program")
@@ -216,4 +219,4 @@ def remove_cgroup(group: Path) -> list[str]:
 
 def our_cgroups() -> list[Path]:
     root = cgroup2_root()
-    return sorted(root.glob(f"{CGROUP_NAME}-*")) if root else []
+    return sorted([*root.glob(f"{CGROUP_NAME}-*"), *root.glob(f"catnip-run-*/{CGROUP_NAME}-*")]) if root else []
