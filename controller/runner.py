@@ -105,7 +105,7 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
         close_abandoned_runs(store)
         store.create_run(run_id, sweep.name, sweep.source, sweep.raw, sweep.sweep, first.seed, git_revision(),
                          versions(), caps.to_dict(), runner=processes.identity())
-        artifacts = paths.data_dir() / "runs" / run_id
+        artifacts = paths.runs_dir(store.path) / run_id
         status, error = "done", None
         plans = plan_points(sweep, artifacts)
         try:

@@ -219,7 +219,7 @@ def measure(sc: TransferScenario, store: Store, source: str = "", progress: Prog
         close_abandoned_runs(store)
         store.create_run(run_id, sc.name, source, sc.model_dump(), {}, sc.seed, git_revision(), versions(),
                          caps.to_dict(), runner=processes.identity())
-        artifacts = paths.data_dir() / "runs" / run_id
+        artifacts = paths.runs_dir(store.path) / run_id
         status, error = "done", None
         try:
             with TeardownStack() as stack:

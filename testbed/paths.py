@@ -46,6 +46,12 @@ def database() -> Path:
     return Path(os.environ.get("CATNIP_DB", data_dir() / "catnip.db"))
 
 
+def runs_dir(db: Path | str | None = None) -> Path:
+    """Run folders (configs, logs, captures) go beside the database that records the runs, so a
+    `--db` elsewhere keeps its runs' files with it (by default data/runs/)."""
+    return Path(db or database()).resolve().parent / "runs"
+
+
 def python() -> str:
     """The interpreter of this venv, used to start workload clients inside hosts."""
     import sys

@@ -83,6 +83,19 @@ def test_small_run_end_to_end(isolated_data, no_leftovers):
     assert sysctls["server"]["net.ipv4.tcp_congestion_control"] == "cubic"
 
 
+@pytest.mark.netns
+def test_run_folders_go_beside_the_database(isolated_data, no_leftovers):
+    """`--db` elsewhere keeps the run's folder (configs, logs, captures) beside that database, not
+    under CATNIP_DATA (the repository's data/ by default)."""
+    db = isolated_data / "elsewhere" / "results.db"
+    res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), *SMALL, "--set", "workload.rounds=1",
+                 "--db", str(db), "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    run_id = json.loads(res.stdout)["run_id"]
+    assert (db.parent / "runs" / run_id).is_dir()
+    assert not (isolated_data / "data" / "runs").exists()
+
+
 def test_unknown_run_is_a_clear_error(isolated_data):
     res = catnip("report", "no-such-run")
     assert res.returncode != 0 and "no run 'no-such-run'" in res.stderr
