@@ -1,0 +1,85 @@
+"""`catnip export RUN` and `catnip import FILE`: one run as one file (results/archive.py), to take a
+run's records elsewhere and read them there as `catnip report` and the dashboard read the original.
+Registered on the `catnip` group by controller/cli.py."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import click
+
+from controller.validate import Refused
+from testbed import paths
+
+
+def _open(db: str | None):
+    from results.store import Store, StoreVersionError
+    try:
+        return Store(db or paths.database())
+    except (sqlite3.Error, StoreVersionError) as exc:  # read-only, full, newer, not a database: one line
+        raise click.ClickException(str(exc)) from None
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
+
+
+@click.command(name="export")
+@click.argument("run")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="the file to write (default RUN_ID.catnip.json.gz here); an existing file is not replaced")
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
+def export_cmd(run: str, out: str | None, db: str | None) -> None:
+    """Write RUN (an id or an unambiguous prefix) as one gzip'd JSON file: every row the database
+    holds for it, the schema, and a list of the run's folder (docs/database.md)."""
+    from results import archive
+    from testbed.metadata import git_revision
+    if not Path(db or paths.database()).exists():  # opening would create an empty database
+        raise Refused(f"no database {db or paths.database()} (give --db)")
+    with _open(db) as store:
+        found = store.find_run(run)
+        if found is None:
+            raise Refused(f"no run {run[:120]!r} in {store.path} (`catnip list` shows the runs; a prefix must name"
+                          " one run)")
+        run_id = found["id"]
+        try:
+            document = archive.export_run(store, run_id, paths.data_dir() / "runs" / run_id, git_revision())
+        except archive.ArchiveError as exc:
+            raise Refused(str(exc)) from None
+    target = Path(out or archive.default_name(run_id))
+    try:
+        size = archive.write(document, target)
+    except archive.ArchiveError as exc:
+        raise Refused(str(exc)) from None
+    rows = sum(document["summary"]["rows"].values())
+    folder = document["run_folder"]
+    click.echo(f"run {run_id}: {document['summary']['rows']['points']} point(s), {rows} rows -> {target}"
+               f" ({_size(size)})"
+               + (f"; its folder ({len(folder['files'])} files) is listed, not included" if folder else ""))
+
+
+@click.command(name="import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
+@click.option("--as", "new_id", metavar="NEW_ID", default=None, help="record the run under this id instead of its own")
+def import_cmd(file: str, db: str | None, new_id: str | None) -> None:
+    """Read FILE (written by `catnip export`) into the database, in one transaction: `catnip report`
+    and the dashboard then show the run as they showed the original."""
+    from results import archive
+    try:
+        if new_id is not None:
+            archive.check_new_id(new_id)
+        document, sha256 = archive.read(Path(file))  # before the database is opened (or created)
+    except archive.ArchiveError as exc:
+        raise Refused(str(exc)) from None
+    with _open(db) as store:
+        try:
+            done = archive.import_run(store, document, new_id, source=file, sha256=sha256)
+        except archive.ImportFailed as exc:  # the database's failure, not the file's
+            raise click.ClickException(str(exc)) from None
+        except archive.ArchiveError as exc:
+            raise Refused(str(exc)) from None
+    was = document["run_id"]
+    click.echo(f"imported run {was}" + (f" as {done.run_id}" if done.run_id != was else "")
+               + f" into {store.path} ({done.rows} rows); `catnip report {done.run_id}` shows it")
