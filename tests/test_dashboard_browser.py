@@ -186,7 +186,11 @@ def test_start_watch_read_compare_download(server, browser):
     d.find_element(By.CSS_SELECTOR, "#compare-form button").click()
     table = _wait("the comparison", lambda: d.find_elements(By.ID, "compare-relative"), 10)[0]
     cells = [c.text for c in table.find_elements(By.CSS_SELECTOR, "tr td")]
-    assert cells[:3] == ["1", "3", "4,945"] and re.fullmatch(r"\d+\.\d\d", cells[3]), cells
+    # Each ratio with its 95% interval (or none for a page measured once on a side).
+    assert cells[:3] == ["1", "3", "4,945"] and re.fullmatch(
+        r"\d+\.\d\d (\[-?\d+\.\d+, -?\d+\.\d+\]|\(no interval\))", cells[3]), cells
+    # The baseline is the oldest ticked run (the first, DropTail), though the runs page lists it last.
+    assert first in d.find_element(By.ID, "compare-baseline").text
     _shot(d, "5-compare")
 
     # The CSV download of the first run.

@@ -125,6 +125,8 @@ def test_seeds_are_pooled_into_one_side(client):
     # of variation 0.008 / 6 each: variance 4 x 0.00267 = 0.0107, Welch df 10, t(0.975, 10) =
     # 2.228: 2.228 x 0.103 = 0.230, narrower than one seed's 0.453.
     assert _cells(page)[0] == ("worse", "2.00", "[1.77, 2.23]")
+    # A '+' typed into the URL (it arrives as a space) pools the same way.
+    assert _cells(_page(client, f"run={B}+{B2}&run={A}+{A2}")) == _cells(page)
     assert f"{B}</a>+<a href=\"/runs/{B2}\">{B2}</a> (pooled per sweep point)" in page
     # Ticked one by one with pool=seeds: the runs that differ only in their seed make one side each.
     assert _cells(_page(client, f"run={B2}&run={B}&run={A2}&run={A}&pool=seeds")) == _cells(page)

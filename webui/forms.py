@@ -148,8 +148,9 @@ MAX_COMPARED = 50  # runs on one compare page: each is read in full
 
 
 def _run_group(value: str, what: str) -> list[str]:
+    # A '+' typed into a URL's query arrives as a space; run ids have no spaces, so it is read as '+'.
     try:
-        ids = split_run_ids(value)
+        ids = split_run_ids(value.replace(" ", "+"))
     except ValueError as exc:
         raise ValueError(f"{what}: {exc}") from None
     bad = next((i for i in ids if not RUN_ID.fullmatch(i)), None)
