@@ -217,6 +217,26 @@ def _record_sweep(store: Store, run_id: str, seed: int, realtime: tuple[int, int
     store.finish_run(run_id, "done")
 
 
+def test_pooled_ratio_spanning_one_is_not_coloured(env):
+    """Ratios whose 95% interval includes 1.00 show no colour, however far the mean is from 1.00."""
+    app, client, _ = env
+    with Store(app.config["CATNIP_DB"]) as store:
+        for run_id, seed in (("wide-1", 1), ("wide-2", 2)):
+            store.create_run(run_id, "routers", "scenarios/x.yaml", {"name": "routers"}, {}, seed, "abc", {}, {})
+            for point, policy in enumerate(("droptail", "catnip_good")):
+                store.create_point(run_id, point, 0, {"router.policy": {"kind": policy}}, {}, seed)
+                # point 1 is 10% slower on average, with a spread that leaves the ratio's interval around 1
+                durations = [1.0, 2.0, 3.0] if point == 0 else [1.1, 2.2, 3.3]
+                store.add_transfers(run_id, point, [], [{"client": f"c{c}", "server": "v1", "page": 1, "round": 0,
+                                                         "start": 0.0, "end": 1.0, "duration": d, "objects": 2,
+                                                         "bytes": 1000} for c, d in enumerate(durations)])
+                store.update_point(run_id, point, status="done", realtime_ok=1)
+            store.finish_run(run_id, "done")
+    table = re.search(r'id="pooled-against">(.*?)</table>',
+                      client.get("/pooled?run=wide-1&run=wide-2").get_data(as_text=True), re.S).group(1)
+    assert '<td class="neutral">1.10' in table, table
+
+
 def test_pooled_seeds_page(env):
     app, client, _ = env
     with Store(app.config["CATNIP_DB"]) as store:
@@ -228,6 +248,7 @@ def test_pooled_seeds_page(env):
     # 1.0 over 2.0, 6 pages each with sdev 0.089: delta-method variance 0.25 (0.008/6 + 0.008/24) = 0.000417,
     # Welch-Satterthwaite df 7.35, t(0.975, 7.35) = 2.34: 2.34 x 0.0204 = 0.048
     assert "<td>1</td>" in table and ">0.50 &plusmn;0.05*</td><td>1.00</td>" in table, table
+    assert '<td class="better">0.50' in table, "an interval wholly below 1.00 is coloured faster"
     assert "faster [1]" in table
     # Only real-time points: seed-2's catnip_good is out, 3 pages left, the interval widens:
     # variance 0.25 (0.01/3 + 0.008/24) = 0.000917, df 2.41, t(0.975, 2.41) = 3.67: 3.67 x 0.0303 = 0.11

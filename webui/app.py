@@ -568,6 +568,9 @@ def _register(app: Flask) -> None:
             return jsonify(ok=False, database=str(db), error=f"cannot open the database: {exc}"), 503
         return jsonify(ok=True, database=str(db), runs=runs, active_jobs=len(_queue().active()))
 
+    # A ratio is coloured faster/slower only where its 95% interval leaves out 1.00 (compare, pooled).
+    app.jinja_env.globals["ratio_verdict"] = compare_mod.verdict
+
     @app.template_filter("pct")
     def pct(v: Any, digits: int = 2) -> str:
         return "-" if v is None else f"{100 * v:.{digits}f}%"
