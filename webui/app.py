@@ -486,9 +486,9 @@ def _register(app: Flask) -> None:
         row = next((p for p in _store().points(run_id) if p["point"] == point), None)
         if row is None or not row["capture"]:
             abort(404, description=f"run {run_id} point {point} has no packet capture (set run.capture: true)")
-        # Only a file inside the run's own folder (data/runs/ID), symlinks resolved: a record
+        # Only a file inside the run's own folder (runs/ID beside the database), symlinks resolved: a record
         # pointing elsewhere, or a link out of the folder, is refused.
-        folder = (paths.data_dir() / "runs" / run_id).resolve()
+        folder = (paths.runs_dir(app.config["CATNIP_DB"]) / run_id).resolve()
         path = Path(row["capture"]).resolve()
         if not path.is_relative_to(folder):
             abort(403, description=f"the capture of run {run_id} point {point} is recorded outside the run's"
