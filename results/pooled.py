@@ -78,6 +78,10 @@ def pooled_runs_report(store: Store, run_ids: list[str], realtime_only: bool = F
     names = sorted({r["name"] for r in runs})
     if len(names) > 1:
         raise ValueError(f"runs of different scenarios cannot be pooled: {', '.join(names)}")
+    differ = settings_differences(runs)
+    if differ:  # e.g. one run with --set tcp.profile=modern: not seeds of one experiment
+        raise ValueError(f"runs {', '.join(ids)} cannot be pooled: they differ in more than the seed"
+                         f" ({', '.join(differ[:5])}{', ...' if len(differ) > 5 else ''})")
     points = []
     for i, g in enumerate(_groups(store, runs, realtime_only)):
         flags = g["real_time"]
@@ -135,3 +139,22 @@ def render_text(report: dict[str, Any]) -> str:
             out.append(f"  Bottleneck loss: {100 * b['loss']:.2f}% ({b['dropped']} of {b['arrived']} packets)"
                        + "".join(f", {name} {100 * c['loss']:.2f}%" for name, c in sorted(b["by_class"].items())))
     return "\n".join(out)
+
+
+def run_settings(run) -> dict[str, Any]:
+    """What a run ran but its seed and its sweep: its scenario with the overrides applied. Runs
+    that agree on it are seeds of one experiment (their points pool by sweep assignment)."""
+    return {k: v for k, v in json.loads(run["scenario"] or "{}").items() if k not in ("seed", "sweep")}
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        return {k: v for key, sub in value.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): value}
+
+
+def settings_differences(runs) -> list[str]:
+    """The dotted settings (seed and sweep aside) on which runs disagree."""
+    flats = [_flat(run_settings(r)) for r in runs]
+    keys = sorted({k for f in flats for k in f})
+    return [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]

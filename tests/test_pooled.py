@@ -217,6 +217,16 @@ def test_runs_of_different_scenarios_are_not_pooled(seeds_db):
             pooled.pooled_runs_report(store, ["b1", "other"])
 
 
+def test_runs_differing_beyond_the_seed_are_not_pooled(seeds_db):
+    """Same scenario name, but one run had an override (--set): not seeds of one experiment."""
+    with Store(seeds_db) as store:
+        store.create_run("modern", "wan", "x", {"name": "wan", "tcp": {"profile": "modern"}}, {}, 3, "abc", {}, {})
+        with pytest.raises(ValueError, match=r"differ in more than the seed \(tcp.profile\)"):
+            pooled.pooled_runs_report(store, ["b1", "modern"])
+        store.create_run("seed9", "wan", "x", {"name": "wan", "seed": 9}, {}, 9, "abc", {}, {})
+        pooled.pooled_runs_report(store, ["b1", "seed9"])  # the seed alone may differ
+
+
 def test_report_without_verdict_calls_says_so_without_failing():
     # An engine that never gave a verdict writes no call percentile (null): the report must still print.
     from results import report

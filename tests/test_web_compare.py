@@ -138,9 +138,11 @@ def test_pooled_runs_must_be_of_one_scenario(client):
     r = client.get(f"/compare?run={A}%2B{WAN}&run={B}")
     assert r.status_code == 400
     assert "runs of different scenarios cannot be pooled: quick, wan" in r.get_data(as_text=True)
-    # One scenario with other settings pools as the CLI pools it (by name), and the page says so.
-    page = _page(client, f"run={A}%2B{B}&run={C}")
-    assert "the pooled runs differ in more than the seed: router.policy.kind" in page
+    # One scenario with other settings is not seeds of one experiment: refused, as the CLI refuses it.
+    r = client.get(f"/compare?run={A}%2B{B}&run={C}")
+    assert r.status_code == 400
+    assert "differ in more than the seed (router.policy.kind)" in r.get_data(as_text=True)
+    page = _page(client, f"run={A}%2B{C}&run={B}")  # A and C: same settings, both seed 1
     assert "seed(s) 1 pooled more than once" in page  # the same seed twice is not two samples
     assert "pooled more than once" not in _page(client, f"run={A}%2B{A2}&run={C}")
 
