@@ -1,7 +1,13 @@
-"""The `catnip` command: check, run, list, report, clean."""
+"""The `catnip` command: check, run, list, report, compare, clean, web, fig2 and the models.
+
+Every command has a `short_help` that reads whole in `catnip --help` (click cuts a docstring's
+first sentence at its first full stop, "CATNIP Fig." for "CATNIP Fig. 2: ...").
+"""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import sqlite3
@@ -11,7 +17,10 @@ from pathlib import Path
 
 import click
 
+from click.core import ParameterSource
+
 from controller import validate as validate_mod
+from spec import bounded
 from testbed import paths
 
 
@@ -29,7 +38,7 @@ def main() -> None:
     """CATNIP testbed: emulate the papers' networks on real Linux and reproduce their tables."""
 
 
-@main.command()
+@main.command(short_help="What this machine can run (kernel, OVS, BPF); exit 0 if ready.")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @click.option("--brief", is_flag=True, help="one line")
 def check(as_json: bool, brief: bool) -> None:
@@ -97,7 +106,7 @@ def _verdict(text: str) -> str:
     return click.style("yes", fg="green") if text == "ok" else click.style(text, fg="red")
 
 
-@main.command(name="run")
+@main.command(name="run", short_help="Run a scenario file (or a name in scenarios/); prints the run id.")
 @click.argument("scenario_file", type=click.Path(dir_okay=False))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a field, e.g. --set topology.clients=20 (repeatable)")
@@ -116,10 +125,12 @@ def _verdict(text: str) -> str:
                    "is measured for another")
 def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db: str | None,
             as_json: bool, report: bool, run_id: str | None, jobs: int, room: float, settle: float) -> None:
-    """Run SCENARIO_FILE; prints the run id."""
+    """Run SCENARIO_FILE; prints the run id. A bare name (no folder, no extension, not a file
+    here), e.g. `quick`, is scenarios/quick.yaml of this repository."""
     # Everything refused is refused before a run id is printed or the database opened (exit 2).
     if run_id is not None:
         validate_mod.check_run_id(run_id)
+    scenario_file = scenario_path(scenario_file)
     sweep = validate_mod.load(scenario_file, overrides, seed)
     problems = validate_mod.run_problems(sweep, jobs)
     if problems:
@@ -188,6 +199,37 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
     sys.exit(0 if rep["status"] == "done" else 1)
 
 
+SCENARIOS = paths.REPO / "scenarios"
+
+
+def scenario_path(arg: str, folder: Path = SCENARIOS) -> str:
+    """The scenario file `arg` names: itself when it is a file or has a folder or an extension;
+    else `folder`/ARG.yaml (or .yml), said on stderr; refused listing the names there if neither."""
+    given = Path(arg)
+    try:
+        if "\0" in arg or given.exists() or given.suffix or len(given.parts) != 1:
+            return arg  # a path: `load` reads it or says why not
+    except OSError:  # a name too long for the file system, say: `load` says so
+        return arg
+    for ext in (".yaml", ".yml"):
+        found = folder / f"{arg}{ext}"
+        if found.is_file():
+            try:
+                shown = found.relative_to(Path.cwd())
+            except ValueError:  # not under the current folder: the whole path
+                shown = found
+            click.echo(f"scenario {arg}: {shown}", err=True)
+            return str(found)
+    import difflib
+    import textwrap
+    names = sorted(x.stem for x in folder.glob("*.y*ml") if x.suffix in (".yaml", ".yml"))
+    close = difflib.get_close_matches(arg, names, n=3)
+    head = (f"no scenario {bounded.short(arg)}: no such file, nor such a name in {folder}"
+            + (f" (did you mean {' or '.join(close)}?)" if close else "") + "; the names there:")
+    # The names on lines of their own: each refusal line stays within bounded.MAX_LINE.
+    raise validate_mod.Refused("\n".join([head, *textwrap.wrap(", ".join(names) or "none", 200)]))
+
+
 class _ProgressDisplay:
     """A rich progress bar per point: pages done of total, elapsed, bottleneck state."""
 
@@ -228,106 +270,186 @@ class _ProgressDisplay:
                        f" {p.elapsed:.0f} s, {info}", err=True)
 
 
-@main.command(name="list")
+# results.samples.INTERVALS (a test keeps them equal): importing it here would load scipy for every command.
+INTERVAL_KINDS = ("t", "bootstrap", "median")
+
+
+def _one_format(as_json: bool, as_csv: bool) -> str:
+    """text, json or csv; --json and --csv together are refused naming both."""
+    if as_json and as_csv:
+        raise click.UsageError("--json and --csv: choose one format (text by default, --json or --csv)")
+    return "json" if as_json else "csv" if as_csv else "text"
+
+
+def _csv(header: list[str], rows) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _check_run_ids(store, specs) -> None:
+    """Refuses, listing the runs it matches, a run id prefix that names several runs (the store's
+    find_run then finds none, and the error would say there is no such run)."""
+    for spec in specs:
+        for prefix in spec.split("+"):
+            if not prefix or store.run(prefix) is not None:
+                continue
+            matches = sorted(r["id"] for r in store.runs() if r["id"].startswith(prefix))
+            if len(matches) > 1:
+                shown = ", ".join(matches[:8]) + (f" and {len(matches) - 8} more" if len(matches) > 8 else "")
+                raise click.ClickException(f"run id prefix {bounded.short(prefix)} matches {len(matches)} runs"
+                                           f" ({shown}): give more of the id")
+
+
+LIST_COLUMNS = ("id", "name", "status", "seed", "started", "finished", "error")
+
+
+@main.command(name="list", short_help="The runs in the results database, newest first.")
 @click.option("--db", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "as_json", is_flag=True)
-def list_cmd(db: str | None, as_json: bool) -> None:
-    """Runs in the results database, newest first."""
+@click.option("--json", "as_json", is_flag=True, help="JSON: a record per run")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV: a header, then a row per run (times in Unix seconds)")
+def list_cmd(db: str | None, as_json: bool, as_csv: bool) -> None:
+    """Runs in the results database, newest first: id, scenario, status, start and duration."""
+    fmt = _one_format(as_json, as_csv)
     from controller.runner import close_abandoned_runs
     with _store(db) as store:
         close_abandoned_runs(store)
         rows = store.runs()
-        if as_json:
-            click.echo(json.dumps([{k: r[k] for k in ("id", "name", "status", "seed", "started", "finished", "error")}
-                                   for r in rows], indent=2))
+        if fmt == "json":
+            click.echo(json.dumps([{k: r[k] for k in LIST_COLUMNS} for r in rows], indent=2))
+            return
+        if fmt == "csv":
+            click.echo(_csv(list(LIST_COLUMNS), ([r[k] for k in LIST_COLUMNS] for r in rows)), nl=False)
             return
         if not rows:
             click.echo(f"no runs in {store.path}")
             return
+        click.echo(f"{'RUN ID':<48} {'SCENARIO':<24} {'STATUS':<10} {'STARTED':<16}  DURATION")
         for r in rows:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"]))
             dur = f"{r['finished'] - r['started']:.0f} s" if r["finished"] else "-"
-            click.echo(f"{r['id']:<48} {r['name']:<24} {r['status']:<10} {when}  {dur}")
+            click.echo(f"{r['id']:<48} {r['name']:<24} {r['status']:<10} {when:<16}  {dur}")
 
 
-@main.command()
+VIEWS = "the page-time table (default), --loss, --by-sender, --pool, --apps or --layout NAME"
+
+
+@main.command(short_help="A run's report: page times (Table II), loss, pooled, any layout.")
 @click.argument("run_ids", nargs=-1, metavar="RUN_ID...")
 @click.option("--db", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "fmt", flag_value="json", help="JSON")
-@click.option("--csv", "fmt", flag_value="csv", help="CSV, one row per point and page")
-@click.option("--loss", "fmt", flag_value="loss", help="loss by priority per point (layout of Tables IV, VII, X)")
-@click.option("--by-sender", "fmt", flag_value="by-sender",
-              help="page times and retransmissions per server congestion control (fairness, section V-E)")
-@click.option("--pool", "fmt", flag_value="pool", help="one table per sweep point over all its repetitions (and "
-              "over all runs of RUN1+RUN2+...), then every point against one of them")
+@click.option("--json", "as_json", is_flag=True, help="format: JSON (of the default view: the whole report)")
+@click.option("--csv", "as_csv", is_flag=True, help="format: CSV (of the default view: a row per point and page)")
+@click.option("--loss", is_flag=True, help="view: loss by priority per point (layout of Tables IV, VII, X)")
+@click.option("--by-sender", is_flag=True,
+              help="view: page times and retransmissions per server congestion control (fairness, section V-E)")
+@click.option("--pool", is_flag=True, help="view: one table per sweep point over all its repetitions (and over all "
+              "runs of RUN1+RUN2+...), then every point against one of them")
+@click.option("--apps", is_flag=True, help="view: application metrics per point, app, metric and tag (the "
+              "app-metrics layout)")
+@click.option("--layout", "layout_name", metavar="NAME", default=None,
+              help="view: a registered layout (see --layouts); catnip-table-xi takes the baseline run, then the "
+                   "runs compared with it")
+@click.option("--layouts", "list_layouts", is_flag=True, help="list the registered layouts (text or --json)")
+@click.option("--interval", type=click.Choice(list(INTERVAL_KINDS)), default="t", show_default=True,
+              help="the page times' 95% interval in the default view: t (Student t of the mean), bootstrap "
+                   "(percentile bootstrap of the mean, seeded) or median (distribution-free, of the median)")
 @click.option("--realtime-only", is_flag=True, help="with --pool: leave out (and count) repetitions that "
               "did not keep real time")
 @click.option("--against", "base", type=click.IntRange(min=0), default=None,
               help="with --pool: the sweep point the others are compared with  [default: 0]")
-@click.option("--apps", is_flag=True, help="application metrics per point, app, metric and tag (the app-metrics "
-              "layout); with --json or --csv")
-@click.option("--layout", "layout_name", metavar="NAME", default=None,
-              help="a registered layout (see --layouts); with --json or --csv; catnip-table-xi takes the "
-                   "baseline run, then the runs compared with it")
-@click.option("--layouts", "list_layouts", is_flag=True, help="list the registered layouts")
-def report(run_ids: tuple[str, ...], db: str | None, fmt: str | None, realtime_only: bool, base: int | None,
-           apps: bool, layout_name: str | None, list_layouts: bool) -> None:
+def report(run_ids: tuple[str, ...], db: str | None, as_json: bool, as_csv: bool, loss: bool, by_sender: bool,
+           pool: bool, apps: bool, layout_name: str | None, list_layouts: bool, interval: str,
+           realtime_only: bool, base: int | None) -> None:
     """The report of RUN_ID (an id or an unambiguous prefix) in the layout of Table II.
+
+    One view: the page-time table (default), --loss, --by-sender, --pool, --apps or --layout
+    NAME; in one format: text (default), --json or --csv.
 
     With --pool, RUN_ID may join runs of one scenario with '+' (e.g. the same scenario with seeds
     1, 2 and 3): their points are pooled per sweep point, and each point is compared with point 0
     (or --against N) page by page, with 95% intervals.
 
     With --apps, the applications' metrics of each point; with --layout NAME, any registered
-    layout (--layouts lists them) as text, --json or --csv."""
+    layout (--layouts lists them)."""
+    fmt = _one_format(as_json, as_csv)
+    # --apps is --layout app-metrics: the two together name one view.
+    views = [name for name, on in (("--loss", loss), ("--by-sender", by_sender), ("--pool", pool), ("--apps", apps),
+                                   (f"--layout {layout_name}", layout_name is not None
+                                    and not (apps and layout_name == "app-metrics"))) if on]
+    interval_given = click.get_current_context().get_parameter_source("interval") != ParameterSource.DEFAULT
     if list_layouts:
-        if run_ids or apps or layout_name or fmt not in (None, "json"):
-            raise click.UsageError("--layouts lists the layouts: no RUN_ID, and no option but --json")
+        given = views + [f for f, on in (("RUN_ID", run_ids), ("--csv", fmt == "csv"),
+                                         ("--interval", interval_given), ("--realtime-only", realtime_only),
+                                         ("--against", base is not None)) if on]
+        if given:
+            raise click.UsageError(f"--layouts and {given[0]}: --layouts lists the layouts, as text or --json")
         _list_layouts(fmt == "json")
         return
-    if apps:
-        if layout_name not in (None, "app-metrics"):
-            raise click.UsageError("--apps is --layout app-metrics: choose one of them")
-        layout_name = "app-metrics"
-    if layout_name is not None:
-        _layout_report(layout_name, run_ids, db, fmt, realtime_only, base)
+    if len(views) > 1:
+        hint = " (--apps is --layout app-metrics)" if apps and layout_name else ""
+        raise click.UsageError(f"{views[0]} and {views[1]}: choose one view: {VIEWS}{hint}")
+    view = views[0].split()[0] if views else None
+    if view != "--pool":
+        for name, on in (("--realtime-only", realtime_only), ("--against", base is not None)):
+            if on:
+                raise click.UsageError(f"{name} goes with --pool" + (f", not {views[0]}" if views else ""))
+    if interval != "t" and view is not None:
+        raise click.UsageError(f"--interval {interval} and {views[0]}: only the page-time table of one run (the "
+                               "default view) has intervals other than Student t")
+    if apps or layout_name is not None:
+        _layout_report("app-metrics" if apps else layout_name, run_ids, db, fmt)
         return
     if len(run_ids) != 1:
         raise click.UsageError("Missing argument 'RUN_ID' (or --layouts to list the layouts)." if not run_ids else
                                f"one RUN_ID, not {len(run_ids)}: join runs of one scenario with '+' and add --pool,"
                                " or compare runs with --layout catnip-table-xi (or `catnip compare`)")
     run_id = run_ids[0]
-    if realtime_only and fmt != "pool":
-        raise click.UsageError("--realtime-only goes with --pool")
-    if base is not None and fmt != "pool":
-        raise click.UsageError("--against goes with --pool")
-    if "+" in run_id and fmt != "pool":
-        raise click.UsageError("runs joined with '+' are pooled: add --pool")
+    if "+" in run_id and view != "--pool":
+        raise click.UsageError("runs joined with '+' are pooled: add --pool" + (f" (not {views[0]})" if views else ""))
+    if view == "--pool":
+        _pooled_report(run_id, db, realtime_only, base, fmt)
+        return
     from results import layouts
     from results import report as report_mod
-    if fmt == "pool":
-        _pooled_report(run_id, db, realtime_only, base)
-        return
     with _report_store(db) as store:
+        _check_run_ids(store, [run_id])
         found = store.find_run(run_id)
-        if found is not None and json.loads(found["scenario"]).get("kind") == "transfers":
+        if found is None:
+            raise click.ClickException(f"no run {run_id!r} in {store.path} (see `catnip list`)")
+        if json.loads(found["scenario"]).get("kind") == "transfers":
             raise click.ClickException(f"run {found['id']} is a transfer measurement: "
                                        f"`catnip model validate {found['id']}` reports it")
-        if fmt == "by-sender":
-            from results import by_sender
-            try:
-                click.echo(by_sender.render_text(by_sender.by_sender(store, run_id)))
-            except KeyError as exc:
-                raise click.ClickException(exc.args[0]) from None
+        if view == "--by-sender":
+            from results import by_sender as by_sender_mod
+            click.echo(_by_sender_output(by_sender_mod, by_sender_mod.by_sender(store, found["id"]), fmt),
+                       nl=fmt != "csv")
             return
-        try:
-            table = layouts.build("catnip-loss" if fmt == "loss" else "catnip-table-ii", store, run_id)
-        except KeyError as exc:
-            raise click.ClickException(exc.args[0]) from None
-    if fmt == "json":  # the whole report, beyond the table's rows
-        click.echo(report_mod.render_json(table.source))
-    else:
-        click.echo(layouts.RENDERERS["csv" if fmt == "csv" else "text"](table), nl=fmt != "csv")
+        if view == "--loss":
+            table = layouts.build("catnip-loss", store, found["id"])
+            click.echo(layouts.RENDERERS[fmt](table), nl=fmt != "csv")
+            return
+        rep = report_mod.run_report(store, found["id"], interval)
+    render = {"text": report_mod.render_text, "json": report_mod.render_json, "csv": report_mod.render_csv}[fmt]
+    click.echo(render(rep), nl=fmt != "csv")
+
+
+BY_SENDER_COLUMNS = ("point", "label", "realtime_ok", "cc", "servers", "pages", "failed", "mean", "ci95", "sdev",
+                     "segments", "retransmitted", "retrans_fraction")
+
+
+def _by_sender_output(mod, points: list[dict], fmt: str) -> str:
+    """--by-sender as text, JSON (its records) or CSV (a row per point and sender; servers
+    separated by spaces)."""
+    if fmt == "json":
+        return json.dumps(points, indent=2)
+    if fmt == "csv":
+        return _csv(list(BY_SENDER_COLUMNS), (
+            [p["point"], p["label"], p["realtime_ok"], g["cc"], " ".join(g["servers"]), g["pages"], g["failed"],
+             g["mean"], g["ci95"], g["sdev"], g["segments"], g["retransmitted"], g["retrans_fraction"]]
+            for p in points for g in p["groups"]))
+    return mod.render_text(points)
 
 
 def _report_store(db: str | None):
@@ -350,13 +472,8 @@ def _list_layouts(as_json: bool) -> None:
         click.echo(f"{x.name:<16} {x.paper:<28} {x.title}; catnip report {runs} --layout {x.name}")
 
 
-def _layout_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str | None, realtime_only: bool,
-                   base: int | None) -> None:
+def _layout_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str) -> None:
     from results import layouts
-    if fmt not in (None, "json", "csv") or realtime_only or base is not None:
-        what = f"--{fmt}" if fmt not in (None, "json", "csv") else "--realtime-only" if realtime_only else "--against"
-        raise click.UsageError(f"{what} does not go with --layout or --apps: they print one layout, as text, "
-                               "--json or --csv")
     try:
         layouts.get(name)
     except layouts.UnknownLayout as exc:
@@ -364,51 +481,74 @@ def _layout_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str
     if not run_ids:
         raise click.UsageError(f"Missing argument 'RUN_ID': the runs of layout {name}.")
     with _report_store(db) as store:
+        _check_run_ids(store, run_ids)
         try:
             table = layouts.build(name, store, *run_ids)
         except KeyError as exc:
             raise click.ClickException(exc.args[0]) from None
         except ValueError as exc:  # LayoutError too: the wrong number or kind of runs
             raise click.BadParameter(str(exc), param_hint="RUN_ID") from None
-    click.echo(layouts.RENDERERS[fmt or "text"](table), nl=fmt != "csv")
+    out = layouts.RENDERERS[fmt](table)
+    if fmt == "text" and name == "catnip-table-xi":
+        out += "\n" + _columns_legend(table.source)
+    click.echo(out, nl=fmt != "csv")
 
 
-def _pooled_report(spec: str, db: str | None, realtime_only: bool, base: int | None) -> None:
+def _pooled_report(spec: str, db: str | None, realtime_only: bool, base: int | None, fmt: str) -> None:
+    """--pool: the pooled tables and loss, then every point against one (text); all of it as one
+    JSON document; or the pooled Table II rows as CSV (report.render_csv's columns, a row per
+    pooled point and page, RUN_ID the runs joined by '+')."""
     from results import compare, contrast, pooled
-    from results.report import loss_table, render_loss_table
+    from results.report import loss_table, render_csv, render_loss_table
     try:
         ids = compare.split_run_ids(spec)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="RUN_ID") from None
     with _report_store(db) as store:
+        _check_run_ids(store, ids)
         try:
             rep = pooled.pooled_runs_report(store, ids, realtime_only)
         except KeyError as exc:
             raise click.ClickException(exc.args[0]) from None
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="RUN_ID") from None
-    click.echo(pooled.render_text(rep))
-    if loss_table(rep):
-        click.echo()
-        click.echo(render_loss_table(rep))
+    against, why_not = None, None
     if len(rep["points"]) > 1 or base is not None:
         try:
             against = contrast.against(rep, base or 0)
         except ValueError as exc:
             if base is not None:
                 raise click.BadParameter(str(exc), param_hint="--against") from None
-            click.echo(f"\nNo comparison: {exc}; choose another base with --against N")
-            return
+            why_not = str(exc)
+    if fmt == "csv":
+        click.echo(render_csv(rep), nl=False)
+        return
+    if fmt == "json":
+        click.echo(json.dumps({"pooled": rep, "loss": loss_table(rep), "against": against,
+                               "no_comparison": why_not}, indent=2, default=str))
+        return
+    click.echo(pooled.render_text(rep))
+    if loss_table(rep):
+        click.echo()
+        click.echo(render_loss_table(rep))
+    if why_not:
+        click.echo(f"\nNo comparison: {why_not}; choose another base with --against N")
+    elif against is not None:
         click.echo()
         click.echo(contrast.render_text(against))
 
 
-@main.command(name="fig2")
-@click.option("--out", type=click.Path(dir_okay=False), default="docs/figures/fig2-senders.svg", show_default=True)
+FIG2_OUT = "fig2-senders.svg"  # in the current folder: never a tracked file by default
+
+
+@main.command(name="fig2", short_help="CATNIP Fig. 2 redrawn with the BPF senders (an SVG plot).")
+@click.option("--out", type=click.Path(dir_okay=False), default=FIG2_OUT, show_default=True,
+              help="the SVG to write; the figure of docs/spm.md is --out docs/figures/fig2-senders.svg")
 @click.option("--rtt", type=click.FloatRange(10, 1000), default=100.0, show_default=True, help="round-trip time, ms")
 def fig2_cmd(out: str, rtt: float) -> None:
     """CATNIP Fig. 2: a 14-segment document sent by Reno, RBPLW, ECA and ECA+RBPLW (BPF senders);
-    writes a sequence-number plot and prints each sender's bursts per round trip."""
+    writes a sequence-number plot (./fig2-senders.svg unless --out) and prints each sender's
+    bursts per round trip."""
     from controller import fig2, runner
     try:
         with runner.machine_lock(), runner.signals_cancel():
@@ -423,7 +563,7 @@ def fig2_cmd(out: str, rtt: float) -> None:
     click.echo(f"plot: {out}")
 
 
-@main.command(name="burst-seq")
+@main.command(name="burst-seq", short_help="newCWV Fig. 10: one burst's segments against time (an SVG plot).")
 @click.argument("run_id")
 @click.option("--size", default="80KB", show_default=True, help="burst size of the cell to show ('any' for every size)")
 @click.option("--idle", default="any", show_default=True, help="idle period of the cell, e.g. 1s ('any' for every idle)")
@@ -442,6 +582,7 @@ def burst_seq(run_id: str, size: str, idle: str, nth: int, out: str | None, db: 
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     store = _store(db)
+    _check_run_ids(store, [run_id])
     found = store.find_run(run_id)
     if found is None:
         raise click.ClickException(f"no run {run_id!r} (`catnip list` shows the runs)")
@@ -457,7 +598,7 @@ def burst_seq(run_id: str, size: str, idle: str, nth: int, out: str | None, db: 
     click.echo(f"plot: {path}")
 
 
-@main.command()
+@main.command(short_help="Serve the dashboard: start runs, watch them, read the reports.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="address to listen on; anything but loopback exposes the dashboard to the network")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port")
@@ -482,30 +623,72 @@ def web(host: str, port: int, db: str | None, allow_hosts: tuple[str, ...]) -> N
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-@main.command()
+@main.command(short_help="Runs against a baseline run: relative page times (Table XI).")
 @click.argument("baseline")
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--db", type=click.Path(dir_okay=False), default=None)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON: the whole comparison")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV: a row per compared point and page (the columns of "
+              "`catnip report BASELINE RUNS --layout catnip-table-xi --csv`)")
 @click.option("--realtime-only", is_flag=True, help="leave out (and count) points that did not keep real time; "
               "each run's repetitions are then pooled per sweep point")
-def compare(baseline: str, runs: tuple[str, ...], db: str | None, as_json: bool, realtime_only: bool) -> None:
+def compare(baseline: str, runs: tuple[str, ...], db: str | None, as_json: bool, as_csv: bool,
+            realtime_only: bool) -> None:
     """RUNS against BASELINE in the layout of Table XI (relative page download times).
 
     Join run ids with '+' to pool them per sweep point, e.g. the same scenario run with two
-    seeds: catnip compare BASE1+BASE2 RUN1+RUN2."""
+    seeds: catnip compare BASE1+BASE2 RUN1+RUN2. The text's column headers show the last 12
+    characters of each run id and point label; the legend under the table gives them whole."""
+    fmt = _one_format(as_json, as_csv)
     from results import compare as compare_mod
     with _store(db) as store:
+        _check_run_ids(store, [baseline, *runs])
         try:
             cmp = compare_mod.compare(store, [baseline, *runs], realtime_only)
         except KeyError as exc:
             raise click.ClickException(exc.args[0]) from None
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="RUNS") from None
-    click.echo(json.dumps(cmp, indent=2, default=str) if as_json else compare_mod.render_text(cmp))
+    if fmt == "json":
+        click.echo(json.dumps(cmp, indent=2, default=str))
+    elif fmt == "csv":
+        click.echo(_csv(list(TABLE_XI_COLUMNS), _table_xi_rows(cmp)), nl=False)
+    else:
+        click.echo(compare_mod.render_text(cmp) + "\n" + _columns_legend(cmp))
 
 
-@main.command()
+# The columns of the catnip-table-xi layout (results/layouts.py), which a test keeps equal; built
+# here from the comparison so --realtime-only, which the layout does not take, has its CSV too.
+TABLE_XI_COLUMNS = ("run_id", "point", "label", "baseline_run_id", "baseline_point", "baseline_label", "page",
+                    "conns", "bytes", "mean_time", "baseline_mean_time", "relative", "relative_ci95",
+                    "relative_mean", "relative_mean_ci95", "relative_sdev", "loss", "baseline_loss", "realtime_ok",
+                    "baseline_realtime_ok")
+
+
+def _table_xi_rows(cmp: dict):
+    base_id = cmp["baseline"]["run_id"]
+    for c in cmp["columns"]:
+        for pg in cmp["pages"]:
+            page = pg["page"]
+            yield (c["run_id"], c["point"], c["label"], base_id, c["baseline_point"], c["baseline_label"], page,
+                   pg["conns"], pg["bytes"], c["mean_time"].get(page), c["baseline_mean_time"].get(page),
+                   c["relative"].get(page), c["relative_ci95"].get(page), c["relative_mean"],
+                   c["relative_mean_ci95"], c["relative_sdev"], c["loss"], c["baseline_loss"], c["realtime_ok"],
+                   c["baseline_realtime_ok"])
+
+
+def _columns_legend(cmp: dict) -> str:
+    """The Table XI text's columns, left to right, with whole run ids and point labels (its
+    headers keep the last 12 characters of each)."""
+    out = ["Columns, left to right (headers: the last 12 characters of run id and point label):"]
+    for i, c in enumerate(cmp["columns"], 1):
+        against = ("no baseline point" if c["baseline_point"] is None else
+                   f"baseline point {c['baseline_point']}: {c['baseline_label']}")
+        out.append(f"  {i:>2}. {c['run_id']} point {c['point']}: {c['label']}   (against {against})")
+    return "\n".join(out)
+
+
+@main.command(short_help="Remove every namespace, process, bridge and BPF object we made.")
 @click.option("--dry-run", is_flag=True, help="only list what would be removed")
 @click.option("--force", is_flag=True, help="even while a run holds the machine lock (a stuck run): stop it first")
 def clean(dry_run: bool, force: bool) -> None:
@@ -534,8 +717,13 @@ def clean(dry_run: bool, force: bool) -> None:
 
 from models.cli import model as _model  # noqa: E402  (the latency models' own command group)
 
-main.add_command(_model)
-main.add_command(validate_mod.validate_cmd)
+# Their one-line summaries in `catnip --help`, where their owners gave none (click would cut
+# their docstrings' first sentence to the listing's width).
+_SHORT_HELP = {_model: "Latency models of short TCP transfers, checked against runs.",
+               validate_mod.validate_cmd: "Check a scenario as `catnip run` would, touching nothing."}
+for _cmd, _text in _SHORT_HELP.items():
+    _cmd.short_help = _cmd.short_help or _text
+    main.add_command(_cmd)
 
 if __name__ == "__main__":
     main()

@@ -2,6 +2,9 @@
 
 `run_report` turns the records of a run into plain data; renderers (text, JSON, CSV) only format
 it. Page statistics use only pages that completed without error; failed pages are counted apart.
+Each page row has the Student t half-width `ci95` and the bounds of the chosen 95% interval
+(`interval`: t, the percentile bootstrap of the mean, or the order-statistics interval of the
+median; results/samples.py), since page times are heavy-tailed.
 """
 
 from __future__ import annotations
@@ -10,20 +13,24 @@ import json
 import statistics
 from typing import Any
 
-from results.samples import ci95
+from results.samples import INTERVALS, ci95
+from results.samples import interval as interval_of
 from results.store import Store
 from spec.scenario import point_label
 from workloads.pages import catnip_pages
 
 
-def _page_row(page, durations: list[float], failed: int) -> dict[str, Any]:
+def _page_row(page, durations: list[float], failed: int, interval: str = "t") -> dict[str, Any]:
     row: dict[str, Any] = {"page": page.number, "conns": len(page.objects), "bytes": page.total_bytes,
                            "n": len(durations), "failed": failed}
     if durations:
         sdev = statistics.stdev(durations) if len(durations) > 1 else 0.0
+        ci = interval_of(durations, interval)
         row.update(min=min(durations), median=statistics.median(durations), max=max(durations),
                    mean=statistics.fmean(durations), sdev=sdev,
-                   ci95=ci95(sdev, len(durations)))
+                   ci95=ci95(sdev, len(durations)),
+                   interval=interval, ci_low=None if ci is None else ci.low,
+                   ci_high=None if ci is None else ci.high)
     return row
 
 
@@ -46,7 +53,7 @@ def loss_summary(stats) -> dict[str, Any]:
     return out
 
 
-def point_report(store: Store, run_id: str, point_row) -> dict[str, Any]:
+def point_report(store: Store, run_id: str, point_row, interval: str = "t") -> dict[str, Any]:
     point = point_row["point"]
     pages = store.pages(run_id, point)
     by_page: dict[int, list[float]] = {}
@@ -56,7 +63,7 @@ def point_report(store: Store, run_id: str, point_row) -> dict[str, Any]:
             failed[p["page"]] = failed.get(p["page"], 0) + 1
         else:
             by_page.setdefault(p["page"], []).append(p["duration"])
-    table = [_page_row(page, by_page.get(page.number, []), failed.get(page.number, 0))
+    table = [_page_row(page, by_page.get(page.number, []), failed.get(page.number, 0), interval)
              for page in catnip_pages() if page.number in by_page or page.number in failed]
     tcp: dict[str, Any] = store.tcp_totals(run_id, point, (
         "TcpOutSegs", "TcpRetransSegs", "TcpExtTCPTimeouts", "TcpExtTCPLossProbes", "TcpExtTCPSackRecovery",
@@ -94,7 +101,11 @@ def marking_summary(raw: str | None) -> dict[str, Any] | None:
             "high_byte_share": c.get("data_high_bytes", 0) / data_bytes if data_bytes else None}
 
 
-def run_report(store: Store, run_id: str) -> dict[str, Any]:
+def run_report(store: Store, run_id: str, interval: str = "t") -> dict[str, Any]:
+    """The report of a run; `interval` (results.samples.INTERVALS) chooses the page times' 95%
+    interval given as ci_low, ci_high beside the Student t half-width ci95."""
+    if interval not in INTERVALS:
+        raise ValueError(f"interval {interval!r}: one of {', '.join(INTERVALS)}")
     run = store.find_run(run_id)
     if run is None:
         raise KeyError(f"no run {run_id!r} in {store.path} (see `catnip list`)")
@@ -102,8 +113,17 @@ def run_report(store: Store, run_id: str) -> dict[str, Any]:
         "run_id": run["id"], "name": run["name"], "status": run["status"], "error": run["error"],
         "seed": run["seed"], "git_rev": run["git_rev"], "started": run["started"], "finished": run["finished"],
         "sweep": json.loads(run["sweep"]),
-        "points": [point_report(store, run["id"], p) for p in store.points(run["id"])],
+        "interval": {"kind": interval, "description": INTERVALS[interval]},
+        "points": [point_report(store, run["id"], p, interval) for p in store.points(run["id"])],
     }
+
+
+INTERVAL_HEADS = {"t": "+-95%", "bootstrap": "Mean 95%", "median": "Median 95%"}
+
+
+def interval_line(kind: str) -> str:
+    """Which interval the page-time tables show (and how to choose another)."""
+    return f"Page times: {INTERVAL_HEADS[kind]} = {INTERVALS[kind]}; --interval t|bootstrap|median chooses"
 
 
 def _pct(v: float | None) -> str:
@@ -139,12 +159,24 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
     return out
 
 
+def _bounds(r: dict[str, Any]) -> str:
+    return "-" if r.get("ci_low") is None else f"{r['ci_low']:.3f}..{r['ci_high']:.3f}"
+
+
 def render_text(report: dict[str, Any]) -> str:
-    """Plain-text tables in the layout of Table II, one per sweep point."""
+    """Plain-text tables in the layout of Table II, one per sweep point. With the Student t
+    interval (the default) the +-95% column is its half-width; with another, the column holds the
+    interval's bounds and its header says which."""
+    kind = report.get("interval", {}).get("kind", "t")
+    head = INTERVAL_HEADS[kind]
+    rows = [r for p in report["points"] for r in p["table"]]
+    width = 6 if kind == "t" else max([len(head)] + [len(_bounds(r)) for r in rows])
     out = [f"Run {report['run_id']}  scenario {report['name']}  status {report['status']}"
            f"  seed {report['seed']}  git {report['git_rev'] or '?'}"]
     if report["error"]:
         out.append(f"error: {report['error']}")
+    if rows:
+        out.append(interval_line(kind))
     for p in report["points"]:
         label = point_label(p["assignment"], "single point")
         rt = {True: "yes", False: "NO (see fidelity)", None: "unknown"}[p["realtime_ok"]]
@@ -157,11 +189,13 @@ def render_text(report: dict[str, Any]) -> str:
         web = bool(p["table"]) or p["pages_completed"] or p["pages_failed"]  # no page table without web pages
         if web:
             out.append(f"  {'Page':>4} {'Conns':>5} {'Bytes':>8} {'N':>4} {'Min':>7} {'Median':>7} {'Max':>7}"
-                       f" {'Mean':>7} {'+-95%':>6} {'SDev':>7} {'Fail':>4}")
+                       f" {'Mean':>7} {head:>{width}} {'SDev':>7} {'Fail':>4}")
         for r in p["table"]:
+            ci = _fmt(r.get("ci95")) if kind == "t" else _bounds(r)
             out.append(f"  {r['page']:>4} {r['conns']:>5} {r['bytes']:>8,} {r['n']:>4} {_fmt(r.get('min')):>7}"
                        f" {_fmt(r.get('median')):>7} {_fmt(r.get('max')):>7} {_fmt(r.get('mean')):>7}"
-                       f" {_fmt(r.get('ci95')):>6} {_fmt(r.get('sdev')):>7} {r['failed']:>4}")
+                       f" {ci:>{width}} {_fmt(r.get('sdev')):>7} {r['failed']:>4}")
+
         data = p["loss"].get("bottleneck-data")
         if data:
             out.append(f"  Bottleneck (server->client) packet loss: {100 * data['loss']:.2f}%"
@@ -200,10 +234,21 @@ def render_json(report: dict[str, Any]) -> str:
 
 def render_csv(report: dict[str, Any]) -> str:
     """One row per (point, page): the Table II columns plus the point's sweep values and loss (the
-    rows of the catnip-table-ii layout, results/layouts.py)."""
+    rows of the catnip-table-ii layout, results/layouts.py). With an interval other than Student
+    t (whose half-width is the ci95 column), three columns more: interval, ci_low, ci_high."""
+    from dataclasses import replace
+
+    from results.layouts import Column
     from results.layouts import render_csv as table_csv
     from results.layouts import table_ii_from_report
-    return table_csv(table_ii_from_report(report))
+    table = table_ii_from_report(report)
+    kind = report.get("interval", {}).get("kind", "t")
+    if kind != "t":  # the default CSV stays as scripts read it
+        extra = [(kind, r.get("ci_low"), r.get("ci_high")) for p in report["points"] for r in p["table"]]
+        table = replace(table, columns=table.columns + (Column("interval", "str"), Column("ci_low", "float", "s"),
+                                                        Column("ci_high", "float", "s")),
+                        rows=tuple(row + e for row, e in zip(table.rows, extra, strict=True)))
+    return table_csv(table)
 
 
 def loss_table(report: dict[str, Any], role: str = "bottleneck-data") -> list[dict[str, Any]]:

@@ -2,6 +2,8 @@
 metric: echo delays of Telnet, goodput of bulk flows, burst times after idle, FTP file times, page
 times. Summaries (mean with a Student-t 95% interval, spread, percentiles), the exact empirical
 CCDF, per-flow time series and the coefficient of variation across flows of a per-flow mean.
+For heavy-tailed samples such as page times, `interval` gives the mean's 95% interval by the
+percentile bootstrap, or a distribution-free 95% interval of the median, beside Student t.
 
 A sample counts in the statistics when it has a value and no error; a sample with an error (or
 no value) is counted in `errors` and never averaged.
@@ -14,6 +16,10 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import inspect
+
+import numpy as np
+from scipy.stats import binom, bootstrap
 from scipy.stats import t as student_t
 
 from results.store import Store
@@ -60,6 +66,98 @@ def ratio_parts(ratio: float, rel_var_a: float, n_a: int, rel_var_b: float, n_b:
     """The two variance parts of a ratio of means (delta method), for `half_width` (a mean of
     several ratios sums their parts)."""
     return [(ratio * ratio * rel_var_a, n_a - 1), (ratio * ratio * rel_var_b, n_b - 1)]
+
+
+INTERVALS = {
+    "t": "Student t 95% interval of the mean",
+    "bootstrap": "percentile bootstrap 95% interval of the mean",
+    "median": "distribution-free 95% interval of the median (order statistics, binomial)",
+}
+BOOTSTRAP_RESAMPLES = 9999
+BOOTSTRAP_SEED = 0  # fixed: the same samples give the same interval in every report
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A 95% confidence interval: `kind` one of INTERVALS, of the `of` statistic ("mean" or
+    "median"), its bounds, and its coverage (0.95, or the exact binomial coverage of the median's
+    order statistics, at least 0.95)."""
+    kind: str
+    of: str
+    low: float
+    high: float
+    coverage: float
+
+
+def t_interval(values: Sequence[float]) -> Interval | None:
+    """The mean +- `ci95`; None below two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = statistics.fmean(values)
+    h = ci95(statistics.stdev(values), n)
+    return Interval("t", "mean", mean - h, mean + h, 0.95)
+
+
+def _rng_arg(seed: int) -> dict:
+    # scipy renamed random_state to rng in 1.15; pyproject allows 1.10 on.
+    key = "rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state"
+    return {key: np.random.default_rng(seed)}
+
+
+def bootstrap_interval(values: Sequence[float], seed: int = BOOTSTRAP_SEED,
+                       resamples: int = BOOTSTRAP_RESAMPLES) -> Interval | None:
+    """Percentile bootstrap 95% interval of the mean (scipy.stats.bootstrap), seeded so a report
+    is reproducible; makes no assumption of normality, which a heavy right tail of page times
+    breaks for Student t at small n. None below two values."""
+    n = len(values)
+    if n < 2:
+        return None
+    if min(values) == max(values):  # no spread: every resample has the same mean
+        return Interval("bootstrap", "mean", values[0], values[0], 0.95)
+    res = bootstrap((np.asarray(values, dtype=float),), np.mean, n_resamples=resamples, confidence_level=0.95,
+                    method="percentile", vectorized=True, batch=max(1, 2_000_000 // n), **_rng_arg(seed))
+    ci = res.confidence_interval
+    return Interval("bootstrap", "mean", float(ci.low), float(ci.high), 0.95)
+
+
+def median_ranks(n: int, level: float = 0.95) -> tuple[int, int, float] | None:
+    """The order statistics (1-based ranks l, n + 1 - l) whose interval covers the median of any
+    continuous distribution with probability at least `level`, and that probability: the largest
+    l with P(B < l) <= (1 - level) / 2 for B ~ Binomial(n, 1/2). None when no such l exists (fewer
+    than 6 values for 95%)."""
+    if n < 1:
+        return None
+    tail = (1 - level) / 2
+    # P(B <= l - 1) <= tail; binom.ppf(tail) is the least k with cdf(k) >= tail.
+    k = int(binom.ppf(tail, n, 0.5))
+    low = k if binom.cdf(k, n, 0.5) > tail else k + 1  # largest l with cdf(l - 1) <= tail
+    if low < 1:
+        return None
+    return low, n + 1 - low, float(1 - 2 * binom.cdf(low - 1, n, 0.5))
+
+
+def median_interval(values: Sequence[float], level: float = 0.95) -> Interval | None:
+    """A distribution-free interval of the median: between two order statistics chosen by the
+    binomial distribution (`median_ranks`); its coverage is exact, at least `level`, whatever the
+    distribution of the values. None below 6 values (no pair of order statistics reaches 95%)."""
+    ranks = median_ranks(len(values), level)
+    if ranks is None:
+        return None
+    v = sorted(values)
+    low, high, coverage = ranks
+    return Interval("median", "median", v[low - 1], v[high - 1], coverage)
+
+
+def interval(values: Sequence[float], kind: str = "t") -> Interval | None:
+    """The 95% interval of `kind` (INTERVALS) of the values; None where there are too few."""
+    if kind == "t":
+        return t_interval(values)
+    if kind == "bootstrap":
+        return bootstrap_interval(values)
+    if kind == "median":
+        return median_interval(values)
+    raise ValueError(f"interval {kind!r}: one of {', '.join(INTERVALS)}")
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:
