@@ -94,7 +94,8 @@ say "building the BPF marker and mod_catnip"
 make -s -C bpf
 make -s -C apache
 
-# 7. A `catnip` command on PATH for users who do not activate the venv.
-ln -sf "$REPO/.venv/bin/catnip" /usr/local/bin/catnip
+# 7. A `catnip` command on PATH for users who do not activate the venv; one that another clone
+# put there is left to it, with a note (scripts/link-catnip.sh; CATNIP_RELINK=1 takes it over).
+scripts/link-catnip.sh /usr/local/bin/catnip
 
 say "done: $(.venv/bin/catnip check --brief 2>/dev/null || echo 'run `catnip check` for details')"
