@@ -199,35 +199,7 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
     sys.exit(0 if rep["status"] == "done" else 1)
 
 
-SCENARIOS = paths.REPO / "scenarios"
-
-
-def scenario_path(arg: str, folder: Path = SCENARIOS) -> str:
-    """The scenario file `arg` names: itself when it is a file or has a folder or an extension;
-    else `folder`/ARG.yaml (or .yml), said on stderr; refused listing the names there if neither."""
-    given = Path(arg)
-    try:
-        if "\0" in arg or given.exists() or given.suffix or len(given.parts) != 1:
-            return arg  # a path: `load` reads it or says why not
-    except OSError:  # a name too long for the file system, say: `load` says so
-        return arg
-    for ext in (".yaml", ".yml"):
-        found = folder / f"{arg}{ext}"
-        if found.is_file():
-            try:
-                shown = found.relative_to(Path.cwd())
-            except ValueError:  # not under the current folder: the whole path
-                shown = found
-            click.echo(f"scenario {arg}: {shown}", err=True)
-            return str(found)
-    import difflib
-    import textwrap
-    names = sorted(x.stem for x in folder.glob("*.y*ml") if x.suffix in (".yaml", ".yml"))
-    close = difflib.get_close_matches(arg, names, n=3)
-    head = (f"no scenario {bounded.short(arg)}: no such file, nor such a name in {folder}"
-            + (f" (did you mean {' or '.join(close)}?)" if close else "") + "; the names there:")
-    # The names on lines of their own: each refusal line stays within bounded.MAX_LINE.
-    raise validate_mod.Refused("\n".join([head, *textwrap.wrap(", ".join(names) or "none", 200)]))
+scenario_path = validate_mod.scenario_path  # a bare name is looked up in scenarios/
 
 
 class _ProgressDisplay:
@@ -678,13 +650,13 @@ def _table_xi_rows(cmp: dict):
 
 
 def _columns_legend(cmp: dict) -> str:
-    """The Table XI text's columns, left to right, with whole run ids and point labels (its
-    headers keep the last 12 characters of each)."""
-    out = ["Columns, left to right (headers: the last 12 characters of run id and point label):"]
+    """The Table XI text's numbered columns with whole run ids and point labels (the headers give
+    the number and the label's last 12 characters)."""
+    out = ["Columns:"]
     for i, c in enumerate(cmp["columns"], 1):
         against = ("no baseline point" if c["baseline_point"] is None else
                    f"baseline point {c['baseline_point']}: {c['baseline_label']}")
-        out.append(f"  {i:>2}. {c['run_id']} point {c['point']}: {c['label']}   (against {against})")
+        out.append(f"  #{i}: {c['run_id']} point {c['point']}: {c['label']}   (against {against})")
     return "\n".join(out)
 
 

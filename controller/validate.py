@@ -13,6 +13,7 @@ Every refusal is a `Refused`: one short line (a few for several schema problems)
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 import yaml
@@ -20,6 +21,7 @@ import yaml
 from results.store import RUN_ID
 from spec import bounded
 from spec import scenario as scenario_mod
+from testbed.paths import REPO
 
 
 class Refused(click.ClickException):
@@ -105,6 +107,37 @@ def _transfers(scenario_file: str, overrides: tuple[str, ...], seed: int | None)
             "trials_per_point": sc.trials * len(sc.sizes_kb), "resolved": json.loads(sc.model_dump_json())}
 
 
+SCENARIOS = REPO / "scenarios"
+
+
+def scenario_path(arg: str, folder: Path = SCENARIOS) -> str:
+    """The scenario file `arg` names: itself when it is a file or has a folder or an extension;
+    else `folder`/ARG.yaml (or .yml), said on stderr; refused listing the names there if neither."""
+    given = Path(arg)
+    try:
+        if "\0" in arg or given.exists() or given.suffix or len(given.parts) != 1:
+            return arg  # a path: `load` reads it or says why not
+    except OSError:  # a name too long for the file system, say: `load` says so
+        return arg
+    for ext in (".yaml", ".yml"):
+        found = folder / f"{arg}{ext}"
+        if found.is_file():
+            try:
+                shown = found.relative_to(Path.cwd())
+            except ValueError:  # not under the current folder: the whole path
+                shown = found
+            click.echo(f"scenario {arg}: {shown}", err=True)
+            return str(found)
+    import difflib
+    import textwrap
+    names = sorted(x.stem for x in folder.glob("*.y*ml") if x.suffix in (".yaml", ".yml"))
+    close = difflib.get_close_matches(arg, names, n=3)
+    head = (f"no scenario {bounded.short(arg)}: no such file, nor such a name in {folder}"
+            + (f" (did you mean {' or '.join(close)}?)" if close else "") + "; the names there:")
+    # The names on lines of their own: each refusal line stays within bounded.MAX_LINE.
+    raise Refused("\n".join([head, *textwrap.wrap(", ".join(names) or "none", 200)]))
+
+
 @click.command(name="validate")
 @click.argument("scenario_file", type=click.Path(dir_okay=False))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override a field, as `catnip run --set`")
@@ -115,6 +148,7 @@ def validate_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | Non
     """Check SCENARIO_FILE as `catnip run` would, touching nothing: prints the resolved scenario
     (its first sweep point) and the sweep's size; exit 2 with one line per problem if refused.
     A `kind: transfers` file is checked as `catnip model measure` reads it."""
+    scenario_file = scenario_path(scenario_file)
     measured = _transfers(scenario_file, overrides, seed)
     if measured is not None:
         click.echo(json.dumps(measured, indent=2) if as_json else

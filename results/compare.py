@@ -147,7 +147,9 @@ def render_text(cmp: dict[str, Any]) -> str:
     cols = cmp["columns"]
     out = [f"Relative download times: each run's page mean over the baseline's ({cmp['baseline']['run_id']});"
            " below 1.00 the compared run is faster (CATNIP Table XI)"]
-    out += ["", f"{'Web':>4} {'Total':>5} {'Total':>8} " + " ".join(f"{c['run_id'][-12:]:>12}" for c in cols),
+    # Columns are numbered: a legend (catnip compare, the catnip-table-xi layout) gives each number's
+    # whole run id and point label, which do not fit a 12-character column.
+    out += ["", f"{'Web':>4} {'Total':>5} {'Total':>8} " + " ".join(f"{'#' + str(i):>12}" for i, _ in enumerate(cols, 1)),
             f"{'Page':>4} {'Conns':>5} {'Bytes':>8} " + " ".join(f"{c['label'][-12:]:>12}" for c in cols)]
     for pg in cmp["pages"]:
         vals = " ".join(f"{_with_ci(c['relative'].get(pg['page']), c['relative_ci95'].get(pg['page'])):>12}"

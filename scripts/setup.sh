@@ -3,7 +3,6 @@
 # Idempotent: a second run only checks. Needs root (apt-get, namespaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$(pwd)
 RUST_MIN=1.82   # oldest rustc that builds engine/ (Option::is_none_or)
 
 WITH_TEST_TOOLS=0

@@ -67,13 +67,13 @@ def test_every_command_lists_a_whole_one_line_help():
 def test_compare_text_has_a_legend_with_whole_ids_and_labels(db):
     res = _cli("compare", BASE, *RUNS, "--db", db)
     assert res.exit_code == 0, res.output
-    head, legend = res.output.split("Columns, left to right")
-    assert RUNS[0] not in head and RUNS[0][-12:] in head  # the headers are cut...
-    lines = legend.strip().splitlines()[1:]
+    head, legend = res.output.split("Columns:")
+    assert RUNS[0] not in head and head.splitlines()[2].split()[-4:] == ["#1", "#2", "#3", "#4"]  # numbered...
+    lines = legend.strip().splitlines()
     assert len(lines) == 4  # ...and the legend has every column whole, in order
-    assert lines[0].split() == ["1.", RUNS[0], "point", "0:", "topology.bottleneck.buffer=64KB", "(against",
+    assert lines[0].split() == ["#1:", RUNS[0], "point", "0:", "topology.bottleneck.buffer=64KB", "(against",
                                 "baseline", "point", "0:", "topology.bottleneck.buffer=64KB)"]
-    assert lines[3].startswith(f"   4. {RUNS[1]} point 1: topology.bottleneck.buffer=512KB")
+    assert lines[3].startswith(f"  #4: {RUNS[1]} point 1: topology.bottleneck.buffer=512KB")
 
 
 def test_compare_csv_is_the_table_xi_layout(db):
@@ -206,3 +206,11 @@ def test_setup_links_catnip_but_leaves_another_clones_link(tmp_path):
     link.write_text("#!/bin/sh\n")  # not a link (another install): left alone
     out = _link(link)
     assert not link.is_symlink() and "not a link" in out.stdout
+
+
+def test_validate_takes_a_bare_scenario_name_as_run_does():
+    res = CliRunner().invoke(main, ["validate", "quick"])
+    assert res.exit_code == 0, res.output
+    assert "scenarios/quick.yaml" in res.output and ": valid" in res.output
+    res = CliRunner().invoke(main, ["validate", "quik"])
+    assert res.exit_code == 2 and "did you mean quick" in res.output, res.output
