@@ -1,59 +1,62 @@
-// Run page: draws the bottleneck time series and the report figures computed by the server
-// (results/figures.py), and follows a live run over server-sent events.
+// Run page: draws the figure specs computed by the server (results/figures.py: the report's bars
+// and page-time distribution, the newCWV charts) as they are, and follows a live run over
+// server-sent events. The live charts and the applications' charts are assembled here from the
+// data the page carries, in the layout of results/figures.py's bottleneck_charts, app_ccdf_chart
+// and app_goodput_chart; a point's colour comes from the server (bottleneck_series' `color`,
+// figures.color), its name is "N: label" as figures.point_name gives it.
 (function () {
   "use strict";
   const cfg = JSON.parse(document.getElementById("run-data").textContent);
-  const series = {};  // point -> {t, queue_pkts, throughput_mbps, drops_high, drops_low, progress_t, pages_done}
+  const series = {};  // point -> {t, queue_pkts, throughput_mbps, drops_high, drops_low, progress_t, pages_done, color}
+  const labels = {};  // point -> its sweep label, as the progress table shows it
   const KEYS = ["t", "queue_pkts", "throughput_mbps", "drops_high", "drops_low", "progress_t", "pages_done"];
   const layout = (title, y, x) => ({title: {text: title, x: 0.02, xanchor: "left"}, margin: {t: 36, r: 10, b: 70, l: 50},
     xaxis: {title: {text: x || "s since engine start"}}, yaxis: {title: {text: y}, rangemode: "tozero"},
     legend: {orientation: "h", y: -0.32}});
   const opts = {displaylogo: false, responsive: true};
+  // Plotly reads a few HTML tags in names and titles: show app, metric, tag and sweep names as written.
+  const esc = s => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  const nameOf = p => esc(p + ": " + (labels[p] === undefined ? "" : labels[p]));
+  (cfg.points || []).forEach(p => { labels[p.point] = p.label; });
 
   function merge(point, s, reset) {
-    if (reset || !series[point]) { series[point] = {}; KEYS.forEach(k => series[point][k] = []); }
+    if (reset || !series[point]) { series[point] = {color: (series[point] || {}).color}; KEYS.forEach(k => series[point][k] = []); }
     KEYS.forEach(k => { if (s[k]) series[point][k].push(...s[k]); });
+    if (s.color) series[point].color = s.color;
   }
 
   function traces(field, x, name, extra) {
-    return Object.keys(series).map(p => Object.assign({type: "scatter", mode: "lines", name: name(p),
-      x: series[p][x], y: series[p][field]}, extra || {}));
+    // A point without rows yet has no colour and nothing to draw.
+    return Object.keys(series).filter(p => series[p].color).map(p => {
+      const t = Object.assign({type: "scatter", mode: "lines", name: name(p), x: series[p][x], y: series[p][field]},
+        extra || {});
+      if (t.type === "bar") t.marker = Object.assign({color: series[p].color}, t.marker || {});
+      else t.line = Object.assign({color: series[p].color}, t.line || {});
+      return t;
+    });
   }
 
   function draw() {
     if (typeof Plotly === "undefined") return;
-    const label = p => "point " + p;
-    Plotly.react("chart-queue", traces("queue_pkts", "t", label, {line: {shape: "hv"}}),
+    Plotly.react("chart-queue", traces("queue_pkts", "t", nameOf, {line: {shape: "hv"}}),
       layout("Queue occupancy", "packets"), opts);
-    Plotly.react("chart-throughput", traces("throughput_mbps", "t", label), layout("Throughput", "Mbit/s"), opts);
-    const drops = [].concat(
-      traces("drops_high", "t", p => label(p) + " high priority (AF11)", {type: "bar"}),
-      traces("drops_low", "t", p => label(p) + " other", {type: "bar"}));
+    Plotly.react("chart-throughput", traces("throughput_mbps", "t", nameOf), layout("Throughput", "Mbit/s"), opts);
+    // Each point's two classes side by side in the legend, "other" hatched in the point's colour.
+    const high = traces("drops_high", "t", p => nameOf(p) + " high priority (AF11)", {type: "bar"});
+    const low = traces("drops_low", "t", p => nameOf(p) + " other", {type: "bar", marker: {pattern: {shape: "/"}}});
+    const drops = [].concat(...high.map((t, i) => [t, low[i]]));
     Plotly.react("chart-drops", drops, Object.assign(layout("Drops by priority", "packets per interval"),
       {barmode: "stack"}), opts);
-    Plotly.react("chart-pages", traces("pages_done", "progress_t", label, {line: {shape: "hv"}}),
+    Plotly.react("chart-pages", traces("pages_done", "progress_t", nameOf, {line: {shape: "hv"}}),
       layout("Pages completed", "pages", "s since the workload started"), opts);
   }
 
   function drawFigures() {
+    // The distribution chart's CDF / CCDF (log) buttons are part of its spec.
     if (typeof Plotly === "undefined" || !cfg.figures || !cfg.figures.bars) return;
     Plotly.newPlot("chart-bars", cfg.figures.bars.data, cfg.figures.bars.layout, opts);
-    const cdf = cfg.figures.cdf;
-    Plotly.newPlot("chart-cdf", cdf.data, cdf.layout, opts);
-    let ccdf = false;
-    document.getElementById("cdf-toggle").addEventListener("click", ev => {
-      ccdf = !ccdf;
-      const ys = cdf.data.map(t => ccdf ? t.ccdf : t.y);
-      Plotly.restyle("chart-cdf", {y: ys});
-      Plotly.relayout("chart-cdf", {"yaxis.type": ccdf ? "log" : "linear",
-        "title.text": ccdf ? "Page download times: CCDF" : "Page download times: CDF",
-        "yaxis.title.text": ccdf ? "fraction of pages taking longer" : "fraction of pages"});
-      ev.target.textContent = ccdf ? "Show CDF" : "Show CCDF (log)";
-    });
+    Plotly.newPlot("chart-cdf", cfg.figures.cdf.data, cfg.figures.cdf.layout, opts);
   }
-
-  // Plotly reads a few HTML tags in names and titles: show app, metric and tag names as written.
-  const esc = s => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
   function drawApps() {
     // Per point with samples: a CCDF per app and metric (a curve per tag), goodput per flow over time.
@@ -66,7 +69,12 @@
           marker: {size: 4}, name: c.tag === null ? "(no tag)" : esc(c.tag), x: c.x, y: c.y}));
         const lay = layout(esc(m.app) + ": " + esc(m.metric) + " CCDF", "fraction of samples greater",
           units(m.units) || "value");
-        lay.yaxis = {title: {text: "fraction of samples greater"}, type: "log", exponentformat: "power"};
+        // figures.log_axis: labels at powers of ten only (1e-3 style when small), unlabelled minor
+        // marks, "(log)" in the title; within one power of ten Plotly's own labels.
+        const ys = [].concat(...m.curves.map(c => c.y)).filter(y => y > 0);
+        const decades = ys.length && Math.min(...ys) <= 0.1;
+        lay.yaxis = Object.assign({title: {text: "fraction of samples greater (log)"}, type: "log", exponentformat: "e",
+          minor: {ticks: "outside", ticklen: 3, dtick: "D1", showgrid: false}}, decades ? {dtick: 1} : {});
         Plotly.newPlot(`apps-ccdf-${point}-${i}`, data, lay, opts);
       });
       a.goodput.forEach((g, i) => {
@@ -125,6 +133,7 @@
         if (!m) { m = document.createElement("span"); m.id = "job-message"; status.after(" ", m); }
         m.textContent = msg.job.message;
       }
+      msg.points.forEach(p => { labels[p.point] = p.label; });
       Object.entries(msg.series).forEach(([p, s]) => merge(p, s, msg.reset));
       showProgress(msg.points);
       draw();
