@@ -4,7 +4,8 @@ returns each sender's bursts (segments per round trip).
 
 One client, one server, the dumbbell with the queue engine delaying the bottleneck (no loss: the
 figure is about how each sender spaces its packets). Apache with mod_catnip serves the document;
-the document-size program gives ECA and RBPLW the document's extent.
+the document-size program gives ECA and RBPLW the document's extent. The plot is drawn by
+results/figures.py (sequence_panels) and written as SVG, PDF or PNG by the file's extension.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 from spec import scenario as scenario_mod
-from results.seqplot import svg_panels
+from results import figures
 from controller.skeleton import TeardownStack, kernel_resources
 from testbed import apache, hostconfig, network, spm
 from testbed.capabilities import probe
@@ -26,6 +27,7 @@ MSS = 512
 SEGMENTS = 14
 SENDERS = (("catnip_reno", "(a) Reno"), ("catnip_rbplw", "(b) RBPLW"), ("catnip_eca", "(c) ECA"),
            ("catnip_ecarbplw", "(d) ECA+RBPLW"))
+COLOR_KEYS = {"catnip_reno": "Reno", "catnip_rbplw": "RBPLW", "catnip_eca": "ECA", "catnip_ecarbplw": "ECA+RBPLW"}
 
 
 def _scenario(rtt_ms: float) -> scenario_mod.Scenario:
@@ -67,7 +69,19 @@ def _segments(pcap: Path, server_ip: str) -> list[tuple[float, int]]:
     return pts
 
 
-def run(out_svg: Path, rtt_ms: float = 100.0, log=print) -> dict[str, list[int]]:
+def figure(results: dict[str, list[tuple[float, int]]], rtt_ms: float) -> dict:
+    """The plot: each sender's data segments (segment index against ms) in its own panel."""
+    return figures.sequence_panels([(title, COLOR_KEYS[name], results.get(name, [])) for name, title in SENDERS],
+                                   title=f"CATNIP Fig. 2 on the testbed: {SEGMENTS} segments of {MSS} B, "
+                                         f"RTT {rtt_ms:g} ms, initial window 1", panel_width=260)
+
+
+def run(out: Path, rtt_ms: float = 100.0, log=print) -> dict[str, list[int]]:
+    # Refused before the experiment: a file name it cannot write, or no export tools.
+    figures.format_of(out)
+    missing = figures.export_missing()
+    if missing:
+        raise figures.ExportError(f"cannot write {out}: {missing}")
     sc = _scenario(rtt_ms)
     caps = probe()
     problems = caps.blocking_problems()
@@ -122,6 +136,5 @@ def run(out_svg: Path, rtt_ms: float = 100.0, log=print) -> dict[str, list[int]]
                 srv.stop()
             results[name] = _segments(pcap, server.ip)
             log(f"{title}: {len(results[name])} data segments")
-    out_svg.parent.mkdir(parents=True, exist_ok=True)
-    out_svg.write_text(svg_panels([(title, results[name]) for name, title in SENDERS]))
+    figures.save(figure(results, rtt_ms), out)
     return {name: bursts([t for t, _ in results[name]], gap=rtt_ms / 1000 / 2) for name, _ in SENDERS}

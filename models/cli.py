@@ -191,12 +191,14 @@ def measure(scenario_file, overrides, seed, db, run_id, keep_captures):
 @model.command()
 @click.argument("run")
 @click.option("--db", type=click.Path(dir_okay=False), default=None)
-@click.option("--out", type=click.Path(file_okay=False), default=None, help="write Figs. 3, 4, 6 as SVG here")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="write Figs. 3, 4, 6 here")
+@click.option("--format", "fmt", type=click.Choice(["svg", "pdf", "png"]), default="svg", show_default=True,
+              help="file format of the figures written by --out")
 @click.option("--delack", default="100ms", show_default=True, help="the models' expected delayed-ACK cost")
 @click.option("--samples", type=click.IntRange(100, 1_000_000), default=2000, show_default=True)
 @click.option("--include-late", is_flag=True, help="also use points that did not keep real time")
 @click.option("--json", "as_json", is_flag=True)
-def validate(run, db, out, delack, samples, include_late, as_json):
+def validate(run, db, out, fmt, delack, samples, include_late, as_json):
     """The models against a measured run: equation 13 errors (Tables 2, 3), Partial CATNIP vs Reno, figures."""
     from models import validation as v
     from results.store import Store
@@ -242,7 +244,11 @@ def validate(run, db, out, delack, samples, include_late, as_json):
             "table3": v.error_table(mine, profile, (v.LONG_MIN_KB, math.inf), preds),
             "catnip_gain": v.catnip_gain(mine, profile)}
     if out:
-        report["figures"] = _figures(cells, preds, Path_(out))
+        from results.figures import ExportError
+        try:
+            report["figures"] = _figures(cells, preds, Path_(out), fmt)
+        except ExportError as exc:
+            raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))
         return
@@ -296,11 +302,13 @@ def _print_validation(report: dict) -> None:
         click.echo(f"wrote {f}")
 
 
-def _figures(cells, preds, out_dir) -> list[str]:
+def _figures(cells, preds, out_dir, fmt: str = "svg") -> list[str]:
+    """Figs. 3 and 4 (Reno measured against the three models, short and long transfers) and Fig. 6
+    (Partial CATNIP measured and modelled beside Reno) per profile and loss point, through the
+    figure builders (results/figures.py), all in one export session."""
     from models import validation as v
-    from results.lineplot import Series, svg_chart
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    from results.figures import Series, latency_chart, save_all
+    items = []
     groups = {}
     for c in cells:
         groups.setdefault((c.profile, c.p, c.p_high), []).append(c)
@@ -310,23 +318,21 @@ def _figures(cells, preds, out_dir) -> list[str]:
             if len(sel) < 2:
                 continue
             if p_high is None:
-                series = [Series("measured, 95% CI", [(c.kb, c.mean) for c in sel], [c.ci95 for c in sel], True)]
+                series = [Series("Reno measured", [(c.kb, c.mean) for c in sel], [c.ci95 for c in sel], measured=True)]
                 series += [Series(m, [(c.kb, preds[(m, profile, p, None, c.size)]) for c in sel], dashed=m != "Hysteresis")
                            for m in v.MODELS]
-                name, title = f"{fig}-{profile}-p{p:g}.svg", f"Reno, p = {p:g} ({profile})"
+                name, title = f"{fig}-{profile}-p{p:g}", f"Reno, p = {p:g} ({profile}); bars: 95% CI"
             else:
                 reno = {c.size: c for c in groups.get((profile, p, None), [])}
-                series = [Series("CATNIP measured", [(c.kb, c.mean) for c in sel],
-                                 [c.ci95 for c in sel], True),
-                          Series("Partial CATNIP model", [(c.kb, preds[("Partial CATNIP", profile, p, p_high, c.size)])
-                                                          for c in sel])]
+                series = [Series("CATNIP measured", [(c.kb, c.mean) for c in sel], [c.ci95 for c in sel], measured=True),
+                          Series("Partial CATNIP", [(c.kb, preds[("Partial CATNIP", profile, p, p_high, c.size)])
+                                                    for c in sel])]
                 if reno:
                     have = [c for c in sel if c.size in reno]
                     series.append(Series("Reno measured", [(c.kb, reno[c.size].mean) for c in have],
-                                         [reno[c.size].ci95 for c in have], True))
+                                         [reno[c.size].ci95 for c in have], measured=True))
                 fig = "fig6" if fig == "fig3" else "fig6-long"
-                name, title = f"{fig}-{profile}-p{p:g}.svg", f"Partial CATNIP, p = {p:g}, p' = {p_high:g} ({profile})"
-            path = out_dir / name
-            path.write_text(svg_chart(title, "transfer size (KB)", "latency (s)", series))
-            written.append(str(path))
-    return written
+                name = f"{fig}-{profile}-p{p:g}"
+                title = f"Partial CATNIP, p = {p:g}, p' = {p_high:g} ({profile}); bars: 95% CI"
+            items.append((latency_chart(title, series), out_dir / f"{name}.{fmt}"))
+    return [str(path) for path in save_all(items)]

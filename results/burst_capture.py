@@ -162,11 +162,12 @@ def sender_label(store: Store, run_id: str, point: int) -> str:
     return cc if pacing == "off" else f"{cc}, paced ({pacing}, {group.get('pacing_ratio', 200)}%)"
 
 
-def figure(store: Store, run_id: str, size: int | None, idle: float | None, nth: int
-           ) -> tuple[str, list[tuple[int, str, Burst]]]:
-    """Fig. 10 as SVG: the chosen burst of every captured point of the run, one panel each.
-    Returns the SVG and (point, sender, burst) of each panel."""
-    from results.seqplot import svg_panels
+def figure_spec(store: Store, run_id: str, size: int | None, idle: float | None, nth: int
+                ) -> tuple[dict, list[tuple[int, str, Burst]]]:
+    """Fig. 10 as a figure spec (results/figures.py): the chosen burst of every captured point of
+    the run, one panel each, in the point's colour. Returns the spec and (point, sender, burst) of
+    each panel."""
+    from results.figures import sequence_panels
     chosen = []
     for row in store.points(run_id):
         if not row["capture"]:
@@ -177,6 +178,18 @@ def figure(store: Store, run_id: str, size: int | None, idle: float | None, nth:
         chosen.append((row["point"], sender_label(store, run_id, row["point"]), burst))
     if not chosen:
         raise CaptureError(f"run {run_id} has no captured point (set run.capture: true)")
-    panels = [(f"{label}: {b.size // 1024} KB after {b.idle:g} s, spread {1000 * (b.spread or 0):.0f} ms",
-               b.segments) for _, label, b in chosen]
-    return svg_panels(panels, width=480 * len(panels)), chosen
+    panels = [(f"{point}: {label}: {b.size // 1024} KB after {b.idle:g} s, spread {1000 * (b.spread or 0):.0f} ms",
+               point, b.segments) for point, label, b in chosen]
+    return sequence_panels(panels, panel_width=440), chosen
+
+
+def figure(store: Store, run_id: str, size: int | None, idle: float | None, nth: int
+           ) -> tuple[str, list[tuple[int, str, Burst]]]:
+    """Fig. 10 as the text of an SVG file (figure_spec drawn by results/figures.py), and (point,
+    sender, burst) of each panel."""
+    from results.figures import ExportError, render
+    spec, chosen = figure_spec(store, run_id, size, idle, nth)
+    try:
+        return render(spec, "svg").decode(), chosen
+    except ExportError as exc:  # `catnip burst-seq` reports CaptureError in one line
+        raise CaptureError(str(exc)) from None

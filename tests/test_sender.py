@@ -50,4 +50,10 @@ def test_fig2_behaviours(tmp_path, isolated_data, no_leftovers):
     assert counts["catnip_eca"][:3] == [1, 2, 4] and counts["catnip_eca"][3] < 7 and sum(counts["catnip_eca"]) == 14
     reno_last, rbplw_last = found["catnip_reno"][-1][1], found["catnip_rbplw"][-1][1]
     assert reno_last < 0.010 and rbplw_last > 0.030, (reno_last, rbplw_last)
-    assert svg.read_text().startswith("<svg") and "(d) ECA+RBPLW" in svg.read_text()
+    # The plot, drawn by results/figures.py: one panel per sender, titled.
+    import xml.etree.ElementTree as ET
+    root = ET.parse(svg).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == ns + "svg"
+    assert ["".join(t.itertext()) for t in root.iter(ns + "text") if t.get("class") == "annotation-text"] == \
+        [title for _, title in fig2.SENDERS]
