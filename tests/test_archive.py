@@ -94,13 +94,20 @@ def _export(db: Path, out: Path, run: str = RUN):
     return res
 
 
+def _tables(con: sqlite3.Connection) -> dict[str, list[str]]:
+    """Every table of a database with its columns (read here, not by the code under test)."""
+    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+    return {t: [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')] for t in names}
+
+
 def _rows(db: Path, run_id: str) -> dict[str, list[tuple]]:
-    """Every run table's rows of a run, in stored order, the provenance column left out."""
+    """Every table's rows of a run (runs by id, the others by run_id), in stored order, the
+    provenance column left out."""
     con = sqlite3.connect(db)
     try:
         out = {}
-        for t in archive.run_tables(con):
-            cols = [c for c in archive._columns(con, t) if not (t == "runs" and c == archive.PROVENANCE_COLUMN)]
+        for t, columns in _tables(con).items():
+            cols = [c for c in columns if not (t == "runs" and c == archive.PROVENANCE_COLUMN)]
             key = "id" if t == "runs" else "run_id"
             out[t] = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{t}" WHERE "{key}"=?'
                                  " ORDER BY rowid", (run_id,)).fetchall()
@@ -117,23 +124,26 @@ def imported(source, tmp_path, monkeypatch):
     target = tmp_path / "target.db"
     res = _invoke(import_cmd, str(out), "--db", str(target))
     assert res.exit_code == 0, res.output
-    assert res.output == f"imported run {RUN} into {target} ({sum(len(r) for r in _rows(source, RUN).values())}" \
-                         f" rows); `catnip report {RUN}` shows it\n"
-    return source, target, out
+    return source, target, out, res.output
 
 
 def test_the_rich_run_has_rows_in_every_table(source):
     # Else the round trip below would not cover a table (a new migration's table must be filled here).
-    rows = _rows(source, RUN)
-    with Store(source) as store:
-        assert set(rows) == set(archive.run_tables(store.db))
-    assert {t: len(r) for t, r in rows.items() if not r} == {}
-    assert all(t == "runs" or "run_id" in archive._columns(sqlite3.connect(source), t)
-               for t in archive.run_tables(sqlite3.connect(source)))
+    con = sqlite3.connect(source)
+    tables = _tables(con)
+    con.close()
+    assert all(t == "runs" or "run_id" in cols for t, cols in tables.items())  # else _rows would miss rows
+    assert {t: len(r) for t, r in _rows(source, RUN).items() if not r} == {}
+
+
+def test_import_says_what_it_did(imported):
+    source, target, _, output = imported
+    rows = sum(len(r) for r in _rows(source, RUN).values())
+    assert output == f"imported run {RUN} into {target} ({rows} rows); `catnip report {RUN}` shows it\n"
 
 
 def test_every_table_round_trips_row_for_row(imported):
-    source, target, _ = imported
+    source, target, *_ = imported
     assert _rows(target, RUN) == _rows(source, RUN)
     with Store(target) as store:
         assert [r["id"] for r in store.runs()] == [RUN]  # the other run of the source stayed there
@@ -143,7 +153,7 @@ def test_every_table_round_trips_row_for_row(imported):
 
 @pytest.mark.parametrize("args", [(), ("--json",), ("--apps",), ("--loss",)])
 def test_catnip_report_is_identical(imported, args):
-    source, target, _ = imported
+    source, target, *_ = imported
     out = [CliRunner().invoke(main, ["report", RUN, "--db", str(db), *args]) for db in (source, target)]
     assert [r.exit_code for r in out] == [0, 0], out[0].output + out[1].output
     assert out[1].stdout == out[0].stdout
@@ -162,7 +172,7 @@ def _page(db: Path, tmp_path: Path, url: str) -> str:
 
 @pytest.mark.parametrize("url", [f"/runs/{RUN}", f"/runs/{RUN}/points/0/apps.json", f"/runs/{RUN}/report.csv"])
 def test_dashboard_shows_the_imported_run_as_the_original(imported, tmp_path, url):
-    source, target, _ = imported
+    source, target, *_ = imported
     page = _page(source, tmp_path, url)
     assert _page(target, tmp_path, url) == page
     if url.endswith(RUN):  # the page has what the run recorded: its tables, applications and configuration
@@ -170,7 +180,7 @@ def test_dashboard_shows_the_imported_run_as_the_original(imported, tmp_path, ur
 
 
 def test_import_as_a_new_id_next_to_the_original(imported, tmp_path):
-    source, target, out = imported
+    source, target, out, _ = imported
     res = _invoke(import_cmd, str(out), "--db", str(target), "--as", "copy-2")
     assert res.exit_code == 0 and res.output.startswith(f"imported run {RUN} as copy-2 into "), res.output
     renamed = {t: [tuple("copy-2" if v == RUN else v for v in r) for r in rows] for t, rows in _rows(source, RUN).items()}
@@ -181,7 +191,7 @@ def test_import_as_a_new_id_next_to_the_original(imported, tmp_path):
 
 
 def test_the_file_is_gzipd_json_with_decoded_metadata(imported, tmp_path):
-    source, _, out = imported
+    source, _, out, _ = imported
     raw = out.read_bytes()
     assert raw[:2] == b"\x1f\x8b" and raw[4:8] == b"\0\0\0\0"  # gzip, no time in its header
     doc = json.loads(gzip.decompress(raw))
@@ -239,7 +249,7 @@ def _write_gz(path: Path, doc) -> Path:
 
 
 def test_import_refuses_what_is_not_an_export(tmp_path, imported):
-    *_, good = imported
+    _, _, good, _ = imported
     db = tmp_path / "never.db"
     doc = json.loads(gzip.decompress(good.read_bytes()))
     (tmp_path / "plain.json").write_text("{}")
@@ -259,7 +269,7 @@ def test_import_refuses_what_is_not_an_export(tmp_path, imported):
 
 
 def test_import_refuses_a_newer_format_and_a_newer_schema(tmp_path, imported):
-    *_, good = imported
+    _, _, good, _ = imported
     doc = json.loads(gzip.decompress(good.read_bytes()))
     newer = _write_gz(tmp_path / "v2.gz", {**doc, "format_version": 2})
     _one_line_refusal(_invoke(import_cmd, str(newer), "--db", str(tmp_path / "a.db")),
@@ -274,7 +284,7 @@ def test_import_refuses_a_newer_format_and_a_newer_schema(tmp_path, imported):
 
 
 def test_import_refuses_a_run_id_already_there_and_says_to_use_as(imported, tmp_path):
-    source, target, out = imported
+    source, target, out, _ = imported
     before = _rows(target, RUN)
     _one_line_refusal(_invoke(import_cmd, str(out), "--db", str(target)),
                       f"run {RUN} is already in {target}: import it under another id with --as NEW_ID")
@@ -284,7 +294,7 @@ def test_import_refuses_a_run_id_already_there_and_says_to_use_as(imported, tmp_
 
 
 def test_a_failed_import_leaves_nothing_behind(imported, tmp_path):
-    *_, good = imported
+    _, _, good, _ = imported
     doc = json.loads(gzip.decompress(good.read_bytes()))
     trials = doc["tables"]["transfer_trials"]  # the last table written: every other one is in by then
     point = trials["columns"].index("point")
@@ -314,7 +324,7 @@ def test_export_refusals(source, tmp_path):
 
 
 def test_the_import_is_marked_where_the_schema_has_a_provenance_column(imported, tmp_path):
-    source, _, out = imported
+    source, _, out, _ = imported
     db = tmp_path / "marked.db"
     with Store(db) as store:  # the column a migration would add (the schema has none at version 7)
         store.db.execute(f"ALTER TABLE runs ADD COLUMN {archive.PROVENANCE_COLUMN} TEXT")
@@ -331,8 +341,7 @@ def test_the_import_is_marked_where_the_schema_has_a_provenance_column(imported,
 def test_docs_describe_every_table_and_column(tmp_path):
     text = (REPO / "docs" / "database.md").read_text()
     with Store(tmp_path / "fresh.db") as store:
-        tables = [r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
-        schema = {t: archive._columns(store.db, t) for t in tables}
+        schema = _tables(store.db)
     documented = {}
     for m in re.finditer(r"^### `(\w+)`\n(.*?)(?=^##)", text, re.S | re.M):
         documented[m.group(1)] = re.findall(r"^\| `(\w+)` \|", m.group(2), re.M)
