@@ -140,6 +140,12 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
     from testbed.capabilities import probe
     from testbed.hostconfig import HostConfigError
     from testbed.sender import SenderError
+    # Before probing: the probe builds a throwaway namespace, which a running experiment need not share
+    # its CPU with. Said again by runner.run if a run takes the lock meanwhile.
+    if runner.machine_busy():
+        from testbed.cleanup import run_in_progress
+        raise click.ClickException(f"another catnip run is using this machine ({run_in_progress()}); wait for it"
+                                   " or stop it")
     caps = probe()
     problems = caps.blocking_problems()
     if problems:
@@ -153,10 +159,6 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
     missing = runner.machine_problems([s for _, s in sweep.points], caps)
     if missing:
         raise validate_mod.Refused(missing[0])
-    if runner.machine_busy():  # said again by runner.run if a run took the lock meanwhile
-        from testbed.cleanup import run_in_progress
-        raise click.ClickException(f"another catnip run is using this machine ({run_in_progress()}); wait for it"
-                                   " or stop it")
     run_id = run_id or runner.new_run_id(sweep.name)
     if Path(db or paths.database()).exists():  # a database is created only for a run that starts
         with _store(db) as existing:

@@ -214,3 +214,17 @@ def test_validate_takes_a_bare_scenario_name_as_run_does():
     assert "scenarios/quick.yaml" in res.output and ": valid" in res.output
     res = CliRunner().invoke(main, ["validate", "quik"])
     assert res.exit_code == 2 and "did you mean quick" in res.output, res.output
+
+
+def test_run_refuses_a_busy_machine_before_probing_it(monkeypatch, tmp_path):
+    """While another run holds the machine, `catnip run` must not build its probe namespace."""
+    from controller import runner
+    from testbed import capabilities, cleanup
+
+    def no_probe():
+        raise AssertionError("probed a machine another run is using")
+    monkeypatch.setattr(capabilities, "probe", no_probe)
+    monkeypatch.setattr(runner, "machine_busy", lambda: True)
+    monkeypatch.setattr(cleanup, "run_in_progress", lambda: "pid 1 since then: catnip run x")
+    res = CliRunner().invoke(main, ["run", "quick", "--db", str(tmp_path / "x.db")])
+    assert res.exit_code == 1 and "another catnip run is using this machine (pid 1" in res.output, res.output
