@@ -66,9 +66,10 @@ def point_name(point: int, assignment: dict[str, Any]) -> str:
 
 
 def _tick(v: float) -> str:
-    if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
-        mant, exp = f"{v:.0e}".split("e")
-        return f"{mant}e{int(exp)}"
+    # As Plotly labels its own log ticks (exponentformat "e"): 1e-3 and below, and from 1e5, as exponents.
+    if v != 0 and (abs(v) <= 1e-3 or abs(v) >= 1e5):
+        mant, exp = f"{v:.3e}".split("e")
+        return f"{mant.rstrip('0').rstrip('.')}e{int(exp)}"
     return f"{v:.6g}"
 
 
@@ -91,9 +92,12 @@ def log_axis(title: str, values: Iterable[float] = (), unit: str = "") -> dict[s
         return axis
     ticks = [m * 10.0 ** k for k in range(k0, k1 + 1) for m in (1, 2, 5) if lo <= m * 10.0 ** k <= hi]
     if len(ticks) < 2:
-        # Narrower than one 1-2-5 step: evenly spaced round values.
-        step = 10.0 ** math.floor(math.log10((hi - lo) / 3 or lo))
-        ticks = [round(i * step, 12) for i in range(math.ceil(lo / step), math.floor(hi / step) + 1)] or [lo, hi]
+        # Narrower than one 1-2-5 step: two to five evenly spaced round values.
+        raw = (hi - lo) / 4 or lo / 4
+        mag = 10.0 ** math.floor(math.log10(raw))
+        step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw * (1 - 1e-9))
+        ticks = [float(f"{i * step:.12g}") for i in range(math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) + 1)]
+        ticks = ticks if len(ticks) >= 2 else sorted({lo, hi})
     axis.update(tickmode="array", tickvals=ticks, ticktext=[_tick(t) + suffix for t in ticks])
     del axis["dtick"]
     return axis

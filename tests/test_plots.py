@@ -135,7 +135,8 @@ def test_log_axes_are_readable_and_say_log(run):
 
 
 @pytest.mark.parametrize("values, unit, ticks, text", [
-    ([0.3, 0.45, 0.8], "s", [0.5], None),                       # within a 1-2-5 step: evenly spaced
+    ([0.3, 0.45, 0.8], "s", [0.4, 0.6, 0.8], ["0.4 s", "0.6 s", "0.8 s"]),  # one 1-2-5 value inside: evenly spaced
+    ([0.31, 0.39], "ms", [0.32, 0.34, 0.36, 0.38], ["0.32 ms", "0.34 ms", "0.36 ms", "0.38 ms"]),  # none inside
     ([0.15, 0.3, 0.9], "s", [0.2, 0.5], ["0.2 s", "0.5 s"]),   # less than two powers of ten: 1-2-5
     ([0.0002, 0.0009], "", [0.0002, 0.0005], ["2e-4", "5e-4"]),  # small values in 1e-3 style
 ])
