@@ -346,9 +346,6 @@ def import_run(store: Store, document: dict[str, Any], new_id: str | None = None
                 "exported_by": exported.get("code_git_rev"), "imported_at": time.time(), "earlier": previous}),
                 run_id))
         db.commit()
-    except RunExists:
-        db.rollback()
-        raise
     except sqlite3.Error as exc:
         db.rollback()
         raise ImportFailed(f"cannot import {source} into {store.path}: {exc}; nothing was imported") from None
