@@ -21,6 +21,7 @@ Conventions every builder follows:
 from __future__ import annotations
 
 import math
+import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -482,8 +483,10 @@ def export_missing() -> str | None:
     except ImportError:
         return "the kaleido package is not installed (pip install 'kaleido>=1')"
     # kaleido's own search: BROWSER_PATH, chromium/chrome on PATH, the usual install paths.
-    if Chromium.find_browser(skip_local=False) is None:
-        return "no Chromium or Chrome found (Debian: apt-get install chromium)"
+    found = Chromium.find_browser(skip_local=False)
+    if found is None or not os.access(found, os.X_OK):
+        return "no Chromium or Chrome found" + (f" at BROWSER_PATH={found}" if found else "") + \
+            " (Debian: apt-get install chromium)"
     return None
 
 
@@ -516,7 +519,10 @@ def save_all(items: Sequence[tuple[dict[str, Any], str | Path]]) -> list[Path]:
         s["path"].parent.mkdir(parents=True, exist_ok=True)
     # MathJax off: it would be fetched from a CDN (no labels use LaTeX); plotly.js is the plotly
     # package's own file.
-    kaleido.write_fig_from_object_sync(specs, kopts={"mathjax": False})
+    try:
+        kaleido.write_fig_from_object_sync(specs, kopts={"mathjax": False})
+    except kaleido.errors.ChromeNotFoundError as exc:
+        raise ExportError(f"cannot write figures: no Chromium or Chrome ({exc})") from None
     for s in specs:
         if not s["path"].is_file() or not s["path"].stat().st_size:
             raise ExportError(f"figure file {s['path']} was not written")

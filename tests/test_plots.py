@@ -178,6 +178,16 @@ def test_a_file_name_names_its_format(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_missing_chromium_is_named_in_one_line(tmp_path, monkeypatch):
+    pytest.importorskip("kaleido", reason="figure export: the kaleido package is not installed")
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-such-chromium"))
+    assert figures.export_missing() == (f"no Chromium or Chrome found at BROWSER_PATH={tmp_path / 'no-such-chromium'}"
+                                        " (Debian: apt-get install chromium)")
+    with pytest.raises(figures.ExportError, match=r"^cannot write figures: no Chromium or Chrome found at") as exc:
+        figures.save({"data": []}, tmp_path / "f.svg")
+    assert "\n" not in str(exc.value) and list(tmp_path.iterdir()) == []
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """The CCDF and a latency chart as SVG, PDF and PNG, in one export session."""
