@@ -515,19 +515,21 @@ def _pooled_report(spec: str, db: str | None, realtime_only: bool, base: int | N
 FIG2_OUT = "fig2-senders.svg"  # in the current folder: never a tracked file by default
 
 
-@main.command(name="fig2", short_help="CATNIP Fig. 2 redrawn with the BPF senders (an SVG plot).")
+@main.command(name="fig2", short_help="CATNIP Fig. 2 redrawn with the BPF senders (a sequence plot).")
 @click.option("--out", type=click.Path(dir_okay=False), default=FIG2_OUT, show_default=True,
-              help="the SVG to write; the figure of docs/spm.md is --out docs/figures/fig2-senders.svg")
+              help="the figure to write, .svg, .pdf or .png; the figure of docs/spm.md is --out"
+                   " docs/figures/fig2-senders.svg")
 @click.option("--rtt", type=click.FloatRange(10, 1000), default=100.0, show_default=True, help="round-trip time, ms")
 def fig2_cmd(out: str, rtt: float) -> None:
     """CATNIP Fig. 2: a 14-segment document sent by Reno, RBPLW, ECA and ECA+RBPLW (BPF senders);
     writes a sequence-number plot (./fig2-senders.svg unless --out) and prints each sender's
     bursts per round trip."""
     from controller import fig2, runner
+    from results.figures import ExportError
     try:
         with runner.machine_lock(), runner.signals_cancel():
             found = fig2.run(Path(out), rtt, log=lambda m: click.echo(m, err=True))
-    except runner.RunBusy as exc:
+    except (runner.RunBusy, ExportError) as exc:  # ExportError: a bad --out, or no chromium to draw with
         raise click.ClickException(str(exc)) from None
     except runner.RunCancelled:
         sys.exit(130)
@@ -537,18 +539,20 @@ def fig2_cmd(out: str, rtt: float) -> None:
     click.echo(f"plot: {out}")
 
 
-@main.command(name="burst-seq", short_help="newCWV Fig. 10: one burst's segments against time (an SVG plot).")
+@main.command(name="burst-seq", short_help="newCWV Fig. 10: one burst's segments against time (a plot).")
 @click.argument("run_id")
 @click.option("--size", default="80KB", show_default=True, help="burst size of the cell to show ('any' for every size)")
 @click.option("--idle", default="any", show_default=True, help="idle period of the cell, e.g. 1s ('any' for every idle)")
 @click.option("--nth", type=click.IntRange(0), default=2, show_default=True,
               help="which burst of the cell (from 0; the first ones start from the initial window)")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="SVG file (default newcwv-fig10-RUN.svg)")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="the figure to write, .svg, .pdf or .png (default newcwv-fig10-RUN.svg)")
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 def burst_seq(run_id: str, size: str, idle: str, nth: int, out: str | None, db: str | None) -> None:
     """newCWV Fig. 10: one burst's segments against time in every captured point of a run
-    (run.capture: true), e.g. unpaced and paced; writes an SVG and prints each burst's spread."""
+    (run.capture: true), e.g. unpaced and paced; writes the figure and prints each burst's spread."""
     from results import burst_capture
+    from results import figures
     from spec import units
     try:
         want_size = None if size == "any" else units.parse_size(size)
@@ -560,12 +564,13 @@ def burst_seq(run_id: str, size: str, idle: str, nth: int, out: str | None, db: 
     found = store.find_run(run_id)
     if found is None:
         raise click.ClickException(f"no run {run_id!r} (`catnip list` shows the runs)")
-    try:
-        svg, chosen = burst_capture.figure(store, found["id"], want_size, want_idle, nth)
-    except burst_capture.CaptureError as exc:
-        raise click.ClickException(str(exc)) from None
     path = Path(out or f"newcwv-fig10-{found['id']}.svg")
-    path.write_text(svg)
+    try:
+        figures.format_of(path)  # a bad extension is said before the captures are read
+        spec, chosen = burst_capture.figure_spec(store, found["id"], want_size, want_idle, nth)
+        figures.save(spec, path)
+    except (burst_capture.CaptureError, figures.ExportError) as exc:
+        raise click.ClickException(str(exc)) from None
     for point, label, b in chosen:
         click.echo(f"point {point} ({label}): burst {b.index} ({b.size} B after {b.idle:g} s): {len(b.segments)}"
                    f" segments over {1000 * (b.spread or 0):.1f} ms, {b.retransmitted} retransmitted")
@@ -698,6 +703,11 @@ _SHORT_HELP = {_model: "Latency models of short TCP transfers, checked against r
 for _cmd, _text in _SHORT_HELP.items():
     _cmd.short_help = _cmd.short_help or _text
     main.add_command(_cmd)
+
+from controller.archive_cli import export_cmd, import_cmd  # noqa: E402 - after main exists
+
+main.add_command(export_cmd)
+main.add_command(import_cmd)
 
 if __name__ == "__main__":
     main()

@@ -27,9 +27,11 @@ PACKAGES=(
   clang llvm bpftool libbpf-dev pkg-config
   python3 python3-venv python3-pip
   build-essential curl ca-certificates git
+  chromium
 )
-# Only for `make test`: headless browser tests of the dashboard, `vagrant validate`.
-TEST_PACKAGES=(chromium chromium-driver vagrant)
+# chromium: kaleido draws the static figures (SVG/PDF/PNG) with it. Only for `make test`: the
+# driver for the dashboard's headless browser tests, `vagrant validate`.
+TEST_PACKAGES=(chromium-driver vagrant)
 [ "$WITH_TEST_TOOLS" = 1 ] && PACKAGES+=("${TEST_PACKAGES[@]}")
 missing=()
 for p in "${PACKAGES[@]}"; do
