@@ -25,7 +25,7 @@ def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
 
 
-@click.command(name="export")
+@click.command(name="export", short_help="One run as one file (RUN.catnip.json.gz) for a colleague.")
 @click.argument("run")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="the file to write (default RUN_ID.catnip.json.gz here); an existing file is not replaced")
@@ -59,7 +59,7 @@ def export_cmd(run: str, out: str | None, db: str | None) -> None:
                + (f"; its folder ({len(folder['files'])} files) is listed, not included" if folder else ""))
 
 
-@click.command(name="import")
+@click.command(name="import", short_help="Read a run written by `catnip export` into the database.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 @click.option("--as", "new_id", metavar="NEW_ID", default=None, help="record the run under this id instead of its own")

@@ -304,7 +304,8 @@ def list_cmd(db: str | None, as_json: bool, as_csv: bool) -> None:
         for r in rows:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"]))
             dur = f"{r['finished'] - r['started']:.0f} s" if r["finished"] else "-"
-            click.echo(f"{r['id']:<48} {r['name']:<24} {r['status']:<10} {when:<16}  {dur}")
+            imported = " (imported)" if "imported" in r.keys() and r["imported"] else ""  # a colleague's run
+            click.echo(f"{r['id']:<48} {r['name']:<24} {r['status']:<10} {when:<16}  {dur}{imported}")
 
 
 VIEWS = "the page-time table (default), --loss, --by-sender, --pool, --apps or --layout NAME"

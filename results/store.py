@@ -156,6 +156,7 @@ CREATE INDEX IF NOT EXISTS samples_metric ON samples(run_id, point, app, metric)
 """, "samples: per-sample metrics of any application"),  # 5
     add_column("points", "environment", "TEXT"),             # 6: testbed/metadata.py, before the workload
     add_column("points", "environment_after", "TEXT"),       # 7: and after it
+    add_column("runs", "imported", "TEXT"),                  # 8: where an imported run came from (results/archive.py)
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -6,6 +6,7 @@ configuration of every router before and after the workload (enough to explain a
 from __future__ import annotations
 
 import os
+import time
 import subprocess
 from typing import Any
 
@@ -40,8 +41,19 @@ def versions() -> dict[str, str]:
         "apache": _first_line(["/usr/sbin/apache2", "-v"]),
         "iperf3": _first_line(["iperf3", "--version"]),
         "engine": _first_line([str(paths.engine_binary()), "--version"]),
+        # The version line names the crate, not the build: the binary's hash pins what ran.
+        "engine_sha256": _sha256(paths.engine_binary()),
         "python": _first_line([paths.python(), "--version"]),
     }
+
+
+def _sha256(path) -> str:
+    import hashlib
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
 
 
 def qdiscs(node, interfaces: list[str]) -> dict[str, str]:
@@ -71,4 +83,9 @@ def point_environment(network, engines: list, when: str) -> dict[str, Any]:
                                                                                 "net.ipv4.conf.all.rp_filter"))
     if when == "before":
         env["engines"] = {e.router.name: e.config() for e in engines}
+    # Clock anchors: one reading of both clocks (pages and samples are on time.monotonic(), the
+    # engines' stats on their own clock from clock_start), so a reader can put any of them on the
+    # wall clock and beside each other.
+    env["clock"] = {"wall": time.time(), "monotonic": time.monotonic(),
+                    "engine_clock_start": {e.router.name: getattr(e, "clock_start", None) for e in engines}}
     return env

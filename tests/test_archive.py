@@ -23,7 +23,7 @@ from controller.archive_cli import export_cmd, import_cmd
 from controller.cli import main
 from controller.run_queue import RunQueue
 from results import archive
-from results.store import Store
+from results.store import SCHEMA_VERSION, Store
 from testbed.paths import REPO
 from tests.test_web import _record_run
 from webui.app import create_app
@@ -279,7 +279,7 @@ def test_import_refuses_a_newer_format_and_a_newer_schema(tmp_path, imported):
     schema = _write_gz(tmp_path / "s.gz", {**doc, "exported": {**doc["exported"], "schema_version": 9},
                                            "tables": {**doc["tables"], "samples": wider}})
     _one_line_refusal(_invoke(import_cmd, str(schema), "--db", str(tmp_path / "a.db")),
-                      "table samples has columns jitter that", "schema version is 9, this code's 7")
+                      "table samples has columns jitter that", f"schema version is 9, this code's {SCHEMA_VERSION}")
     assert _rows(tmp_path / "a.db", RUN)["runs"] == []
 
 
@@ -326,8 +326,8 @@ def test_export_refusals(source, tmp_path):
 def test_the_import_is_marked_where_the_schema_has_a_provenance_column(imported, tmp_path):
     source, _, out, _ = imported
     db = tmp_path / "marked.db"
-    with Store(db) as store:  # the column a migration would add (the schema has none at version 7)
-        store.db.execute(f"ALTER TABLE runs ADD COLUMN {archive.PROVENANCE_COLUMN} TEXT")
+    with Store(db) as store:  # migration 8 adds the column
+        assert archive.PROVENANCE_COLUMN in {r[1] for r in store.db.execute("PRAGMA table_info(runs)")}
     assert _invoke(import_cmd, str(out), "--db", str(db), "--as", "theirs").exit_code == 0
     with Store(db) as store:
         mark = json.loads(store.run("theirs")[archive.PROVENANCE_COLUMN])
