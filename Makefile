@@ -3,13 +3,14 @@ SHELL := /bin/bash
 VENV := .venv/bin
 SCENARIO ?= scenarios/quick.yaml
 
-.PHONY: setup run test test-fast clean help table-xi sim-tables newcwv tcpf
+.PHONY: setup run test test-fast test-kills clean help table-xi sim-tables newcwv tcpf
 
 help:
 	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
 	@echo "make run     set-up if needed, run $(SCENARIO), print its table, then serve the dashboard (DASHBOARD=no skips it)"
 	@echo "make test    set-up if needed, run every test (needs root)"
 	@echo "make test-fast  the tests that need neither root nor seconds each (no set-up; about 30 s)"
+	@echo "make test-kills  50 runs killed at random moments (runner, engine, Apache, client; SIGINT/TERM/HUP/KILL): about 25 min"
 	@echo "make table-xi  CATNIP Table XI: baseline, partial and full SPM over four buffers (about 40 minutes)"
 	@echo "              ARGS='--seed 2' passes options to every run"
 	@echo "make sim-tables  CATNIP Tables II-X, fairness and HTTP/1.1 (17 points; JOBS=2 side by side by default)"
@@ -31,6 +32,9 @@ test:
 # No network, no root, no browser: the pure tier (tests/conftest.py says what is left out and why).
 test-fast:
 	@$(VENV)/python -m pytest -q -m "not netns and not slow" -p no:cacheprovider
+
+test-kills: setup
+	@scripts/test.sh -m kills tests/test_kills.py
 
 table-xi: setup
 	@scripts/table-xi.sh $(ARGS)
