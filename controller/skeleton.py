@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
+import stat
 import sys
 import time
 import uuid
@@ -109,9 +110,13 @@ def _detach_from_dead_terminal() -> None:
     raise in the middle of the teardown. Point our terminal descriptors at /dev/null instead."""
     null = os.open(os.devnull, os.O_RDWR)
     try:
+        devnull = os.fstat(null).st_rdev
         for fd in (0, 1, 2):
             try:
-                if os.isatty(fd):
+                st = os.fstat(fd)
+                # A terminal that hung up is no tty for isatty() any more (its ioctls fail): any
+                # character device but /dev/null itself is taken for it. Files and pipes stay.
+                if stat.S_ISCHR(st.st_mode) and st.st_rdev != devnull:
                     os.dup2(null, fd)
             except OSError:
                 pass
