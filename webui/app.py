@@ -350,6 +350,7 @@ def _register(app: Flask) -> None:
                                "versions": None, "captures": []}
         ctx["transfers"] = None
         ctx["apps"] = {}
+        ctx["app_figures"] = {}
         ctx["newcwv"] = None
         ctx["tcpf"] = None
         if run is not None and json.loads(run["scenario"]).get("kind") == "transfers":
@@ -372,11 +373,17 @@ def _register(app: Flask) -> None:
             if ctx["report"] is not None:
                 ctx["apps"] = {n: data for n in (p["point"] for p in store.points(run_id))
                                if (data := _app_metrics(store, run_id, n)) is not None}
+                # The page draws these specs as they are (one plotting path: results/figures.py).
+                ctx["app_figures"] = {n: {"ccdf": [figures.app_ccdf_chart(m) for m in d["ccdf"]],
+                                          "goodput": [figures.app_goodput_chart(g) for g in d["goodput"]]}
+                                      for n, d in ctx["apps"].items()}
                 ctx["newcwv"] = _newcwv_views(store, run_id, ctx["apps"])
                 ctx["tcpf"] = _tcpf_rows(store, run_id)
             ctx["capabilities"] = json.loads(run["capabilities"] or "null")
             ctx["versions"] = json.loads(run["versions"] or "null")
         ctx["live"] = (job is not None and job.state in LIVE) or (run is not None and run["status"] == "running")
+        # The live charts' layouts; the page fills in the data as it streams (results/figures.py).
+        ctx["live_layouts"] = {k: f["layout"] for k, f in figures.bottleneck_charts([], {}).items()}
         return render_template("run.html", **ctx)
 
     @app.get("/runs/<run_id>/events")

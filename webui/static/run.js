@@ -1,18 +1,16 @@
 // Run page: draws the figure specs computed by the server (results/figures.py: the report's bars
-// and page-time distribution, the newCWV charts) as they are, and follows a live run over
-// server-sent events. The live charts and the applications' charts are assembled here from the
-// data the page carries, in the layout of results/figures.py's bottleneck_charts, app_ccdf_chart
-// and app_goodput_chart; a point's colour comes from the server (bottleneck_series' `color`,
-// figures.color), its name is "N: label" as figures.point_name gives it.
+// and page-time distribution, the applications' CCDF and goodput charts, the newCWV charts) as
+// they are, and follows a live run over server-sent events. The live charts take their layouts
+// from the server too (figures.bottleneck_charts); only their data is filled in here as it
+// streams, with a point's colour from the server (bottleneck_series' `color`, figures.color) and
+// its name "N: label" as figures.point_name gives it.
 (function () {
   "use strict";
   const cfg = JSON.parse(document.getElementById("run-data").textContent);
   const series = {};  // point -> {t, queue_pkts, throughput_mbps, drops_high, drops_low, progress_t, pages_done, color}
   const labels = {};  // point -> its sweep label, as the progress table shows it
   const KEYS = ["t", "queue_pkts", "throughput_mbps", "drops_high", "drops_low", "progress_t", "pages_done"];
-  const layout = (title, y, x) => ({title: {text: title, x: 0.02, xanchor: "left"}, margin: {t: 36, r: 10, b: 70, l: 50},
-    xaxis: {title: {text: x || "s since engine start"}}, yaxis: {title: {text: y}, rangemode: "tozero"},
-    legend: {orientation: "h", y: -0.32}});
+  const layout = key => JSON.parse(JSON.stringify(cfg.liveLayouts[key]));  // a copy: Plotly keeps state in it
   const opts = {displaylogo: false, responsive: true};
   // Plotly reads a few HTML tags in names and titles: show app, metric, tag and sweep names as written.
   const esc = s => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
@@ -39,16 +37,15 @@
   function draw() {
     if (typeof Plotly === "undefined") return;
     Plotly.react("chart-queue", traces("queue_pkts", "t", nameOf, {line: {shape: "hv"}}),
-      layout("Queue occupancy", "packets"), opts);
-    Plotly.react("chart-throughput", traces("throughput_mbps", "t", nameOf), layout("Throughput", "Mbit/s"), opts);
+      layout("queue"), opts);
+    Plotly.react("chart-throughput", traces("throughput_mbps", "t", nameOf), layout("throughput"), opts);
     // Each point's two classes side by side in the legend, "other" hatched in the point's colour.
     const high = traces("drops_high", "t", p => nameOf(p) + " high priority (AF11)", {type: "bar"});
     const low = traces("drops_low", "t", p => nameOf(p) + " other", {type: "bar", marker: {pattern: {shape: "/"}}});
     const drops = [].concat(...high.map((t, i) => [t, low[i]]));
-    Plotly.react("chart-drops", drops, Object.assign(layout("Drops by priority", "packets per interval"),
-      {barmode: "stack"}), opts);
+    Plotly.react("chart-drops", drops, layout("drops"), opts);
     Plotly.react("chart-pages", traces("pages_done", "progress_t", nameOf, {line: {shape: "hv"}}),
-      layout("Pages completed", "pages", "s since the workload started"), opts);
+      layout("pages"), opts);
   }
 
   function drawFigures() {
@@ -59,31 +56,12 @@
   }
 
   function drawApps() {
-    // Per point with samples: a CCDF per app and metric (a curve per tag), goodput per flow over time.
+    // Per point with samples: the server's specs, a CCDF per app and metric, goodput per flow.
     const el = document.getElementById("apps-data");
     if (typeof Plotly === "undefined" || !el) return;
-    const units = us => us.filter(u => u !== null).map(esc).join(", ");
     Object.entries(JSON.parse(el.textContent)).forEach(([point, a]) => {
-      a.ccdf.forEach((m, i) => {
-        const data = m.curves.map(c => ({type: "scatter", mode: "lines+markers", line: {shape: "hv"},
-          marker: {size: 4}, name: c.tag === null ? "(no tag)" : esc(c.tag), x: c.x, y: c.y}));
-        const lay = layout(esc(m.app) + ": " + esc(m.metric) + " CCDF", "fraction of samples greater",
-          units(m.units) || "value");
-        // figures.log_axis: labels at powers of ten only (1e-3 style when small), unlabelled minor
-        // marks, "(log)" in the title; within one power of ten Plotly's own labels.
-        const ys = [].concat(...m.curves.map(c => c.y)).filter(y => y > 0);
-        const decades = ys.length && Math.min(...ys) <= 0.1;
-        lay.yaxis = Object.assign({title: {text: "fraction of samples greater (log)"}, type: "log", exponentformat: "e",
-          minor: {ticks: "outside", ticklen: 3, dtick: "D1", showgrid: false}}, decades ? {dtick: 1} : {});
-        Plotly.newPlot(`apps-ccdf-${point}-${i}`, data, lay, opts);
-      });
-      a.goodput.forEach((g, i) => {
-        const data = g.series.map(f => ({type: "scatter", mode: "lines", x: f.t, y: f.value,
-          name: f.flow === null ? "(no flow)" : "flow " + esc(f.flow)}));
-        const cov = g.cov === null ? "" : ` (C.O.V. across flows ${g.cov.toFixed(3)})`;
-        Plotly.newPlot(`apps-goodput-${point}-${i}`, data, layout(esc(g.app) + ": goodput per flow" + cov,
-          units(g.units) || "goodput", "s since the first sample"), opts);
-      });
+      a.ccdf.forEach((f, i) => Plotly.newPlot(`apps-ccdf-${point}-${i}`, f.data, f.layout, opts));
+      a.goodput.forEach((f, i) => Plotly.newPlot(`apps-goodput-${point}-${i}`, f.data, f.layout, opts));
     });
   }
 
