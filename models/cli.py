@@ -207,6 +207,11 @@ def validate(run, db, out, fmt, delack, samples, include_late, as_json):
     with Store(db or paths.database()) as store:
         row = store.find_run(run)
         if row is None:
+            matches = sorted(r["id"] for r in store.runs() if r["id"].startswith(run))
+            if len(matches) > 1:  # find_run finds none for a prefix of several runs: say which
+                raise click.ClickException(f"run id prefix {run!r} matches {len(matches)} runs"
+                                           f" ({', '.join(matches[:8])}{' ...' if len(matches) > 8 else ''}):"
+                                           " give more of the id")
             raise click.ClickException(f"no run {run!r} in {store.path}")
         scenario = json.loads(row["scenario"])
         if scenario.get("kind") != "transfers":
@@ -336,3 +341,16 @@ def _figures(cells, preds, out_dir, fmt: str = "svg") -> list[str]:
                 title = f"Partial CATNIP, p = {p:g}, p' = {p_high:g} ({profile}); bars: 95% CI"
             items.append((latency_chart(title, series), out_dir / f"{name}.{fmt}"))
     return [str(path) for path in save_all(items)]
+
+
+# `catnip model --help` lists these whole (click would cut each docstring at its width).
+for _name, _short in {"hysteresis": "The hysteresis model (equations 3-12), sampled.",
+                      "partial-catnip": "Partial CATNIP TCP: first and last 3 packets at p'.",
+                      "cardwell": "Cardwell-00 (closed form).",
+                      "sikdar": "A Sikdar-like model (closed form).",
+                      "table": "Hysteresis model means over Table 1's sizes and losses.",
+                      "measure": "Measure single transfers on the testbed.",
+                      "validate": "The models against a measured run (Tables 2, 3; figures)."}.items():
+    if _name in model.commands:
+        model.commands[_name].short_help = _short
+

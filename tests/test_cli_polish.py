@@ -228,3 +228,16 @@ def test_run_refuses_a_busy_machine_before_probing_it(monkeypatch, tmp_path):
     monkeypatch.setattr(cleanup, "run_in_progress", lambda: "pid 1 since then: catnip run x")
     res = CliRunner().invoke(main, ["run", "quick", "--db", str(tmp_path / "x.db")])
     assert res.exit_code == 1 and "another catnip run is using this machine (pid 1" in res.output, res.output
+
+
+def test_model_subcommands_list_whole_help_and_name_ambiguous_runs(tmp_path):
+    res = CliRunner().invoke(main, ["model", "--help"])
+    listed = res.output.split("Commands:")[1].strip().splitlines()
+    assert len(listed) == 7 and not any(line.rstrip().endswith("...") for line in listed), res.output
+    from results.store import Store
+    db = tmp_path / "m.db"
+    with Store(db) as store:
+        for rid in ("hv-a-1", "hv-a-2"):
+            store.create_run(rid, "hv", "x", {"kind": "transfers"}, {}, 1, "abc", {}, {})
+    res = CliRunner().invoke(main, ["model", "validate", "hv-a", "--db", str(db)])
+    assert res.exit_code == 1 and "matches 2 runs (hv-a-1, hv-a-2)" in res.output, res.output
