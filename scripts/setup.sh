@@ -85,6 +85,11 @@ if ! rust_ok; then
   curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
+# The tests check the engine's formatting (cargo fmt --check); rustup's minimal profile lacks rustfmt.
+if [ "$WITH_TEST_TOOLS" = 1 ] && ! cargo fmt --version >/dev/null 2>&1 && command -v rustup >/dev/null; then
+  say "adding rustfmt (the tests check the engine's formatting)"
+  rustup component add rustfmt
+fi
 
 # 5. The queue engine, release build.
 say "building the queue engine ($(rustc --version))"
