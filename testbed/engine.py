@@ -129,6 +129,20 @@ class RouterEngine:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def silent_for(self) -> float:
+        """Seconds since the engine last wrote a stats line (since READY before its first): it
+        writes one every stats_interval_ms while it runs, so a long silence means it is alive
+        but not working (stopped, or stuck), and no packet crosses its links."""
+        try:
+            last = self.stats_path.stat().st_mtime
+        except OSError:
+            last = time.time() - (time.monotonic() - (self.clock_start or time.monotonic()))
+        return max(0.0, time.time() - last)
+
+    def silence_limit(self) -> float:
+        # Generous: under load the stats writer may skip lines (the engine says so), never for seconds.
+        return max(5.0, 10 * self.stats_interval_ms / 1000)
+
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM: the engine releases what it holds and writes its final stats."""
         if self.proc is None:

@@ -75,6 +75,10 @@ class EngineBackend:
         for e in self.engines:
             if not e.alive():
                 raise RuntimeError(f"queue engine on {e.router.name} died (exit {e.proc.returncode}); log: {e.log_path}")
+            silent = e.silent_for()
+            if silent > e.silence_limit():
+                raise RuntimeError(f"queue engine on {e.router.name} stopped answering: no stats line for {silent:.0f} s"
+                                   f" (alive but not working: stopped or stuck); log: {e.log_path}")
 
     def stop(self) -> None:
         for e in self.engines:

@@ -246,3 +246,15 @@ def test_closed_terminal_cancels_the_run_cleanly(isolated_data, no_leftovers):
     (status, error), = _db_rows(db, "SELECT status, error FROM runs")
     assert status == "cancelled" and "SIGHUP" in error, (status, error)
     assert proc.returncode == 130, proc.returncode
+
+
+@pytest.mark.netns
+def test_an_engine_that_stops_answering_fails_the_point(isolated_data, no_leftovers):
+    """SIGSTOP: the engine is alive but forwards nothing. Within its silence limit (5 s without a
+    stats line) the point fails saying so, instead of waiting out the time limit."""
+    need_engine()
+    started = time.monotonic()
+    run_case(Case("engine", signal.SIGSTOP, 1.0, SEED), isolated_data)
+    (error,), = _db_rows(isolated_data / "data" / "catnip.db", "SELECT error FROM points")
+    assert "stopped answering" in error, error
+    assert time.monotonic() - started < 90, "found by the silence, not by the 3-minute time limit"
