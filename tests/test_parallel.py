@@ -7,6 +7,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -97,12 +98,15 @@ def test_killed_runner_takes_its_points_down(isolated_data, no_leftovers):
     proc.kill()  # no teardown by the runner: the worker notices and tears its point down itself
     proc.wait()
     # Only what the runner set up for the whole run may stay (for `catnip clean`): the allowed
-    # congestion-control list, the BPF congestion controls.
-    run_level = {"sysctl", "congestion_controls"}
+    # congestion-control list, the BPF congestion controls, the run's own cgroup (now empty).
+    run_level = {"sysctl", "congestion_controls", "cgroups"}
     deadline = time.monotonic() + 120
     while set(cleanup.leftovers()) - run_level and time.monotonic() < deadline:
         time.sleep(1)
     assert set(cleanup.leftovers()) <= run_level, cleanup.leftovers()
+    from testbed import run_cgroup
+    assert not any(run_cgroup.processes(Path(g)) for g in cleanup.leftovers().get("cgroups", [])), \
+        "the killed runner's cgroup holds no process once its points are down"
     assert [p["status"] for p in _points(isolated_data)] == ["cancelled"]
     # The run itself no longer shows as running once its runner is gone.
     runs = json.loads(catnip("list", "--json").stdout)
