@@ -44,7 +44,7 @@ def export_cmd(run: str, out: str | None, db: str | None) -> None:
                           " one run)")
         run_id = found["id"]
         try:
-            document = archive.export_run(store, run_id, paths.data_dir() / "runs" / run_id, git_revision())
+            document = archive.export_run(store, run_id, paths.runs_dir(store.path) / run_id, git_revision())
         except archive.ArchiveError as exc:
             raise Refused(str(exc)) from None
     target = Path(out or archive.default_name(run_id))

@@ -3,7 +3,7 @@
 `export_run` gathers every row the database holds for a run (the `runs` row and the rows of every
 table keyed by `run_id`: points with their metadata, pages, objects, link counters and
 summaries, queue samples, progress, TCP counters, transfer trials, application samples), the
-schema that holds them, and a list of the run's folder (data/runs/RUN_ID: configs, logs,
+schema that holds them, and a list of the run's folder (runs/RUN_ID beside the database: configs, logs,
 captures) with sizes and SHA-256 sums; `write` stores it as one gzip'd JSON document
 (RUN_ID.catnip.json.gz, like Flent's .flent.gz). `read` checks a file is such a document of a
 format version this code knows; `import_run` writes its rows into a database in one transaction,
@@ -42,8 +42,8 @@ JSON_COLUMNS = {
                "environment_after"),
     "link_stats": ("config",),
 }
-# Where an import records where the run came from, once the schema has such a column (it does not at
-# schema version 7: the runs table has no field that is neither shown nor meant for something else).
+# Where an import records where the run came from (runs.imported, schema version 8; an older
+# database without the column imports the run unmarked).
 PROVENANCE_COLUMN = "imported"
 
 
