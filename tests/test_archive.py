@@ -207,12 +207,12 @@ def test_the_file_is_gzipd_json_with_decoded_metadata(imported, tmp_path):
     runs = doc["tables"]["runs"]
     assert dict(zip(runs["columns"], runs["rows"][0]))["versions"] == {"kernel": "x"}
     assert "CREATE TABLE samples" in doc["schema"]["samples"]
-    assert doc["run_folder"] is None  # CATNIP_DATA/runs/RUN does not exist here
+    assert doc["run_folder"] is None  # runs/RUN beside the database does not exist here
 
 
 def test_the_run_folder_is_listed_with_sums(source, tmp_path, monkeypatch):
-    monkeypatch.setenv("CATNIP_DATA", str(tmp_path / "data"))
-    folder = tmp_path / "data" / "runs" / RUN
+    monkeypatch.setenv("CATNIP_DATA", str(tmp_path / "data"))  # not where run folders are: beside the database
+    folder = source.parent / "runs" / RUN
     (folder / "point0").mkdir(parents=True)
     (folder / "point0" / "engine-ctpr1.stats.jsonl").write_text('{"t": 0.5}\n')
     (folder / "p0.pcap").write_bytes(b"\xd4\xc3\xb2\xa1")
