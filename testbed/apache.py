@@ -18,6 +18,8 @@ from pathlib import Path
 
 APACHE = "/usr/sbin/apache2"
 MODULES = Path("/usr/lib/apache2/modules")
+MARK = "CATNIP_TESTBED"
+
 # The event MPM's (the one loaded below) error-log codes for a restart, as its module's strings
 # give them: AH00493 "SIGUSR1 received.  Doing graceful restart", AH00494 "SIGHUP received.
 # Attempting to restart".
@@ -128,7 +130,9 @@ DocumentRoot "{self.docroot}"
         self.config_path.write_text(self.config_text())
 
     def argv(self) -> list[str]:
-        return [APACHE, "-f", str(self.config_path), "-DFOREGROUND"]
+        # -D MARK defines a name no directive uses: it marks the process as ours on its command
+        # line, so `catnip clean` finds a server whatever folder its configuration is in.
+        return [APACHE, "-f", str(self.config_path), "-DFOREGROUND", f"-D{MARK}"]
 
     def check_config(self) -> None:
         res = subprocess.run([APACHE, "-t", "-f", str(self.config_path)], capture_output=True, text=True)

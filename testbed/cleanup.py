@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from testbed import paths, run_cgroup, sender, spm
+from testbed import apache, paths, run_cgroup, sender, spm
 from testbed.hostconfig import restore_allowed_congestion_control
 
 PREFIX = paths.PREFIX
@@ -69,10 +69,18 @@ def our_processes() -> list[tuple[int, str]]:
             continue
         if not cmdline or _is_controller(argv):
             continue
-        if any(m in cmdline for m in markers) or (
+        if any(m in cmdline for m in markers) or _our_apache(argv) or (
                 any(m in cmdline for m in path_markers) and _net_ns(entry.name) not in (None, root_ns)):
             found.append((int(entry.name), cmdline))
     return found
+
+
+def _our_apache(argv: list[str]) -> bool:
+    """An Apache of ours in any namespace: marked -DCATNIP_TESTBED (testbed/apache.py), or, from
+    before the mark, configured in a folder named with our prefix (the tests' ctp-apache-*)."""
+    if not argv or not argv[0].endswith("apache2"):
+        return False
+    return f"-D{apache.MARK}" in argv or any(f"/{PREFIX}-" in a for a in argv[1:])
 
 
 def _comm(entry: Path) -> str:

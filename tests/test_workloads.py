@@ -170,6 +170,9 @@ def test_stop_kills_the_workers_of_a_parent_killed_from_outside(apache):
     apache.proc.kill()
     apache.proc.wait()
     assert all(Path(f"/proc/{p}").exists() for p in workers), "workers outlive their parent (what stop must handle)"
+    # Had nothing stopped them, `catnip clean` finds them in the root namespace, in a folder of any name.
+    from testbed import cleanup
+    assert set(workers) <= {pid for pid, _ in cleanup.our_processes()}
     apache.stop()
     wait_until(lambda: not apache._workers(), 10, "no Apache process with this server's configuration")
 
