@@ -192,19 +192,6 @@ def _settings(run: sqlite3.Row) -> dict[str, Any]:
     return {**scenario, "name": run["name"], "sweep": json.loads(run["sweep"] or "{}")}
 
 
-def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict) and value:
-        return {k: v for key, sub in value.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
-    return {prefix.rstrip("."): value}
-
-
-def _differences(runs: list[sqlite3.Row]) -> list[str]:
-    """The dotted settings (seed aside) on which pooled runs disagree."""
-    flats = [_flat(_settings(r)) for r in runs]
-    keys = sorted({k for f in flats for k in f})
-    return [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
-
-
 def _compare_sides(store: Store, req: forms.CompareRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The sides of a comparison, oldest first (by their earliest run's start), and the baseline:
     the one asked for, else the oldest (the reference run is the one made first, as default TCP
@@ -242,7 +229,7 @@ def _compare_sides(store: Store, req: forms.CompareRequest) -> tuple[list[dict[s
         sides.append({"spec": "+".join(side), "ids": side, "names": sorted({r["name"] for r in members}),
                       "started": min((r["started"] for r in members if r["started"] is not None), default=None),
                       "seeds": seeds, "repeated_seeds": sorted({x for x in seeds if seeds.count(x) > 1}),
-                      "differences": _differences(members) if len(members) > 1 else []})
+                      "differences": pooled_mod.settings_differences(members) if len(members) > 1 else []})
     base = sides[0]
     if req.baseline is not None:
         base = next((s for s in sides if set(req.baseline) <= set(s["ids"])), None)
