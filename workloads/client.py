@@ -1,15 +1,23 @@
-"""The web client of one client host: replays 10-page sessions against its server.
+"""The web client of one client host: replays sessions of pages against its server.
 
     python -m workloads.client CONFIG.json OUT.jsonl
 
 Runs inside the client host's network namespace. A session fetches the configured pages in a
-seeded random order, `rounds` times, with think times between pages (CATNIP section IV-B).
+seeded random order, `rounds` times, with think times between pages (CATNIP section IV-B); or,
+with `stop_at` (a time.monotonic() instant), keeps making such passes until stop_at: no page
+starts later, the one under way finishes or times out.
 
 * HTTP/1.0: the HTML over its own connection, then its images (parsed from the HTML's <img>
   tags) over up to `parallel` concurrent connections, one connection per object.
 * HTTP/1.1: one persistent connection for the whole session (or, with `persistent: page`, a
   new one for each page); the HTML request, then every image request pipelined on it (the
-  approximate HTTP/1.1 model of section V-F).
+  approximate HTTP/1.1 model of section V-F). With `pipeline`, the HTML's request and every
+  image's go out at once (their URLs from `catalog`), the responses read in order: Nouredine and
+  Tobagi's HTTP/1.1 model, where "all object requests are considered to be received together"
+  (section 2.2.1).
+
+`catalog` maps each page number to its URLs, HTML first (default: CATNIP's paths); `page_set`
+names the set the pages come from, copied into every page record.
 
 A page's time runs from its first connection attempt to the latest completion among its
 objects (section IV-D). Every object and page becomes one JSON line in OUT (flushed at once, so
@@ -28,12 +36,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from workloads.pages import html_path
+from workloads.pages import page as page_of
 from workloads.thinktime import sampler
 
 IMG_SRC = re.compile(rb'<img\s+[^>]*src="([^"]+)"', re.IGNORECASE)
 REQUIRED = {"client", "server", "port", "pages", "seed", "http_version", "parallel"}
-OPTIONAL = {"server_name", "rounds", "think_time", "object_timeout", "session_timeout", "start_delay", "persistent"}
+OPTIONAL = {"server_name", "rounds", "think_time", "object_timeout", "session_timeout", "start_delay", "persistent",
+            "page_set", "catalog", "pipeline", "stop_at"}
 
 
 class ConfigError(ValueError):
@@ -49,6 +58,8 @@ def load_config(path: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}")
     if cfg["http_version"] not in ("1.0", "1.1"):
         raise ConfigError(f"{path}: http_version {cfg['http_version']!r} not allowed: '1.0' or '1.1'")
+    if not isinstance(cfg["pages"], list) or not cfg["pages"]:
+        raise ConfigError(f"{path}: pages must be a non-empty list of page numbers")
     if not isinstance(cfg["parallel"], int) or cfg["parallel"] < 1:
         raise ConfigError(f"{path}: parallel must be a whole number of at least 1")
     cfg.setdefault("rounds", 1)
@@ -59,6 +70,24 @@ def load_config(path: str) -> dict[str, Any]:
     cfg.setdefault("persistent", "session")
     if cfg["persistent"] not in ("session", "page"):
         raise ConfigError(f"{path}: persistent {cfg['persistent']!r} not allowed: 'session' or 'page'")
+    cfg.setdefault("page_set", "catnip")
+    cfg.setdefault("pipeline", False)
+    cfg.setdefault("stop_at", None)
+    if "catalog" not in cfg:
+        try:
+            cfg["catalog"] = {str(p): page_of(p).objects for p in cfg["pages"]}
+        except KeyError as exc:
+            raise ConfigError(f"{path}: {exc.args[0]}; other pages need a catalog") from None
+    if not isinstance(cfg["pipeline"], bool):
+        raise ConfigError(f"{path}: pipeline must be true or false")
+    if cfg["pipeline"] and cfg["http_version"] != "1.1":
+        raise ConfigError(f"{path}: pipeline needs http_version '1.1'")
+    if cfg["stop_at"] is not None and not isinstance(cfg["stop_at"], (int, float)):
+        raise ConfigError(f"{path}: stop_at must be a time.monotonic() instant or null")
+    catalog = cfg["catalog"]
+    unknown = [p for p in cfg["pages"] if not isinstance(catalog, dict) or not catalog.get(str(p))]
+    if unknown:
+        raise ConfigError(f"{path}: catalog has no URLs for pages {unknown[:5]}")
     return cfg
 
 
@@ -153,8 +182,12 @@ class Session:
                 writer.close()
         return rec, body
 
+    def urls(self, page: int) -> list[str]:
+        """The page's URLs, HTML first."""
+        return self.cfg["catalog"][str(page)]
+
     async def page_http10(self, page: int, rnd: int) -> list[dict[str, Any]]:
-        html, body = await self.fetch_new_connection(page, rnd, html_path(page))
+        html, body = await self.fetch_new_connection(page, rnd, self.urls(page)[0])
         records = [html]
         if html["error"]:
             return records
@@ -175,7 +208,7 @@ class Session:
 
     async def page_http11(self, page: int, rnd: int) -> list[dict[str, Any]]:
         """HTML, then every image pipelined, all on the session's persistent connection."""
-        html = self._object(page, rnd, html_path(page), 0, time.monotonic())
+        html = self._object(page, rnd, self.urls(page)[0], 0, time.monotonic())
         records = [html]
         current = html
         try:
@@ -212,39 +245,86 @@ class Session:
                 self.persistent = None
         return records
 
+    async def page_pipelined(self, page: int, rnd: int) -> list[dict[str, Any]]:
+        """Every request of the page written at once on the persistent connection, the responses
+        read in order (Nouredine and Tobagi section 2.2.1). Each step (connecting, writing, each
+        response) must end within object_timeout; a failure fails the objects not yet received."""
+        start = time.monotonic()
+        records = [self._object(page, rnd, url, 0, start) for url in self.urls(page)]
+        timeout = self.cfg["object_timeout"]
+        current = 0
+        try:
+            new = self.persistent is None or self.persistent[1].is_closing()
+            reader, writer = await asyncio.wait_for(self._connection(), timeout)
+            sent = time.monotonic()
+            for rec in records:
+                rec["conn"], rec["connect_done"] = self.conn_counter, sent if new else start
+            for rec in records[1:]:
+                rec["start"] = sent  # the images' requests leave with the HTML's
+            writer.write(b"".join(request(rec["url"], self.host, "1.1") for rec in records))
+            await asyncio.wait_for(writer.drain(), timeout)
+            for current, rec in enumerate(records):
+                self._finish(rec, await asyncio.wait_for(read_response(reader), timeout))
+        except Exception as exc:  # noqa: BLE001 - any failure is a recorded outcome
+            now = time.monotonic()
+            for rec in records[current:]:
+                rec["error"], rec["end"] = _error(exc), now
+            if self.persistent is not None:
+                self.persistent[1].close()
+                self.persistent = None
+        return records
+
+    def passes(self):
+        """(round, page) in the order the session loads them: each round a seeded shuffle of the
+        pages; `rounds` of them, or without end when the session runs until stop_at."""
+        order_rng = random.Random(self.cfg["seed"])
+        rnd = 0
+        while self.cfg["stop_at"] is not None or rnd < self.cfg["rounds"]:
+            order = list(self.cfg["pages"])
+            order_rng.shuffle(order)
+            for page in order:
+                yield rnd, page
+            rnd += 1
+
     async def run(self) -> None:
         cfg = self.cfg
         self.emit({"kind": "start", "client": cfg["client"], "wall": time.time(), "mono": time.monotonic()})
         await asyncio.sleep(cfg["start_delay"])
         deadline = time.monotonic() + cfg["session_timeout"]
-        order_rng = random.Random(cfg["seed"])
+        stop_at = cfg["stop_at"]
         think = sampler(cfg["think_time"], cfg["seed"] + 1)
-        fetch = self.page_http10 if cfg["http_version"] == "1.0" else self.page_http11
+        if cfg["http_version"] == "1.0":
+            fetch = self.page_http10
+        else:
+            fetch = self.page_pipelined if cfg["pipeline"] else self.page_http11
         done = 0
-        total = cfg["rounds"] * len(cfg["pages"])
-        for rnd in range(cfg["rounds"]):
-            order = list(cfg["pages"])
-            order_rng.shuffle(order)
-            for page in order:
-                if time.monotonic() > deadline:
-                    self.emit({"kind": "end", "client": cfg["client"], "reason": "session_timeout"})
-                    return
-                start = time.monotonic()
-                records = await fetch(page, rnd)
-                if cfg["persistent"] == "page" and self.persistent is not None:
-                    self.persistent[1].close()  # the next page opens its own connection
-                    self.persistent = None
-                for rec in records:
-                    self.emit(rec)
-                errors = [r["error"] for r in records if r["error"]]
-                end = max(r["end"] for r in records)
-                self.emit({"kind": "page", "client": cfg["client"], "server": cfg.get("server_name"),
-                           "page": page, "round": rnd, "start": start, "end": end, "duration": end - start,
-                           "objects": len(records), "bytes": sum(r["body_bytes"] for r in records),
-                           "error": errors[0] if errors else None})
-                done += 1
-                if done < total:
-                    await asyncio.sleep(think())
+        total = None if stop_at is not None else cfg["rounds"] * len(cfg["pages"])
+        for rnd, page in self.passes():
+            if time.monotonic() > deadline:
+                self.emit({"kind": "end", "client": cfg["client"], "reason": "session_timeout"})
+                return
+            if stop_at is not None and time.monotonic() >= stop_at:
+                break
+            start = time.monotonic()
+            records = await fetch(page, rnd)
+            if cfg["persistent"] == "page" and self.persistent is not None:
+                self.persistent[1].close()  # the next page opens its own connection
+                self.persistent = None
+            for rec in records:
+                self.emit(rec)
+            errors = [r["error"] for r in records if r["error"]]
+            end = max(r["end"] for r in records)
+            self.emit({"kind": "page", "client": cfg["client"], "server": cfg.get("server_name"),
+                       "page_set": cfg["page_set"], "page": page, "round": rnd, "start": start, "end": end,
+                       "duration": end - start, "objects": len(records),
+                       "bytes": sum(r["body_bytes"] for r in records), "error": errors[0] if errors else None})
+            done += 1
+            if total is not None and done >= total:
+                break
+            pause = think()
+            if stop_at is not None and time.monotonic() + pause >= stop_at:
+                break  # the next page would start after the session's end
+            await asyncio.sleep(pause)
         if self.persistent is not None:
             self.persistent[1].close()
         self.emit({"kind": "end", "client": cfg["client"], "reason": "done", "mono": time.monotonic()})

@@ -1,6 +1,11 @@
-"""The 10-page web workload of CATNIP Fig. 4 (section IV-B).
+"""The pages the web workload serves: CATNIP's ten pages of Fig. 4 (section IV-B) and
+Nouredine and Tobagi's fixed probe page (section 2.2.1). The random page pool of their section
+2.2.1 is workloads/pagepool.py.
 
-Paper's numbers (Table II): each page's connection count (HTTP/1.0: one connection per object,
+Page numbers are unique across the page sets, so a record's `page` alone says which page it
+was: CATNIP's pages are 1-10, the probe page is 0, the random pool's pages are 1001 on.
+
+CATNIP's pages. Paper's numbers (Table II): each page's connection count (HTTP/1.0: one connection per object,
 so 1 HTML file + N embedded images) and total bytes; page 1 exactly (2,589-byte HTML, images of
 548 and 1,808 bytes, section IV-B). Generated here: how the other pages' bytes split between
 their HTML and images, which Fig. 4 shows only schematically. The split is deterministic (a fixed
@@ -26,28 +31,38 @@ HTML_SKELETON = 120         # <html>, <head>, <body> and friends
 IMG_TAG = 48                # room for one <img src="/pN/iK.gif"> tag
 
 
+# Nouredine and Tobagi section 2.2.1: the probes "download fixed size pages (a 1 KB HTML index file
+# with eight in-lined images of size 10 KB each)". 1 KB = 1024 bytes, as everywhere in this
+# repository (spec/units.py; the FTP probes' 200 KB are 204,800 bytes).
+PROBE_PAGE = 0
+PROBE_FOLDER = "/probe"
+PROBE_HTML, PROBE_IMAGES = 1024, (10 * 1024,) * 8
+
+
 @dataclass(frozen=True)
 class Page:
     number: int
     html_bytes: int
     images: tuple[int, ...]
+    folder: str = ""  # URL folder of the page's files ("": CATNIP's own paths, at the top)
 
     @property
     def objects(self) -> list[str]:
         """URL paths, HTML first."""
-        return [html_path(self.number)] + [image_path(self.number, k) for k in range(1, len(self.images) + 1)]
+        return [html_path(self.number, self.folder)] + [image_path(self.number, k, self.folder)
+                                                         for k in range(1, len(self.images) + 1)]
 
     @property
     def total_bytes(self) -> int:
         return self.html_bytes + sum(self.images)
 
 
-def html_path(page: int) -> str:
-    return f"/page{page}.html"
+def html_path(page: int, folder: str = "") -> str:
+    return f"{folder}/page{page}.html"
 
 
-def image_path(page: int, k: int) -> str:
-    return f"/p{page}/i{k}.gif"
+def image_path(page: int, k: int, folder: str = "") -> str:
+    return f"{folder}/p{page}/i{k}.gif"
 
 
 def _split(rng: random.Random, total: int, n_images: int) -> tuple[int, tuple[int, ...]]:
@@ -76,6 +91,12 @@ def catnip_pages() -> tuple[Page, ...]:
         html, images = _split(rng, total, conns - 1)
         pages.append(Page(number, html, images))
     return tuple(pages)
+
+
+@lru_cache(maxsize=1)
+def probe_pages() -> tuple[Page, ...]:
+    """Nouredine and Tobagi's probe page (section 2.2.1): 1 KB of HTML and eight 10 KB images."""
+    return (Page(PROBE_PAGE, PROBE_HTML, PROBE_IMAGES, PROBE_FOLDER),)
 
 
 def page(number: int) -> Page:

@@ -1,10 +1,12 @@
 """Think times between a client's pages, drawn from a seeded generator.
 
-Models: zero (the WAN experiment, section V-G), fixed, exponential, and `empirical`: a CDF file
-in ns-2's format (lines `value count cumulative-probability`), sampled by inverting the CDF with
-linear interpolation. The CATNIP simulations drew think times from the ns-2 web models based on
-Mah's measurements (section IV-B, reference [20]); ns-2 ships that data as
-`tcl/http/data/HttpThinkTime.cdf`. It is not redistributed here: point `cdf` at a copy.
+Models: zero (the WAN experiment, section V-G), fixed, exponential, `uniform` on [0, 2 x mean]
+(Nouredine and Tobagi section 2.2.1: "Short, uniformly distributed user 'think time' (2.5 s
+average)"), and `empirical`: a CDF file in ns-2's format (lines `value count
+cumulative-probability`), sampled by inverting the CDF with linear interpolation. The CATNIP
+simulations drew think times from the ns-2 web models based on Mah's measurements (section IV-B,
+reference [20]); ns-2 ships that data as `tcl/http/data/HttpThinkTime.cdf`. It is not
+redistributed here: point `cdf` at a copy.
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ def sampler(spec: dict, seed: int) -> Callable[[], float]:
         return lambda: float(mean)
     if model == "exponential":
         return lambda: rng.expovariate(1.0 / mean) if mean > 0 else 0.0
+    if model == "uniform":
+        # The paper gives the mean only; [0, 2 x mean] is the widest uniform range with that mean.
+        return lambda: rng.uniform(0.0, 2.0 * mean)
     if model == "empirical":
         values, probs = load_cdf(spec["cdf"])
 

@@ -1,8 +1,15 @@
-"""CATNIP's web sessions (section IV-B, Fig. 4) as an application: one real Apache per server
-host (testbed/apache.py) and one session client per client host (workloads/client.py), each
-client served by its server's block of clients (section IV-A: 10 clients per server).
+"""Web sessions as an application: one real Apache per server host (testbed/apache.py) and one
+session client per client host (workloads/client.py), each client served by its server's block
+of clients (section IV-A: 10 clients per server).
 
-Records: objects and pages (the tables CATNIP's reports read) and a `page_time` sample per page.
+Page sets (`page_set`): CATNIP's ten pages (section IV-B, Fig. 4; workloads/pages.py), Nouredine
+and Tobagi's fixed probe page or their pool of random pages (section 2.2.1; workloads/pages.py,
+workloads/pagepool.py). A session makes `rounds` passes over its pages, or keeps making them for
+`duration` seconds after the common start. The application writes its page set's files into the
+document root before Apache starts.
+
+Records: objects and pages (the tables CATNIP's reports read; a page record also says its
+`page_set`) and a `page_time` sample per page.
 """
 
 from __future__ import annotations
@@ -15,13 +22,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from spec import units
-from workloads.apps.base import Application, AppResult, AppSpec, read_jsonl, register
+from workloads.apps.base import Application, AppError, AppResult, AppSpec, read_jsonl, register
+from workloads.apps.common import Duration
+from workloads.pagepool import PagePoolModel, pool_pages
+from workloads.pages import Page, catnip_pages, probe_pages
+
+CATNIP_PAGES = list(range(1, 11))
 
 
 class ThinkTimeSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    model: Literal["zero", "fixed", "exponential", "empirical"] = "zero"
-    mean: float | None = Field(default=None, description="seconds: the fixed value or the exponential mean")
+    model: Literal["zero", "fixed", "exponential", "uniform", "empirical"] = "zero"
+    mean: float | None = Field(default=None, description="seconds: the fixed value, or the exponential or"
+                               " uniform mean (uniform on [0, 2 mean])")
     cdf: str | None = Field(default=None, description="empirical: a CDF file in ns-2's format (docs/workload.md)")
 
     @field_validator("mean", mode="before")
@@ -31,7 +44,7 @@ class ThinkTimeSpec(BaseModel):
 
     @model_validator(mode="after")
     def _needs_mean(self) -> "ThinkTimeSpec":
-        if self.model in ("fixed", "exponential") and self.mean is None:
+        if self.model in ("fixed", "exponential", "uniform") and self.mean is None:
             raise ValueError(f"think time model '{self.model}' needs 'mean' (a duration such as '2s')")
         if self.model == "empirical":
             if not self.cdf:
@@ -45,14 +58,23 @@ class ThinkTimeSpec(BaseModel):
 
 
 class WebSpec(AppSpec):
-    """Ten-page web sessions of Fig. 4, replayed by one client per client host (section IV-B)."""
+    """Web sessions: CATNIP's ten pages (section IV-B), or Nouredine and Tobagi's probe page or
+    random pages (section 2.2.1), replayed by one client per client host."""
 
     kind: Literal["web"] = "web"
     http_version: Literal["1.0", "1.1"] = "1.0"
     parallel: int = Field(default=1, ge=1, le=16,
                           description="concurrent connections per client-server pair (simulation: 4, WAN: 1)")
+    page_set: Literal["catnip", "probe", "random"] = Field(
+        default="catnip", description="'catnip': the ten pages of Fig. 4 (`pages`); 'probe': Nouredine and"
+        " Tobagi's fixed page (1 KB HTML + 8 images of 10 KB); 'random': their pool of random pages (`random_pages`)")
+    random_pages: PagePoolModel | None = Field(
+        default=None, description="page_set 'random' only: the pool's model (workloads/pagepool.py; every"
+        " default is our assumption)")
     rounds: int = Field(default=1, ge=1, le=100, description="passes over the page set per client")
-    pages: list[int] = Field(default_factory=lambda: list(range(1, 11)))
+    duration: Duration | None = Field(default=None, gt=0, description="seconds after the common start during"
+                                      " which pages start, instead of rounds")
+    pages: list[int] = Field(default_factory=lambda: list(CATNIP_PAGES))
     think_time: ThinkTimeSpec = ThinkTimeSpec()
     start_stagger: float = Field(default=1.0, description="clients start uniformly spread over this many seconds")
     object_timeout: float = 60.0
@@ -60,6 +82,10 @@ class WebSpec(AppSpec):
     # user session", and "each Web page ... using a single TCP connection". Both readings run.
     persistent: Literal["session", "page"] = Field(
         default="session", description="HTTP/1.1: one connection for the whole session, or a new one per page")
+    # Nouredine and Tobagi section 2.2.1: "all object requests are considered to be received
+    # together and therefore all objects are sent without inter-object delay".
+    pipeline: bool = Field(default=False, description="HTTP/1.1: every request of a page (the HTML's and its"
+                           " images') written at once, the responses read in order")
     port: int = Field(default=80, ge=1, le=65535)
 
     @field_validator("http_version", mode="before")
@@ -72,13 +98,33 @@ class WebSpec(AppSpec):
     def _durations(cls, v: Any) -> float:
         return units.parse_duration(v)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _pool_model_recorded(cls, data: Any) -> Any:
+        # The random pool's parameters go into the spec (and so into the results) even when
+        # they are all defaults: a later change of a default cannot relabel an old run.
+        if isinstance(data, dict) and data.get("page_set") == "random" and data.get("random_pages") is None:
+            return {**data, "random_pages": {}}
+        return data
+
     @model_validator(mode="after")
-    def _persistent_needs_http11(self) -> "WebSpec":
+    def _check(self) -> "WebSpec":
         if self.persistent != "session" and self.http_version != "1.1":
             raise ValueError(f"persistent: {self.persistent!r} needs http_version '1.1' (HTTP/1.0 opens a"
                              " connection per object)")
+        if self.pipeline and self.http_version != "1.1":
+            raise ValueError("pipeline: true needs http_version '1.1' (HTTP/1.0 opens a connection per object)")
         if not self.servers:
             raise ValueError("servers: the web application needs a server group")
+        # Compared with the defaults, not with the fields given: a dumped spec holds the defaults.
+        if self.duration is not None and self.rounds != 1:
+            raise ValueError(f"rounds: {self.rounds} passes and duration {self.duration:g} s exclude each other;"
+                             " give one")
+        if self.page_set != "catnip" and self.pages != CATNIP_PAGES:
+            raise ValueError(f"pages: a choice of CATNIP's pages needs page_set 'catnip' (page_set"
+                             f" {self.page_set!r} serves {'its one page' if self.page_set == 'probe' else 'its pool'})")
+        if self.random_pages is not None and self.page_set != "random":
+            raise ValueError(f"random_pages: the pool's model needs page_set 'random' (not {self.page_set!r})")
         return self
 
     @field_validator("pages")
@@ -88,6 +134,24 @@ class WebSpec(AppSpec):
         if bad or not v:
             raise ValueError(f"pages {bad or v} not allowed: pages are numbered 1 to 10 (Fig. 4)")
         return v
+
+    def planned_seconds(self):
+        return ("duration", self.duration) if self.duration is not None else None
+
+    def served_pages(self) -> tuple[Page, ...]:
+        """Every page whose files the servers must have."""
+        if self.page_set == "probe":
+            return probe_pages()
+        if self.page_set == "random":
+            return pool_pages(self.random_pages)
+        return catnip_pages()
+
+    def session_pages(self) -> list[Page]:
+        """The pages one pass of a session loads (in a seeded order of its own)."""
+        if self.page_set == "catnip":
+            by_number = {p.number: p for p in catnip_pages()}
+            return [by_number[n] for n in self.pages]
+        return list(self.served_pages())
 
 
 @register
@@ -103,7 +167,13 @@ class Web(Application):
 
     def start_servers(self) -> None:
         from testbed import apache
+        from workloads.docroot import write_docroot
         sp: WebSpec = self.spec
+        if self.ctx.docroot is None:
+            raise AppError(f"{sp.instance}: no document root to serve (AppContext.docroot)")
+        # The run writes CATNIP's pages once (controller/runner.py); the other page sets are
+        # written here, by every point that serves them (idempotent, safe side by side).
+        write_docroot(sp.served_pages(), self.ctx.docroot)
         for host in self.servers:
             srv = apache.ApacheServer(workdir=self.ctx.workdir / host.name, docroot=self.ctx.docroot,
                                       listen_ip=host.ip, port=sp.port, http_version=sp.http_version,
@@ -123,14 +193,18 @@ class Web(Application):
     def start_clients(self) -> None:
         sp: WebSpec = self.spec
         rng = random.Random(self.ctx.seed)
+        pages = sp.session_pages()
+        catalog = {str(p.number): p.objects for p in pages}
         for client, server in self.pairs():
             cfg = {
                 "client": client.name, "server": server.ip, "port": sp.port, "server_name": server.name,
-                "pages": sp.pages, "rounds": sp.rounds, "seed": rng.randrange(2**31),
+                "pages": [p.number for p in pages], "rounds": sp.rounds, "seed": rng.randrange(2**31),
                 "think_time": sp.think_time.model_dump(), "parallel": sp.parallel,
                 "http_version": sp.http_version, "persistent": sp.persistent, "object_timeout": sp.object_timeout,
                 "session_timeout": self.ctx.time_limit,
                 "start_delay": max(0.0, self.ctx.start_at - time.monotonic()) + rng.uniform(0, sp.start_stagger),
+                "page_set": sp.page_set, "catalog": catalog, "pipeline": sp.pipeline,
+                "stop_at": None if sp.duration is None else self.ctx.start_at + sp.duration,
             }
             out = self.ctx.workdir / f"client-{client.name}.jsonl"
             path = self.write_config(f"client-{client.name}", cfg)
@@ -138,8 +212,15 @@ class Web(Application):
                        f"client-{client.name}", out=out)
             self.outputs[client.name] = (client, server, out)
 
+    def pages_per_client(self) -> int | None:
+        """Pages each client must record; None when it runs for a duration."""
+        sp: WebSpec = self.spec
+        return None if sp.duration is not None else len(sp.session_pages()) * sp.rounds
+
     def expected(self) -> int:
-        return len(self.clients) * len(self.spec.pages) * self.spec.rounds
+        """Pages all clients must record (0: open-ended)."""
+        per_client = self.pages_per_client()
+        return 0 if per_client is None else len(self.clients) * per_client
 
     def progress(self) -> tuple[int, int]:
         done = 0
@@ -153,7 +234,6 @@ class Web(Application):
 
     def check(self) -> None:
         super().check()
-        from workloads.apps.base import AppError
         for host, srv in self.apaches:
             if srv.proc is not None and srv.proc.poll() is not None:
                 raise AppError(f"web: Apache on {host.name} exited ({srv.proc.returncode}) while the workload ran;"
@@ -165,11 +245,14 @@ class Web(Application):
 
     def collect(self) -> AppResult:
         objects, pages, samples = [], [], []
+        ends: dict[str, dict] = {}
         for client, server, out in self.outputs.values():
             for rec in read_jsonl(out):
                 rec.setdefault("client", client.name)
                 rec.setdefault("server", server.name)
-                if rec.get("kind") == "object":
+                if rec.get("kind") == "end":
+                    ends[client.name] = rec
+                elif rec.get("kind") == "object":
                     objects.append(rec)
                 elif rec.get("kind") == "page":
                     pages.append(rec)
@@ -180,9 +263,16 @@ class Web(Application):
         per_client = {}
         for p in pages:
             per_client[p["client"]] = per_client.get(p["client"], 0) + 1
-        want = len(self.spec.pages) * self.spec.rounds
-        missing = [f"web: {c.name} recorded {per_client.get(c.name, 0)} of {want} pages"
-                   for c in self.clients if per_client.get(c.name, 0) < want]
+        want = self.pages_per_client()
+        if want is not None:
+            missing = [f"web: {c.name} recorded {per_client.get(c.name, 0)} of {want} pages"
+                       for c in self.clients if per_client.get(c.name, 0) < want]
+        else:  # a duration: the session must have run to its end
+            missing = [f"web: the client on {c.name} ended early after {per_client.get(c.name, 0)} pages"
+                       if c.name not in ends else
+                       f"web: the client on {c.name} stopped ({ends[c.name].get('reason')}) after"
+                       f" {per_client.get(c.name, 0)} pages"
+                       for c in self.clients if ends.get(c.name, {}).get("reason") != "done"]
         return AppResult(samples=samples, missing=missing, records={"objects": objects, "pages": pages})
 
     def stop(self) -> None:
