@@ -38,7 +38,7 @@ from controller import fidelity as fidelity_mod
 from controller.skeleton import RunCancelled, TeardownStack
 from results.store import Store
 from testbed import engine as engine_mod
-from testbed import hostconfig, metadata, network, paths, sender, spm
+from testbed import hostconfig, metadata, network, paths, rto_init, sender, spm, tcpds
 from testbed.capabilities import Capabilities
 from testbed.links import EngineBackend, KernelBackend
 from workloads.apps.base import AppContext, AppError, Application, lookup
@@ -94,6 +94,8 @@ class PointRun:
         self.apps: list[Application] = []
         self.capture: subprocess.Popen | None = None
         self.marker: spm.SpmMarker | None = None
+        self.ds_marker: tcpds.TcpStateMarker | None = None
+        self.rto: rto_init.InitialRto | None = None
         self.recorded = False
         self.stopped_by_us: set[int] = set()  # processes we ended (time limit, cancel): not failures
         self.counted = False
@@ -131,6 +133,12 @@ class PointRun:
             if sc.marking.spm or sc.tcp.all_cc() & set(sender.NEED_DOCUMENTS):
                 self._phase(prog, "loading the SPM marker" if sc.marking.spm else "loading the document-size program")
                 self._load_marker(servers, stack)
+            if sc.marking.tcp_state is not None:
+                self._phase(prog, "loading the TCP-state marker")
+                self._load_tcp_state_marker(stack)
+            if any(t.initial_rto is not None for t in net.tcp.values()):
+                self._phase(prog, "setting the initial RTO")
+                self._set_initial_rto(stack)
             self._phase(prog, "starting servers")
             self._make_apps()
             for app in self.apps:
@@ -193,6 +201,32 @@ class PointRun:
             intf = f"{server.name}-eth0"
             hostconfig.one_packet_per_skb(server.node, intf)
             self.marker.attach_tc(intf, ["nsenter", "-t", str(server.node.pid), "-n"])
+
+    def _load_tcp_state_marker(self, stack: TeardownStack) -> None:
+        """TCP-DS at every host (each one sends: data, echoes or ACKs)."""
+        m = self.sc.marking.tcp_state
+        self.ds_marker = tcpds.TcpStateMarker(tcpds.TcpdsRules(
+            high_thresh=m.high_thresh, med_thresh=m.med_thresh, randomized=m.randomized,
+            always_high=tuple(tuple(r) for r in m.always_high)), name=f"{self.run_id[-4:]}-p{self.index}")
+        stack.callback(self._unload_bpf, self.ds_marker, "TCP-state marker")
+        self.ds_marker.load()
+        for h in self.net.hosts.values():
+            hostconfig.one_packet_per_skb(h.node, f"{h.name}-eth0")  # the marker sees each wire segment
+            self.ds_marker.attach(f"{h.name}-eth0", ["nsenter", "-t", str(h.node.pid), "-n"])
+
+    def _set_initial_rto(self, stack: TeardownStack) -> None:
+        self.rto = rto_init.InitialRto(name=f"{self.run_id[-4:]}-p{self.index}")
+        stack.callback(self._unload_bpf, self.rto, "initial RTO")
+        self.rto.load()
+        for short, h in self.net.hosts.items():
+            if self.net.tcp[short].initial_rto is not None:
+                self.rto.set(h.node.pid, self.net.tcp[short].initial_rto)
+
+    @staticmethod
+    def _unload_bpf(obj, what: str) -> None:
+        problems = obj.unload()
+        if problems:
+            print(f"catnip: {what} teardown: " + "; ".join(problems), file=sys.stderr)
 
     def _unload_marker(self) -> None:
         problems = self.marker.unload() if self.marker else []
@@ -376,6 +410,16 @@ class PointRun:
                 marking = self.marker.counters()
             except spm.SpmError as exc:  # the run's other records are worth keeping
                 marking = {"error": str(exc)}
+            self.store.update_point(self.run_id, self.index, marking=marking)
+        if self.ds_marker or self.rto:
+            marking = {}
+            for what, read in (("tcp_state", self.ds_marker and self.ds_marker.counters),
+                               ("initial_rto_answers", self.rto and self.rto.answers)):
+                if read:
+                    try:
+                        marking[what] = read()
+                    except spm.SpmError as exc:  # the run's other records are worth keeping
+                        marking[what] = {"error": str(exc)}
             self.store.update_point(self.run_id, self.index, marking=marking)
         lost = [h.name for h in net.hosts.values() if not hostconfig.shell_alive(h.node)]
         for h in net.hosts.values():

@@ -146,6 +146,9 @@ class TcpSpec(_Strict):
                                                                  " or off (0)")
     dsack: bool | None = Field(default=None, description="net.ipv4.tcp_dsack")
     rto_min: float | None = Field(default=None, description="minimum RTO, the default route's rto_min, e.g. '200ms'")
+    initial_rto: float | None = Field(
+        default=None, description="RTO of the handshake and until the first RTT sample (Linux: 1 s; Nouredine-Tobagi"
+                                  " section 3: 6 s), set per connection by BPF sock_ops (bpf/rto_init.bpf.c)")
 
     _cc = field_validator("congestion_control")(lambda cls, v: _known_cc(v))
 
@@ -169,6 +172,16 @@ class TcpSpec(_Strict):
         s = units.parse_duration(v)
         if not 0.001 <= s <= 120:
             raise ValueError(f"{v!r}: the minimum RTO must be between 1ms and 120s (Linux's maximum RTO)")
+        return s
+
+    @field_validator("initial_rto", mode="before")
+    @classmethod
+    def _initial_rto(cls, v: Any) -> float | None:
+        if v is None:
+            return None
+        s = units.parse_duration(v)
+        if not 0.001 <= s <= 120:
+            raise ValueError(f"{v!r}: the initial RTO must be between 1ms and 120s (Linux's maximum RTO)")
         return s
 
     def knob_sysctls(self) -> dict[str, int]:
@@ -196,6 +209,7 @@ class HostTcp:
     newcwv: NewcwvSpec | None   # catnip_newcwv's parameters (its hosts only)
     knobs: dict[str, int] = field(default_factory=dict)  # the period knobs' sysctls (TcpSpec.knob_sysctls)
     rto_min: float | None = None  # the default route's rto_min (s); None: Linux's (200 ms)
+    initial_rto: float | None = None  # by BPF sock_ops (testbed/rto_init.py); None: Linux's (1 s)
 
     def route_options(self) -> list[object]:
         """The default route's attributes: initcwnd, rto_min."""
@@ -224,11 +238,38 @@ class HostTcp:
         return {"group": self.group, "congestion_control": self.congestion_control,
                 "slow_start_after_idle": self.slow_start_after_idle, "pacing": self.pacing,
                 "pacing_ratio": self.pacing_ratio, "initial_cwnd": self.initial_cwnd,
-                "sender_params": self.sender_params, "knobs": self.knobs, "rto_min": self.rto_min}
+                "sender_params": self.sender_params, "knobs": self.knobs, "rto_min": self.rto_min,
+                "initial_rto": self.initial_rto}
+
+
+class TcpStateMarkingSpec(_Strict):
+    """TCP-state marking, TCP-DS (Nouredine and Tobagi 2002, section 6.1, Algorithm 1) at every host, by
+    eBPF (bpf/tcpds.bpf.c): by the sending window, SYN and fast recovery HIGH; ACKs like their data."""
+
+    high_thresh: int = Field(default=4, ge=1, le=65535, description="segments: a window up to this is HIGH (6.3: 4)")
+    med_thresh: int = Field(default=8, ge=1, le=65535, description="segments: a window up to this is MED (6.3: 8)")
+    randomized: bool = Field(default=False, description="Algorithm 1's randomized variant (its italic lines)")
+    always_high: list[Any] = Field(default_factory=list, max_length=8,
+                                   description="ports (80, '5000-5099' or [lo, hi]) whose connections are all HIGH:"
+                                               " Telnet's thresholds are the maximum window (6.1.2)")
+
+    @field_validator("always_high", mode="before")
+    @classmethod
+    def _ports(cls, v: Any) -> Any:
+        from spec.edge import parse_ports
+        return [parse_ports(p) for p in v] if isinstance(v, list) else v
+
+    @model_validator(mode="after")
+    def _med_above_high(self) -> "TcpStateMarkingSpec":
+        if self.med_thresh < self.high_thresh:
+            raise ValueError(f"med_thresh: {self.med_thresh} is below high_thresh ({self.high_thresh}); MED covers"
+                             " the windows above HIGH's, so med_thresh >= high_thresh")
+        return self
 
 
 class MarkingSpec(_Strict):
-    """Selective Packet Marking at the servers (CATNIP III-B), by eBPF (bpf/spm.bpf.c, docs/spm.md)."""
+    """Selective Packet Marking at the servers (CATNIP III-B), by eBPF (bpf/spm.bpf.c, docs/spm.md), or
+    TCP-state marking at every host (`tcp_state`, bpf/tcpds.bpf.c)."""
 
     spm: bool = Field(default=False, description="mark the servers' TCP segments AF11 (high) / AF12 (low)")
     first: bool = Field(default=True, description="the first 3 segments of each document are high")
@@ -241,8 +282,12 @@ class MarkingSpec(_Strict):
     retransmissions: Literal["position", "high", "low"] = Field(
         default="position", description="retransmitted segments: by the same rules as new ones, or always high/low")
 
+    tcp_state: TcpStateMarkingSpec | None = Field(default=None, description="TCP-DS marking at every host")
+
     @model_validator(mode="after")
     def _something_marked(self) -> "MarkingSpec":
+        if self.spm and self.tcp_state is not None:
+            raise ValueError("spm and tcp_state both mark the same segments; choose one")
         if self.spm and not (self.first or self.last or self.small_cwnd):
             raise ValueError("spm: true with first, last and small_cwnd all false would mark nothing high")
         return self
@@ -404,7 +449,8 @@ class Scenario(_Strict):
                     pacing=spec.pacing, pacing_ratio=ratio,
                     initial_cwnd=spec.initial_cwnd or self.tcp.initial_cwnd,
                     newcwv=(spec.newcwv or NewcwvSpec()) if cc == senders.NEWCWV else None,
-                    knobs=self.tcp.knob_sysctls(), rto_min=self.tcp.rto_min)
+                    knobs=self.tcp.knob_sysctls(), rto_min=self.tcp.rto_min,
+                    initial_rto=self.tcp.initial_rto)
         return out
 
     def host_qdiscs(self) -> dict[str, str]:

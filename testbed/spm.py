@@ -98,6 +98,38 @@ def ensure_bpffs() -> None:
         _run(["mount", "-t", "bpf", "bpf", str(BPFFS)], "mounting bpffs")
 
 
+def load_object(obj: Path, pin: Path, own_maps: tuple[str, ...]) -> None:
+    """Load `obj` with its programs pinned under `pin`/progs and its `own_maps` moved under `pin`.
+
+    libbpf pins maps declared LIBBPF_PIN_BY_NAME in the bpffs root; between `loadall` and the move a
+    loader running at the same time (a point beside this one) would reuse them, hence the lock. Each
+    load gets fresh maps; maps not in `own_maps` stay shared by name (SPM's document map, which the
+    sender congestion controls read)."""
+    ensure_bpffs()
+    pin.mkdir(parents=True, exist_ok=True)
+    paths.state_dir().mkdir(parents=True, exist_ok=True)
+    with open(paths.state_dir() / "spm-load.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for stale in own_maps:
+            (BPFFS / stale).unlink(missing_ok=True)
+        _run(["bpftool", "prog", "loadall", str(obj), str(pin / "progs")], f"loading {obj.name} (verifier)")
+        for name in own_maps:
+            _run(["bpftool", "map", "pin", "pinned", str(BPFFS / name), str(pin / name)], f"pinning {name}")
+            (BPFFS / name).unlink(missing_ok=True)
+
+
+def read_counters(pinned: Path, names: tuple[str, ...], what: str) -> dict[str, int]:
+    """A per-CPU array of counters, summed over the CPUs, by name."""
+    out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", str(pinned)], f"reading {what}"))
+    totals = {}
+    for entry in out:
+        key = entry["formatted"]["key"]
+        if key < len(names):
+            f = entry["formatted"]  # a per-CPU array has "values", one per CPU; a plain array "value"
+            totals[names[key]] = sum(v["value"] for v in f["values"]) if "values" in f else f["value"]
+    return totals
+
+
 class SpmMarker:
     def __init__(self, rules: SpmRules, name: str | None = None):
         self.rules = rules
@@ -114,25 +146,7 @@ class SpmMarker:
         return self.pin
 
     def load(self) -> None:
-        obj = build()
-        ensure_bpffs()
-        self.pin.mkdir(parents=True, exist_ok=True)
-        # Between loadall and the move below the config and counters are pinned by name, where a
-        # marker loading at the same time (a point running beside this one) would reuse them.
-        paths.state_dir().mkdir(parents=True, exist_ok=True)
-        with open(paths.state_dir() / "spm-load.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            for stale in OWN_MAPS:  # each load gets fresh ones
-                (BPFFS / stale).unlink(missing_ok=True)
-            _run(["bpftool", "prog", "loadall", str(obj), str(self.progs)], "loading bpf/spm.bpf.o (verifier)")
-            # libbpf pinned the maps by name; this marker's config and counters move under its own
-            # pin directory, so every marker has maps of its own. Only the document map stays shared
-            # by name: the sender congestion controls read it (socket-local storage, so markers
-            # loaded side by side do not mix their sockets' documents).
-            for name in OWN_MAPS:
-                _run(["bpftool", "map", "pin", "pinned", str(BPFFS / name), str(self.pin / name)],
-                     f"pinning {name}")
-                (BPFFS / name).unlink(missing_ok=True)
+        load_object(build(), self.pin, OWN_MAPS)
         self.set_rules(self.rules)
 
     def set_rules(self, rules: SpmRules) -> None:
@@ -162,14 +176,7 @@ class SpmMarker:
         return self.cgroup
 
     def counters(self) -> dict[str, int]:
-        out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", str(self.maps / "catnip_counters")],
-                              "reading the marker's counters"))
-        totals = {}
-        for entry in out:
-            key = entry["formatted"]["key"]
-            if key < len(COUNTERS):
-                totals[COUNTERS[key]] = sum(v["value"] for v in entry["formatted"]["values"])
-        return totals
+        return read_counters(self.maps / "catnip_counters", COUNTERS, "the marker's counters")
 
     def unload(self) -> list[str]:
         """Detach and remove everything; returns the problems met (teardown goes on past them)."""

@@ -1,0 +1,110 @@
+"""The initial retransmission timeout per host (`tcp.initial_rto`): load bpf/rto_init.bpf.o, attach it
+to the run's cgroup, give it each host namespace's value, remove it.
+
+One load per point, pinned under /sys/fs/bpf/catnip/rto-ID with its own map (network namespace
+cookie -> ms). The sock_ops program is attached with BPF_F_ALLOW_MULTI to the run's cgroup
+(testbed/run_cgroup.py), which holds every process of the run, Apache in its nested group included;
+points side by side attach their own. A host's namespace is named by its cookie, read with
+SO_NETNS_COOKIE from a socket opened inside it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import socket
+import struct
+import threading
+import uuid
+from pathlib import Path
+
+from testbed import paths, run_cgroup, spm
+
+OBJECT = paths.REPO / "bpf" / "build" / "rto_init.bpf.o"
+OWN_MAPS = ("catnip_rto_ms", "catnip_rto_n")
+SO_NETNS_COOKIE = 71   # include/uapi/asm-generic/socket.h (Linux 5.14)
+CLONE_NEWNET = 0x40000000
+
+
+class RtoInitError(RuntimeError):
+    pass
+
+
+def netns_cookie(pid: int) -> int:
+    """The cookie of the network namespace of process `pid`: a socket opened there, on a thread of
+    our own that enters the namespace (setns moves only the calling thread)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    out: dict[str, object] = {}
+
+    def inside() -> None:
+        try:
+            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+            try:
+                if libc.setns(fd, CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns into process {pid}'s network namespace")
+            finally:
+                os.close(fd)
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                out["cookie"] = struct.unpack("<Q", s.getsockopt(socket.SOL_SOCKET, SO_NETNS_COOKIE, 8))[0]
+        except OSError as exc:
+            out["error"] = exc
+
+    t = threading.Thread(target=inside, name=f"netns-cookie-{pid}")
+    t.start()
+    t.join()
+    if "error" in out:
+        raise RtoInitError(f"reading the network namespace cookie of process {pid}: {out['error']}")
+    return int(out["cookie"])  # type: ignore[arg-type]
+
+
+class InitialRto:
+    def __init__(self, name: str | None = None):
+        self.pin = spm.PIN_ROOT / f"rto-{name or uuid.uuid4().hex[:8]}"
+        self.cgroup: Path | None = None
+
+    @property
+    def prog(self) -> Path:
+        return self.pin / "progs" / "rto_init"
+
+    def load(self) -> None:
+        group = run_cgroup.current_run_group()
+        if group is None:
+            raise RtoInitError("tcp.initial_rto needs the run's cgroup (cgroup v2), which this run does not have")
+        if not OBJECT.exists():
+            spm._run(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
+        spm.load_object(OBJECT, self.pin, OWN_MAPS)
+        spm._run(["bpftool", "cgroup", "attach", str(group), "sock_ops", "pinned", str(self.prog), "multi"],
+                 "attaching the initial-RTO program to the run's cgroup")
+        self.cgroup = group
+
+    def set(self, pid: int, seconds: float) -> None:
+        """Connections opened in process `pid`'s network namespace start with this RTO."""
+        cookie = netns_cookie(pid)
+        ms = round(seconds * 1000)
+        spm._run(["bpftool", "map", "update", "pinned", str(self.pin / "catnip_rto_ms"),
+                  "key", *map(str, cookie.to_bytes(8, "little")), "value", *map(str, ms.to_bytes(4, "little"))],
+                 "setting a host's initial RTO")
+
+    def answers(self) -> int:
+        """How many times the kernel took our value (SYNs and SYN-ACKs of the point's hosts)."""
+        return spm.read_counters(self.pin / "catnip_rto_n", ("answers",), "the initial-RTO counter").get("answers", 0)
+
+    def unload(self) -> list[str]:
+        problems = []
+        if self.cgroup is not None and self.cgroup.exists():
+            try:
+                spm._run(["bpftool", "cgroup", "detach", str(self.cgroup), "sock_ops", "pinned", str(self.prog)],
+                         "detaching the initial-RTO program")
+            except spm.SpmError as exc:
+                problems.append(str(exc))
+        self.cgroup = None
+        if self.pin.exists():
+            shutil.rmtree(self.pin, ignore_errors=True)
+            if self.pin.exists():
+                problems.append(f"could not unpin {self.pin}")
+        try:
+            spm.PIN_ROOT.rmdir()
+        except OSError:
+            pass
+        return problems
