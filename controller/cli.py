@@ -308,7 +308,7 @@ def list_cmd(db: str | None, as_json: bool, as_csv: bool) -> None:
             click.echo(f"{r['id']:<48} {r['name']:<24} {r['status']:<10} {when:<16}  {dur}{imported}")
 
 
-VIEWS = "the page-time table (default), --loss, --by-sender, --pool, --apps or --layout NAME"
+VIEWS = "the page-time table (default), --loss, --by-sender, --pool, --apps, --layout NAME or --figure NAME"
 
 
 @main.command(short_help="A run's report: page times (Table II), loss, pooled, any layout.")
@@ -334,9 +334,18 @@ VIEWS = "the page-time table (default), --loss, --by-sender, --pool, --apps or -
               "did not keep real time")
 @click.option("--against", "base", type=click.IntRange(min=0), default=None,
               help="with --pool: the sweep point the others are compared with  [default: 0]")
+@click.option("--figure", "figure_name", metavar="NAME", default=None,
+              help="view: a figure of Nouredine and Tobagi's reports (web-1.0, web-1.1, telnet, ftp-probes, ftp-files,"
+                   " fair-share, flow-throughput; docs/reports-servdiff.md), written to --out (--json prints its spec)")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="with --figure: the file to write, .svg, .pdf or .png (default servdiff-NAME-RUN.svg)")
+@click.option("--tag", default=None, help="with --figure: only the samples of this tag (an RTT class, e.g. rtt80ms)")
+@click.option("--flow", default=None, help="with --figure flow-throughput: the flow (e.g. s5/0; default the first of"
+              " the longest RTT class)")
 def report(run_ids: tuple[str, ...], db: str | None, as_json: bool, as_csv: bool, loss: bool, by_sender: bool,
            pool: bool, apps: bool, layout_name: str | None, list_layouts: bool, interval: str,
-           realtime_only: bool, base: int | None) -> None:
+           realtime_only: bool, base: int | None, figure_name: str | None, out: str | None, tag: str | None,
+           flow: str | None) -> None:
     """The report of RUN_ID (an id or an unambiguous prefix) in the layout of Table II.
 
     One view: the page-time table (default), --loss, --by-sender, --pool, --apps or --layout
@@ -347,12 +356,13 @@ def report(run_ids: tuple[str, ...], db: str | None, as_json: bool, as_csv: bool
     (or --against N) page by page, with 95% intervals.
 
     With --apps, the applications' metrics of each point; with --layout NAME, any registered
-    layout (--layouts lists them)."""
+    layout (--layouts lists them); with --figure NAME, a figure of the servdiff reports."""
     fmt = _one_format(as_json, as_csv)
     # --apps is --layout app-metrics: the two together name one view.
     views = [name for name, on in (("--loss", loss), ("--by-sender", by_sender), ("--pool", pool), ("--apps", apps),
                                    (f"--layout {layout_name}", layout_name is not None
-                                    and not (apps and layout_name == "app-metrics"))) if on]
+                                    and not (apps and layout_name == "app-metrics")),
+                                   (f"--figure {figure_name}", figure_name is not None)) if on]
     interval_given = click.get_current_context().get_parameter_source("interval") != ParameterSource.DEFAULT
     if list_layouts:
         given = views + [f for f, on in (("RUN_ID", run_ids), ("--csv", fmt == "csv"),
@@ -370,11 +380,18 @@ def report(run_ids: tuple[str, ...], db: str | None, as_json: bool, as_csv: bool
         for name, on in (("--realtime-only", realtime_only), ("--against", base is not None)):
             if on:
                 raise click.UsageError(f"{name} goes with --pool" + (f", not {views[0]}" if views else ""))
+    if view != "--figure":
+        for name, on in (("--out", out is not None), ("--tag", tag is not None), ("--flow", flow is not None)):
+            if on:
+                raise click.UsageError(f"{name} goes with --figure" + (f", not {views[0]}" if views else ""))
     if interval != "t" and view is not None:
         raise click.UsageError(f"--interval {interval} and {views[0]}: only the page-time table of one run (the "
                                "default view) has intervals other than Student t")
     if apps or layout_name is not None:
         _layout_report("app-metrics" if apps else layout_name, run_ids, db, fmt)
+        return
+    if view == "--figure":
+        _figure_report(figure_name, run_ids, db, fmt, out, tag, flow)
         return
     if len(run_ids) != 1:
         raise click.UsageError("Missing argument 'RUN_ID' (or --layouts to list the layouts)." if not run_ids else
@@ -467,6 +484,46 @@ def _layout_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str
     if fmt == "text" and name == "catnip-table-xi":
         out += "\n" + _columns_legend(table.source)
     click.echo(out, nl=fmt != "csv")
+
+
+def _figure_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str, out: str | None, tag: str | None,
+                   flow: str | None) -> None:
+    """--figure: a servdiff figure (results/servdiff.py) written to a file, a line per curve printed;
+    with --json its Plotly spec printed instead."""
+    from results import figures, servdiff
+    if fmt == "csv":
+        raise click.UsageError("--csv and --figure: a figure is written to --out (or printed as its spec with --json)")
+    if not run_ids:
+        raise click.UsageError(f"Missing argument 'RUN_ID': the runs of figure {name}.")
+    path = Path(out or f"servdiff-{name}-{run_ids[0].split('+')[0]}.svg")
+    try:
+        servdiff.check_figure(name, tag, flow)
+        if fmt == "text":
+            figures.format_of(path)  # a bad extension is said before the runs are read
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--figure") from None
+    except figures.ExportError as exc:
+        raise click.BadParameter(str(exc), param_hint="--out") from None
+    with _report_store(db) as store:
+        _check_run_ids(store, run_ids)
+        try:
+            fig = servdiff.figure(store, run_ids, name, tag, flow)
+        except KeyError as exc:
+            raise click.ClickException(exc.args[0]) from None
+        except servdiff.NoData as exc:
+            raise click.ClickException(str(exc)) from None
+        except ValueError as exc:  # runs that cannot be pooled, or a run given twice
+            raise click.BadParameter(str(exc), param_hint="RUN_ID") from None
+    if fmt == "json":
+        click.echo(json.dumps(fig.spec, indent=2))
+        return
+    try:
+        figures.save(fig.spec, path)
+    except figures.ExportError as exc:
+        raise click.ClickException(str(exc)) from None
+    for line in fig.lines:
+        click.echo(line)
+    click.echo(f"figure: {path}")
 
 
 def _pooled_report(spec: str, db: str | None, realtime_only: bool, base: int | None, fmt: str) -> None:

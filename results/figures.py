@@ -286,6 +286,96 @@ def app_goodput_chart(goodput: dict[str, Any]) -> dict[str, Any]:
         "margin": {"t": 36, "r": 10, "b": 70, "l": 50}, "legend": {"orientation": "h", "y": -0.32}}}
 
 
+# --- Nouredine and Tobagi's service differentiation (results/servdiff.py) ------------------------------
+def ccdf_steps(points: Sequence[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """An exact CCDF (x, fraction greater than x) as the points of a step line (shape "hv"): from 1
+    at the first value, each fraction held until the next value. A last fraction of 0 has no place
+    on a log axis: the line ends at the last value at the fraction before it."""
+    if not points:
+        return [], []
+    xs, ys = [points[0][0]], [1.0]
+    for i, (x, y) in enumerate(points):
+        xs.append(x)
+        ys.append(y if y > 0 or i == 0 else ys[-1])
+    if ys[-1] <= 0:  # a single distinct value, none greater
+        xs.pop()
+        ys.pop()
+    return xs, ys
+
+
+def threshold_ccdf_chart(title: str, series: Sequence[dict[str, Any]], thresholds: Sequence[tuple[float, str]],
+                         xtitle: str) -> dict[str, Any]:
+    """CCDFs as Nouredine and Tobagi draw them (Figs 2-4, 7-9, 12, 13, 15): one curve per scheme,
+    the fraction of samples greater than x on a log axis, x in seconds, and the paper's limits as
+    vertical lines. series: name, key (the scheme's colour, `color`), points (the exact CCDF), n
+    (samples), failed, dash (None: solid), loss (the bottleneck's drop rate, which labels each
+    curve of the paper's Fig. 2; None: not shown)."""
+    data, ys = [], []
+    for s in series:
+        x, y = ccdf_steps(s["points"])
+        x, y = [round(v, 6) for v in x], [round(v, 6) for v in y]
+        failed = f", {s['failed']} failed" if s.get("failed") else ""
+        loss = "" if s.get("loss") is None else f"; loss {100 * s['loss']:.1f}%"
+        data.append({"type": "scatter", "mode": "lines", "name": _esc(f"{s['name']} (n={s['n']}{failed}{loss})"),
+                     "x": x, "y": y, "line": {"shape": "hv", "color": color(s["key"]),
+                                              **({"dash": s["dash"]} if s.get("dash") else {})}})
+        ys += y
+    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": t, "x1": t, "y0": 0, "y1": 1,
+               "line": {"color": "#555", "width": 1, "dash": "dot"}} for t, _ in thresholds]
+    notes = [{"x": t, "y": 1, "xref": "x", "yref": "paper", "text": _esc(label), "showarrow": False,
+              "xanchor": "left", "yanchor": "bottom", "font": {"size": 11}} for t, label in thresholds]
+    return {"data": data, "layout": {
+        "title": _title(_esc(title)), "shapes": shapes, "annotations": notes,
+        "xaxis": {"title": {"text": f"{xtitle} (s)"}, "rangemode": "tozero"},
+        "yaxis": log_axis("fraction greater", ys),
+        "margin": {"t": 50, "r": 10, "b": 90}, "legend": BELOW}}
+
+
+def fair_share_chart(classes: Sequence[str], series: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Fig. 16's two quantities per RTT class, a line pair per scheme: throughput / fair share
+    (solid, with its 95% interval where repetitions pool) and the C.O.V. of the throughput samples
+    (dotted), as the paper draws them; 1 (the fair share) dashed. series: name, key, and per class
+    ratio, ratio_ci95, cov (None where missing)."""
+    data = []
+    for s in series:
+        c = color(s["key"])
+        ratio = {"type": "scatter", "mode": "lines+markers", "name": _esc(f"{s['name']}: throughput / fair share"),
+                 "x": list(classes), "y": s["ratio"], "line": {"color": c}, "marker": {"size": 7}}
+        if any(v is not None for v in s["ratio_ci95"]):
+            ratio["error_y"] = {"type": "data", "array": [v or 0 for v in s["ratio_ci95"]], "visible": True,
+                                "color": c, "thickness": 1.2}
+        data.append(ratio)
+        data.append({"type": "scatter", "mode": "lines+markers", "name": _esc(f"{s['name']}: C.O.V."),
+                     "x": list(classes), "y": s["cov"], "line": {"color": c, "dash": "dot"},
+                     "marker": {"size": 6, "symbol": "square-open"}})
+    return {"data": data, "layout": {
+        "title": _title("Long FTP: throughput / fair share (solid) and C.O.V. (dotted) per RTT class"),
+        "shapes": [{"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                    "line": {"color": "#555", "width": 1, "dash": "dash"}}],
+        "xaxis": {"title": {"text": "RTT class"}, "type": "category"},
+        "yaxis": {"title": {"text": "throughput / fair share; C.O.V."}, "rangemode": "tozero"},
+        "margin": {"t": 50, "r": 10, "b": 90}, "legend": BELOW}}
+
+
+def flow_throughput_chart(title: str, series: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Fig. 17: one long FTP flow's throughput samples over time, a line per scheme, its fair share
+    dashed in the scheme's colour. series: name, key, t (s since the flow's first sample), kbps,
+    fair_kbps (None when unknown)."""
+    data, shapes = [], []
+    for s in series:
+        c = color(s["key"])
+        data.append({"type": "scatter", "mode": "lines+markers", "name": _esc(s["name"]), "x": s["t"], "y": s["kbps"],
+                     "line": {"color": c}, "marker": {"size": 4}})
+        if s.get("fair_kbps") is not None:
+            shapes.append({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": s["fair_kbps"],
+                           "y1": s["fair_kbps"], "line": {"color": c, "width": 1, "dash": "dash"}})
+    return {"data": data, "layout": {
+        "title": _title(_esc(title) + " (fair share dashed)"), "shapes": shapes,
+        "xaxis": {"title": {"text": "s since the flow's first sample"}},
+        "yaxis": {"title": {"text": "throughput (kbit/s)"}, "rangemode": "tozero"},
+        "margin": {"t": 50, "r": 10, "b": 90}, "legend": BELOW}}
+
+
 # --- the newCWV paper (results/newcwv.py) ------------------------------------------------------------
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"

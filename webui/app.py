@@ -7,7 +7,9 @@ results/ computes: report tables (results/report.py), the Table XI comparison
 (results/samples.py: summaries, CCDFs, per-flow time series, C.O.V.; the `app-metrics` layout of
 results/layouts.py for downloads), and the newCWV paper's reports where a run has bursts
 (results/newcwv.py: the gain grid as heat maps, the cwnd/pipeACK trace and the FTP throughput as
-line charts; every registered layout of a run as CSV, JSON or text).
+line charts; every registered layout of a run as CSV, JSON or text), and Nouredine and Tobagi's
+where a run is one of their experiments (results/servdiff.py: CCDFs with the paper's limits, the
+servdiff table, long FTP fair share).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from results import newcwv as newcwv_mod
 from results import pooled as pooled_mod
 from results import report as report_mod
 from results import samples as samples_mod
+from results import servdiff as servdiff_mod
 from results.store import RUN_ID, Store, StoreVersionError
 from testbed import paths
 from webui import forms, hosts
@@ -279,6 +282,30 @@ def _newcwv_views(store: Store, run_id: str, apps: dict[int, dict[str, Any]]) ->
     return out
 
 
+def _servdiff_views(store: Store, run_id: str) -> dict[str, Any] | None:
+    """Nouredine and Tobagi's reports of a run of their experiments (results/servdiff.py: a point
+    with telnet or ftp, or on the tree), or None: the CCDFs with the paper's limits, the fair-share
+    figures where it has long FTP flows, and the servdiff table's every-tag rows."""
+    if not servdiff_mod.applies(store, run_id):
+        return None
+    records = servdiff_mod.Records(store)  # each point's samples read once for the table and the figures
+    out: dict[str, Any] = {"figures": [f.spec for f in servdiff_mod.run_figures(store, [run_id], records)],
+                           "rows": [], "notes": [], "layouts": []}
+    try:
+        table = layouts.servdiff_table(servdiff_mod.table(store, [run_id], records))
+        out["rows"] = [r for r in table.records() if r["tag"] == "all"]
+        out["notes"] = list(table.notes)
+        out["layouts"].append("servdiff")
+    except servdiff_mod.NoData as exc:
+        out["notes"].append(str(exc))
+    try:
+        servdiff_mod.fair_share(store, [run_id], records)
+        out["layouts"].append("servdiff-fair")
+    except servdiff_mod.NoData:
+        pass  # no long FTP flows
+    return out
+
+
 def _register(app: Flask) -> None:
     @app.teardown_appcontext
     def close_store(exc):
@@ -340,6 +367,7 @@ def _register(app: Flask) -> None:
         ctx["app_figures"] = {}
         ctx["newcwv"] = None
         ctx["tcpf"] = None
+        ctx["servdiff"] = None
         if run is not None and json.loads(run["scenario"]).get("kind") == "transfers":
             ctx["transfers"] = validation.cells(store.transfer_trials(run_id))  # no pages, no bottleneck
         elif run is not None:
@@ -366,6 +394,7 @@ def _register(app: Flask) -> None:
                                       for n, d in ctx["apps"].items()}
                 ctx["newcwv"] = _newcwv_views(store, run_id, ctx["apps"])
                 ctx["tcpf"] = _tcpf_rows(store, run_id)
+                ctx["servdiff"] = _servdiff_views(store, run_id)
             ctx["capabilities"] = json.loads(run["capabilities"] or "null")
             ctx["versions"] = json.loads(run["versions"] or "null")
         ctx["live"] = (job is not None and job.state in LIVE) or (run is not None and run["status"] == "running")
