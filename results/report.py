@@ -95,6 +95,10 @@ def marking_summary(raw: str | None) -> dict[str, Any] | None:
     c = json.loads(raw)
     if "error" in c:
         return None
+    if "tcp_state" in c or "initial_rto_answers" in c:  # controller/point.py: TCP-DS and the initial RTO
+        ds = c.get("tcp_state")
+        return {"kind": "tcp_state", "tcp_state": ds if isinstance(ds, dict) and "error" not in ds else None,
+                "initial_rto_answers": c.get("initial_rto_answers")}
     data = c.get("data_high", 0) + c.get("data_low", 0)
     data_bytes = c.get("data_high_bytes", 0) + c.get("data_low_bytes", 0)
     return {**c, "high_share": c.get("data_high", 0) / data if data else None,
@@ -212,7 +216,17 @@ def render_text(report: dict[str, Any]) -> str:
             out.append(f"  All router queues: {100 * total_drop / total_arr:.2f}% loss"
                        f" ({total_drop} of {total_arr} packets)")
         m = p.get("marking")
-        if m:
+        if m and m.get("kind") == "tcp_state":
+            ds = m["tcp_state"]
+            if ds:
+                out.append("  TCP-state marking: data high/med/low " + " / ".join(
+                    str(ds.get(f"data_{k}", 0)) for k in ("high", "med", "low")) + ", ACKs high/med/low "
+                    + " / ".join(str(ds.get(f"ack_{k}", 0)) for k in ("high", "med", "low"))
+                    + f", SYNs {ds.get('syn', 0)}, in fast recovery {ds.get('recovery', 0)},"
+                    f" always high {ds.get('always_high', 0)}, random promotions {ds.get('random_up', 0)}")
+            if m.get("initial_rto_answers") is not None:
+                out.append(f"  Initial RTO: the kernel took ours {m['initial_rto_answers']} times (SYNs and SYN-ACKs)")
+        elif m:
             out.append(f"  SPM marking at the servers: {_pct(m['high_share'])} of data segments high"
                        f" ({m['data_high']} of {m['data_high'] + m['data_low']}; {_pct(m['high_byte_share'])} of bytes),"
                        f" {m['retransmissions']} retransmissions, {m['documents']} documents announced,"

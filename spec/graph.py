@@ -23,6 +23,7 @@ NAME = r"^[a-z][a-z0-9]{0,5}$"  # node names: 'ctp' + name + '-ethN' must fit IF
 MAX_RATE = 100 * 10**9          # 100 Gbit/s: far above what one machine emulates
 MAX_DELAY = 10.0                # seconds, one way
 MAX_HOSTS = 1000
+SOURCE_QUEUE = "source_scheduler"  # the one policy of a host's uplink (Nouredine-Tobagi 6.2, Fig. 11)
 
 
 class _Strict(BaseModel):
@@ -87,10 +88,17 @@ class AccessLinkSpec(LinkSpec):
 
     @model_validator(mode="after")
     def _up_has_no_queue(self):
+        if self.up and self.up.policy is not None and self.up.policy.kind == SOURCE_QUEUE:
+            return self  # the engine serializes the uplink: the sending host's own queues (testbed/network.py)
         if self.up and (self.up.buffer is not None or self.up.policy is not None):
             raise ValueError("up: buffer and policy do not apply: the host's own queue serializes its uplink"
-                             " (put a queue policy on the router's egress links instead)")
+                             f" (put a queue policy on the router's egress links instead; only '{SOURCE_QUEUE}',"
+                             " the sending host's scheduler, goes here)")
         return self
+
+    def source_queue(self) -> bool:
+        """Whether the engine serializes the uplink with a source scheduler instead of the host's htb."""
+        return bool(self.up and self.up.policy is not None and self.up.policy.kind == SOURCE_QUEUE)
 
 
 class CoreLinkSpec(LinkSpec):
@@ -201,8 +209,24 @@ class Graph(_Strict):
         no_hosts = routers - {g.router for g in self.groups} - {e for l in self.links for e in (l.a, l.b)}
         if no_hosts:
             raise ValueError(f"routers {', '.join(sorted(no_hosts))} have neither hosts nor links")
+        self._check_source_queues()
         self._check_tcpf_placement()
         return self
+
+    def _check_source_queues(self) -> None:
+        """A source scheduler is the sending host's own set of queues: only a host's uplink has one."""
+        def named(link: LinkSpec, d: Direction | None) -> bool:
+            return any(p is not None and p.kind == SOURCE_QUEUE for p in (link.policy, d.policy if d else None))
+        for g in self.groups:
+            down = g.link.down.policy if g.link.down else None
+            if any(p is not None and p.kind == SOURCE_QUEUE for p in (g.link.policy, down)):
+                raise ValueError(f"groups.{g.name}.link: {SOURCE_QUEUE} models the sending host's queues; put it"
+                                 f" on the uplink only (groups.{g.name}.link.up.policy)")
+        for i, link in enumerate(self.links):
+            for d in ("forward", "reverse"):
+                if named(link, getattr(link, d)):
+                    raise ValueError(f"links.{i} ({link.a}-{link.b}): {SOURCE_QUEUE} models a sending host's"
+                                     " queues; it goes on a host group's link.up.policy, not on a router link")
 
     def _check_tcpf_placement(self) -> None:
         """A `tcpf` marker keeps one pool for the flows of its direction and must see their ACKs:

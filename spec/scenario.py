@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -42,6 +43,15 @@ class _Strict(BaseModel):
 class RouterSpec(_Strict):
     """The queue policy of every router egress queue whose link does not name its own."""
     policy: PolicySpec = DropTail()
+
+    @field_validator("policy")
+    @classmethod
+    def _not_a_source_queue(cls, v: Any) -> Any:
+        from spec.graph import SOURCE_QUEUE
+        if v.kind == SOURCE_QUEUE:
+            raise ValueError(f"{SOURCE_QUEUE} models a sending host's queues; it goes on a host group's"
+                             " link.up.policy, not on the routers")
+        return v
 
 
 CC_NAME = r"^[a-z0-9_]{1,15}$"  # the kernel's TCP_CA_NAME_MAX is 16 with the terminating NUL
@@ -517,6 +527,44 @@ def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
     node[keys[-1]] = value
 
 
+SCHEME = "scheme"  # sweep key whose values are named sets of fields: {name: DT, set: {router.policy: ...}}
+
+
+def _swept_paths(sweep: Any) -> list[str]:
+    """Every field path a sweep sets: its keys, and the paths inside its schemes."""
+    if not isinstance(sweep, dict):
+        return []
+    out = [k for k in sweep if k != SCHEME]
+    for value in sweep.get(SCHEME) or []:
+        if isinstance(value, dict) and isinstance(value.get("set"), dict):
+            out += [p for p in value["set"] if p not in out]
+    return out
+
+
+def _check_schemes(values: Any) -> None:
+    """`sweep.scheme`: a list of {name, set}, names unique, `set` mapping field paths to values. The
+    schemes of a comparison (e.g. DropTail, RED, application marking) differ in several fields at
+    once, which a product of swept paths cannot say."""
+    if not isinstance(values, list) or not values:
+        raise ScenarioError("sweep.scheme: a non-empty list of {name: NAME, set: {field.path: value, ...}}")
+    names = []
+    for i, v in enumerate(values):
+        if not isinstance(v, dict) or set(v) != {"name", "set"} or not isinstance(v["set"], dict) or not v["set"]:
+            raise ScenarioError(f"sweep.scheme[{i}]: give name and set ({{name: DT, set: {{router.policy: ...}}}}),"
+                                f" got {bounded.short(v)}")
+        if not isinstance(v["name"], str) or not re.match(r"^[A-Za-z0-9_.+-]{1,32}$", v["name"]):
+            raise ScenarioError(f"sweep.scheme[{i}].name: {bounded.short(v['name'])}: 1-32 letters, digits and _.+-")
+        if v["name"] in names:
+            raise ScenarioError(f"sweep.scheme[{i}].name: {v['name']!r} repeated; scheme names are unique")
+        names.append(v["name"])
+        for path in v["set"]:
+            if not isinstance(path, str):
+                raise ScenarioError(f"sweep.scheme[{i}].set: {bounded.short(path)} is not a field path")
+            _check_key(f"sweep.scheme[{i}].set.{path[:60]}", path)
+            if path.split(".")[0] in ("sweep", "name", "seed"):
+                raise ScenarioError(f"sweep.scheme[{i}].set.{path}: a scheme sets fields of the scenario, not {path}")
+
+
 def _check_key(text: str, key: str) -> None:
     """A field path of `--set` or `sweep`: dotted names, not deeper than a scenario can be."""
     parts = key.split(".")
@@ -645,7 +693,8 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
         raise ScenarioError(f"{path}: a scenario is a mapping of fields, got {type(raw).__name__}")
     if len(overrides) > bounded.MAX_OVERRIDES:
         raise ScenarioError(f"--set: {len(overrides)} overrides; at most {bounded.MAX_OVERRIDES}")
-    raw = copy.deepcopy(raw)
+    # Top-level `x-...` keys hold YAML anchors for the rest of the file (as in Compose files): dropped.
+    raw = {k: v for k, v in copy.deepcopy(raw).items() if not (isinstance(k, str) and k.startswith("x-"))}
     raw.setdefault("name", path.stem)
     plain_keys = []
     for text_override in overrides:
@@ -660,7 +709,7 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
     # A sweep sets its paths in every point after the overrides: an override at or under one would
     # be silently replaced.
     for key in plain_keys:
-        for swept in (raw.get("sweep") or {}) if isinstance(raw.get("sweep"), dict) else {}:
+        for swept in _swept_paths(raw.get("sweep")):
             if key == swept or key.startswith(swept + "."):
                 raise ScenarioError(f"--set {bounded.shorten(key)}: the sweep replaces {swept} in every point, so this"
                                     f" would never apply; change the sweep (--set sweep.{swept}=[...]) instead")
@@ -673,6 +722,8 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
     if not isinstance(sweep, dict) or not all(isinstance(v, list) and v for v in sweep.values()):
         raise ScenarioError("sweep: must map field paths to non-empty lists of values, "
                             "e.g. {topology.bottleneck.buffer: [64KB, 512KB]}")
+    if SCHEME in sweep:
+        _check_schemes(sweep[SCHEME])
     size = 1
     for key, values in sweep.items():
         if not isinstance(key, str):
@@ -689,7 +740,12 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
         point_raw = dict(raw)  # _set_path copies the sections it changes: points share nothing they change
         assignment = dict(zip(keys, combo))
         for key, value in assignment.items():
-            _set_path(point_raw, key, value)
+            if key == SCHEME:  # a named set of fields that change together
+                for path, v in value["set"].items():
+                    _set_path(point_raw, path, v)
+                assignment[key] = value["name"]
+            else:
+                _set_path(point_raw, key, value)
         label = point_label(assignment)
         points.append((assignment, validate(point_raw, f"[sweep {bounded.shorten(label, 80)}] " if label else "")))
     runs = sum(s.run.repetitions for _, s in points)  # each point repeats as its own scenario says

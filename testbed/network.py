@@ -184,7 +184,8 @@ def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: l
             settings = n.tcp[short]  # the `tcp` defaults with the host's group's and web server's own
             run(h.node, "ip", "route", "add", "default", "via", host_ip(net, 0), *settings.route_options())
             hostconfig.set_sysctls(h.node, {**sysctls, **settings.sysctls()})
-            hostconfig.shape_egress(h.node, intf, up.rate, n.mtu)
+            if not group.link.source_queue():  # else the engine serializes it, the host's queues in the scheduler
+                hostconfig.shape_egress(h.node, intf, up.rate, n.mtu)
             if settings.pacing == "fq":  # the machine has fq: checked before the run (controller/runner.py)
                 hostconfig.pace_with_fq(h.node, intf)
 
@@ -213,10 +214,18 @@ def _plan_directions(n: Network, sc: Scenario, lan: dict[str, str], core_intf: l
                 policy=_engine_policy(down.policy, down.buffer, f"groups.{group.name}.link"),
                 loss=down.loss.engine_config() if down.loss else None,
                 edge=[e.engine_config(n.subnets) for e in down.edge], match_dst=h.ip))
-            # The host's htb serializes its uplink; the router adds its delay and edge functions.
+            if group.link.source_queue():
+                # The sending host's own queues and scheduler (Nouredine-Tobagi 6.2): the engine serializes the
+                # uplink at its rate; the host has no shaper of its own, so its backlog waits here.
+                up_rate, up_buffer = up.rate, group.link.up.buffer
+                up_policy = _engine_policy(group.link.up.policy, up_buffer, f"groups.{group.name}.link.up")
+                role = f"source-{group.role or group.name}"
+            else:
+                # The host's htb serializes its uplink; the router adds its delay and edge functions.
+                up_rate, up_buffer, up_policy, role = 0, None, {"kind": "droptail"}, "ingress-delay"
             n.directions.append(LinkDirection(
-                name=f"{h.name}>{rname}", role="ingress-delay", router=router, hook="ingress",
-                interface=lan[group.name], rate_bps=0, delay_s=up.delay, buffer=None, policy={"kind": "droptail"},
+                name=f"{h.name}>{rname}", role=role, router=router, hook="ingress",
+                interface=lan[group.name], rate_bps=up_rate, delay_s=up.delay, buffer=up_buffer, policy=up_policy,
                 loss=up.loss.engine_config() if up.loss else None,
                 edge=[e.engine_config(n.subnets) for e in up.edge], match_src=h.ip))
     for link, (ia, ib) in zip(graph.links, core_intf):

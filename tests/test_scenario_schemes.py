@@ -1,0 +1,85 @@
+"""Sweeps over named schemes (`sweep.scheme`: several fields that change together), top-level `x-`
+anchor keys, and the checks of the Nouredine-Tobagi knobs: TCP-state marking thresholds and the
+initial RTO."""
+
+from __future__ import annotations
+
+import pytest
+
+from spec import scenario as s
+from testbed.paths import REPO
+
+QUICK = (REPO / "scenarios" / "quick.yaml").read_text()
+
+
+def write(tmp_path, extra: str):
+    f = tmp_path / "sc.yaml"
+    f.write_text(QUICK + extra)
+    return f
+
+
+def test_each_scheme_sets_its_fields_together_and_names_its_point(tmp_path):
+    f = write(tmp_path, """
+x-red: &red {kind: red, w_q: 0.002, min_th: 5, max_th: 15}
+sweep:
+  scheme:
+    - {name: DT, set: {router.policy: {kind: droptail}}}
+    - {name: RED-IW2, set: {router.policy: *red, tcp.initial_cwnd: 2}}
+  topology.bottleneck.buffer: [20p, 40p]
+""")
+    sweep = s.load(f)
+    got = [(a["scheme"], a["topology.bottleneck.buffer"], sc.router.policy.kind, sc.tcp.initial_cwnd)
+           for a, sc in sweep.points]
+    assert got == [("DT", "20p", "droptail", None), ("DT", "40p", "droptail", None),
+                   ("RED-IW2", "20p", "red", 2), ("RED-IW2", "40p", "red", 2)]
+    assert s.point_label(sweep.points[2][0]) == "scheme=RED-IW2, topology.bottleneck.buffer=20p"
+
+
+@pytest.mark.parametrize("scheme, message", [
+    ("[]", "sweep: must map field paths to non-empty lists"),
+    ("[1]", r"sweep.scheme\[0\]: give name and set"),
+    ("[{name: A}]", r"sweep.scheme\[0\]: give name and set"),
+    ("[{name: A, set: {}}]", r"sweep.scheme\[0\]: give name and set"),
+    ("[{name: 'a b', set: {tcp.sack: false}}]", r"sweep.scheme\[0\].name: 'a b': 1-32 letters"),
+    ("[{name: A, set: {tcp.sack: false}}, {name: A, set: {tcp.sack: true}}]", r"sweep.scheme\[1\].name: 'A' repeated"),
+    ("[{name: A, set: {seed: 3}}]", r"sweep.scheme\[0\].set.seed: a scheme sets fields of the scenario"),
+    ("[{name: A, set: {tcp.sack: maybe}}]", r"\[sweep scheme=A\] tcp.sack"),
+])
+def test_bad_schemes_are_named(tmp_path, scheme, message):
+    with pytest.raises(s.ScenarioError, match=message):
+        s.load(write(tmp_path, f"sweep:\n  scheme: {scheme}\n"))
+
+
+def test_a_set_under_a_path_a_scheme_sets_is_refused(tmp_path):
+    f = write(tmp_path, "sweep:\n  scheme: [{name: A, set: {router.policy: {kind: droptail}}}]\n")
+    with pytest.raises(s.ScenarioError, match="the sweep replaces router.policy in every point"):
+        s.load(f, ["router.policy.kind=red"])
+
+
+def test_x_keys_are_anchors_only(tmp_path):
+    f = write(tmp_path, "x-notes: {anything: [1, 2]}\n")
+    assert s.load(f).points[0][1].name == "quick"
+    f.write_text(QUICK + "notes: {anything: 1}\n")
+    with pytest.raises(s.ScenarioError, match="notes: unknown field"):
+        s.load(f)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("marking.tcp_state={high_thresh: 4, med_thresh: 3}", "med_thresh: 3 is below high_thresh"),
+    ("marking.tcp_state={always_high: [70000]}", "ports run 0-65535"),
+    ("tcp.initial_rto=0s", "the initial RTO must be between 1ms and 120s"),
+    ("tcp.initial_rto=121s", "the initial RTO must be between 1ms and 120s"),
+])
+def test_service_differentiation_knobs_are_checked(tmp_path, override, message):
+    with pytest.raises(s.ScenarioError, match=message):
+        s.load(write(tmp_path, ""), [override])
+
+
+def test_spm_and_tcp_state_marking_exclude_each_other(tmp_path):
+    with pytest.raises(s.ScenarioError, match="spm and tcp_state both mark the same segments"):
+        s.load(write(tmp_path, ""), ["marking.spm=true", "marking.tcp_state={}"])
+
+
+def test_initial_rto_reaches_every_host(tmp_path):
+    sc = s.load(write(tmp_path, ""), ["tcp.initial_rto=6s"]).points[0][1]
+    assert {t.initial_rto for t in sc.host_tcp().values()} == {6.0}
