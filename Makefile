@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv/bin
 SCENARIO ?= scenarios/quick.yaml
 
-.PHONY: setup run test test-fast test-kills clean help table-xi sim-tables newcwv tcpf
+.PHONY: setup run test test-fast test-kills clean help table-xi sim-tables newcwv tcpf servdiff
 
 help:
 	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
@@ -16,6 +16,7 @@ help:
 	@echo "make sim-tables  CATNIP Tables II-X, fairness and HTTP/1.1 (17 points; JOBS=2 side by side by default)"
 	@echo "make newcwv  newCWV (Hossain and Fairhurst) Figs 5, 7-11 and Tables 2-3: 7 scenarios, 15 points (JOBS=2)"
 	@echo "make tcpf    TCP-friendly marking (Lo Monaco et al.) Tables 4-7: the 52-point grid for SEEDS (default 1 2 3)"
+	@echo "make servdiff  service differentiation (Nouredine and Tobagi) Figs 2-3, 7-9, 12-15: 13 points per seed (SEEDS)"
 	@echo "             with the Linux 2.2 TCP, MODERN seeds (default 1) with today's TCP (JOBS=2); QUICK=1: Table 4, 50 flows"
 	@echo "make clean   remove every namespace, process, bridge and BPF object the testbed created"
 
@@ -47,6 +48,9 @@ newcwv: setup
 
 tcpf: setup
 	@JOBS=$(or $(JOBS),2) scripts/tcpf.sh $(ARGS)
+
+servdiff: setup
+	@JOBS=$(or $(JOBS),1) scripts/servdiff.sh $(ARGS)
 
 clean:
 	@$(VENV)/catnip clean

@@ -159,6 +159,9 @@ class TcpSpec(_Strict):
     initial_rto: float | None = Field(
         default=None, description="RTO of the handshake and until the first RTT sample (Linux: 1 s; Nouredine-Tobagi"
                                   " section 3: 6 s), set per connection by BPF sock_ops (bpf/rto_init.bpf.c)")
+    receive_buffer: int | None = Field(
+        default=None, description="net.ipv4.tcp_rmem's default and maximum, e.g. '64KB' (Nouredine-Tobagi section 2:"
+                                  " 64 KB); Linux advertises part of it as its window (tcp_adv_win_scale)")
 
     _cc = field_validator("congestion_control")(lambda cls, v: _known_cc(v))
 
@@ -183,6 +186,16 @@ class TcpSpec(_Strict):
         if not 0.001 <= s <= 120:
             raise ValueError(f"{v!r}: the minimum RTO must be between 1ms and 120s (Linux's maximum RTO)")
         return s
+
+    @field_validator("receive_buffer", mode="before")
+    @classmethod
+    def _receive_buffer(cls, v: Any) -> int | None:
+        if v is None:
+            return None
+        n = v if type(v) is int else units.parse_size(v)
+        if not 4096 <= n <= 64 * 2**20:
+            raise ValueError(f"{v!r}: a receive buffer between 4KB and 64MB")
+        return n
 
     @field_validator("initial_rto", mode="before")
     @classmethod
@@ -220,6 +233,7 @@ class HostTcp:
     knobs: dict[str, int] = field(default_factory=dict)  # the period knobs' sysctls (TcpSpec.knob_sysctls)
     rto_min: float | None = None  # the default route's rto_min (s); None: Linux's (200 ms)
     initial_rto: float | None = None  # by BPF sock_ops (testbed/rto_init.py); None: Linux's (1 s)
+    receive_buffer: int | None = None  # tcp_rmem default and maximum (bytes); None: the kernel's
 
     def route_options(self) -> list[object]:
         """The default route's attributes: initcwnd, rto_min."""
@@ -230,6 +244,8 @@ class HostTcp:
         out: dict[str, object] = {"net.ipv4.tcp_congestion_control": self.congestion_control,
                                   "net.ipv4.tcp_slow_start_after_idle": int(self.slow_start_after_idle),
                                   **self.knobs}
+        if self.receive_buffer is not None:
+            out["net.ipv4.tcp_rmem"] = f"4096 {self.receive_buffer} {self.receive_buffer}"
         if self.pacing_ratio is not None:
             out.update({"net.ipv4.tcp_pacing_ss_ratio": self.pacing_ratio,
                         "net.ipv4.tcp_pacing_ca_ratio": self.pacing_ratio})
@@ -249,7 +265,7 @@ class HostTcp:
                 "slow_start_after_idle": self.slow_start_after_idle, "pacing": self.pacing,
                 "pacing_ratio": self.pacing_ratio, "initial_cwnd": self.initial_cwnd,
                 "sender_params": self.sender_params, "knobs": self.knobs, "rto_min": self.rto_min,
-                "initial_rto": self.initial_rto}
+                "initial_rto": self.initial_rto, "receive_buffer": self.receive_buffer}
 
 
 class TcpStateMarkingSpec(_Strict):
@@ -460,7 +476,7 @@ class Scenario(_Strict):
                     initial_cwnd=spec.initial_cwnd or self.tcp.initial_cwnd,
                     newcwv=(spec.newcwv or NewcwvSpec()) if cc == senders.NEWCWV else None,
                     knobs=self.tcp.knob_sysctls(), rto_min=self.tcp.rto_min,
-                    initial_rto=self.tcp.initial_rto)
+                    initial_rto=self.tcp.initial_rto, receive_buffer=self.tcp.receive_buffer)
         return out
 
     def host_qdiscs(self) -> dict[str, str]:

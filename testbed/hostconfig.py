@@ -127,7 +127,8 @@ def pace_with_fq(node, intf: str) -> str:
 
 HOST_TCP_SYSCTLS = ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle",
                     "net.ipv4.tcp_pacing_ss_ratio", "net.ipv4.tcp_pacing_ca_ratio", "net.ipv4.tcp_sack",
-                    "net.ipv4.tcp_recovery", "net.ipv4.tcp_frto", "net.ipv4.tcp_early_retrans", "net.ipv4.tcp_dsack")
+                    "net.ipv4.tcp_recovery", "net.ipv4.tcp_frto", "net.ipv4.tcp_early_retrans", "net.ipv4.tcp_dsack",
+                    "net.ipv4.tcp_rmem")
 
 
 def read_host_tcp(node, intf: str) -> dict[str, str]:

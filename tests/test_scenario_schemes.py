@@ -83,3 +83,10 @@ def test_spm_and_tcp_state_marking_exclude_each_other(tmp_path):
 def test_initial_rto_reaches_every_host(tmp_path):
     sc = s.load(write(tmp_path, ""), ["tcp.initial_rto=6s"]).points[0][1]
     assert {t.initial_rto for t in sc.host_tcp().values()} == {6.0}
+
+
+def test_receive_buffer_sets_tcp_rmem(tmp_path):
+    sc = s.load(write(tmp_path, ""), ["tcp.receive_buffer=64KB"]).points[0][1]
+    assert {t.sysctls()["net.ipv4.tcp_rmem"] for t in sc.host_tcp().values()} == {"4096 65536 65536"}
+    with pytest.raises(s.ScenarioError, match="a receive buffer between 4KB and 64MB"):
+        s.load(write(tmp_path, ""), ["tcp.receive_buffer=1KB"])

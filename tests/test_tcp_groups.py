@@ -275,7 +275,7 @@ def test_settings_reach_the_namespaces(tmp_path, kernel_list, no_leftovers):
     caps = capabilities.probe()
     if caps.blocking_problems():
         pytest.skip("machine cannot run scenarios: " + "; ".join(caps.blocking_problems()))
-    sc = one(tmp_path, "tcp.initial_cwnd=5",
+    sc = one(tmp_path, "tcp.initial_cwnd=5", "tcp.receive_buffer=64KB",
              "tcp.groups.servers={congestion_control: catnip_reno, pacing: internal, pacing_ratio: 150,"
              " initial_cwnd: 3}",
              "tcp.groups.cross_servers={congestion_control: cubic, slow_start_after_idle: false, initial_cwnd: 7}")
@@ -293,6 +293,7 @@ def test_settings_reach_the_namespaces(tmp_path, kernel_list, no_leftovers):
                 g["net.ipv4.tcp_pacing_ss_ratio"], g["net.ipv4.tcp_pacing_ca_ratio"]) == (
             cc, ssai, ss_ratio, ca_ratio), short
         assert f" initcwnd {iw}" in g["default_route"], (short, g["default_route"])
+        assert g["net.ipv4.tcp_rmem"].split() == ["4096", "65536", "65536"], g["net.ipv4.tcp_rmem"]
         assert g["qdiscs"].startswith("qdisc htb 1: root"), g["qdiscs"]  # the access shaper is still there
 
 
