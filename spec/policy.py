@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
 from spec import units
+from spec.edge import parse_ports
 
 
 class _Policy(BaseModel):
@@ -285,6 +286,87 @@ class CatnipLoss(_Policy):
         return {"kind": "catnip_loss", "loss_p": self.loss_p, "loss_p_high": self.loss_p_high}
 
 
+MIN_BUCKET_BYTES = 64  # the engine's smallest token bucket: one packet of 64 bytes (engine/src/edge.rs)
+
+
+def _bucket_bytes(v: Any, bare: bool) -> int:
+    """A bucket depth: a size ('6000B'); a bare number of bytes only where `bare` allows it."""
+    size = v if type(v) is int and bare else units.parse_size(v)
+    if size < MIN_BUCKET_BYTES:
+        raise ValueError(f"{v!r}: a bucket must hold one packet of {MIN_BUCKET_BYTES} bytes at least")
+    return size
+
+
+class TokenBucket(BaseModel):
+    """One token bucket of a user's profile: `rate` (e.g. '250kbit') with bursts of `bucket` ('6000B')."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    rate: int = Field(description="token rate, e.g. '250kbit'")
+    bucket: int = Field(description="bucket depth, e.g. '6000B' (at least 64 bytes)")
+
+    _rate = field_validator("rate", mode="before")(
+        lambda cls, v, info: units.parse_rate(v, bare=not units.from_input(info)))
+    _bucket = field_validator("bucket", mode="before")(
+        lambda cls, v, info: _bucket_bytes(v, bare=not units.from_input(info)))
+
+    def engine_config(self) -> dict[str, int]:
+        return {"rate_bps": self.rate, "bucket_bytes": self.bucket}
+
+
+def _port_range(v: Any) -> list[int]:
+    if v is None:
+        raise ValueError("None is not a port range; use 80, '5000-5099' or [5000, 5099]")
+    return parse_ports(v)
+
+
+def _class_ports(v: Any) -> Any:
+    if not isinstance(v, (list, tuple)):
+        raise ValueError(f"{v!r} is not a class; a class is a list of ports, e.g. [80] or ['5000-5099', 8080]")
+    if not v:
+        raise ValueError("a class needs at least one port range: a port (80), 'lo-hi' or [lo, hi]")
+    return v
+
+
+def _downgrade_after(v: Any, info: Any) -> float:
+    seconds = units.parse_duration(v, bare=not units.from_input(info))
+    if not 1 <= round(seconds * 1e6) <= 3_600_000_000:  # the engine's bounds: 1 us to an hour
+        raise ValueError(f"{v!r}: must be at least 1us and at most 60min")
+    return seconds
+
+
+AppClass = Annotated[list[Annotated[list[int], BeforeValidator(_port_range)]], BeforeValidator(_class_ports)]
+
+
+class SourceScheduler(_Policy):
+    """The source scheduler/shaper of Nouredine and Tobagi (section 6.2, Fig. 11), for a user's
+    uplink (host -> router, at the access rate): one queue per connection, connections in
+    application classes by port served in order, HIGH (AF11) and MED (AF12) packets held to the
+    user's token-bucket profile, LOW (the rest) limited by the link only; a head waiting
+    `downgrade_after` at HIGH is remarked MED, then LOW (footnote 7). docs/engine.md."""
+    kind: Literal["source_scheduler"] = "source_scheduler"
+    high: TokenBucket = Field(description="the HIGH (AF11) profile, e.g. {rate: 250kbit, bucket: 6000B}")
+    med: TokenBucket = Field(description="the MED (AF12) profile, e.g. {rate: 110kbit, bucket: 6000B}")
+    classes: list[AppClass] = Field(description="each class's ports (80, 'lo-hi' or [lo, hi]), highest"
+                                                " scheduling priority first; a packet whose source or"
+                                                " destination port no class has is in the last class")
+    downgrade_after: float = Field(default=0.2, description="a head waiting this long at HIGH is remarked"
+                                                            " MED, then LOW (footnote 7: 200 ms)")
+
+    _downgrade = field_validator("downgrade_after", mode="before")(
+        lambda cls, v, info: _downgrade_after(v, info))
+
+    @field_validator("classes")
+    @classmethod
+    def _some_class(cls, v):
+        if not v:
+            raise ValueError("need at least one class, e.g. [[2323], [80], [2121]] (Telnet, HTTP, FTP)")
+        return v
+
+    def engine_config(self, buffer):
+        return {"kind": "source_scheduler", "high": self.high.engine_config(), "med": self.med.engine_config(),
+                "classes": [[list(r) for r in c] for c in self.classes],
+                "downgrade_after_us": int(round(self.downgrade_after * 1e6))}
+
+
 REGISTRY: dict[str, type[_Policy]] = {}
 
 
@@ -301,7 +383,8 @@ def unregister(kind: str) -> None:
     REGISTRY.pop(kind, None)
 
 
-for _cls in (DropTail, CatnipGood, CatnipBad, Red, CatnipRed, Fred, Rio, Red3, Frio, Wrr, Bernoulli, CatnipLoss):
+for _cls in (DropTail, CatnipGood, CatnipBad, Red, CatnipRed, Fred, Rio, Red3, Frio, Wrr, Bernoulli, CatnipLoss,
+             SourceScheduler):
     register(_cls)
 KINDS = tuple(REGISTRY)  # the built-in kinds
 

@@ -123,10 +123,22 @@ impl LinkConfig {
         LinkConfig { name: name.into(), queue_num: 0, rate_bps, delay_us, buffer, policy, loss: None, edge: Vec::new() }
     }
 
-    /// Whether an edge function of this link may change a packet's DSCP (the live engine then
-    /// copies whole packets from the kernel, to give them back rewritten).
+    /// Whether an edge function or the policy of this link may change a packet's DSCP (the live
+    /// engine then copies whole packets from the kernel, to give them back rewritten).
     pub fn may_rewrite(&self) -> bool {
-        self.edge.iter().any(EdgeConfig::may_rewrite)
+        self.policy.may_rewrite() || self.edge.iter().any(EdgeConfig::may_rewrite)
+    }
+
+    /// The loss wrapper cannot go around a policy that idles while holding packets: it does not
+    /// pass on the policy's wake-up time, and the link would stall until the next arrival.
+    pub fn check_loss_wrapping(&self) -> std::result::Result<(), String> {
+        if self.loss.is_some() && self.policy.idles_while_holding() {
+            return Err(format!(
+                "loss: policy {} cannot take a loss wrapper (it idles waiting for tokens); put the loss on another link",
+                self.policy.kind()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -219,6 +231,7 @@ impl Config {
             if let Some(loss) = &l.loss {
                 loss.validate().map_err(|e| anyhow::anyhow!("{who}.loss: {e}"))?;
             }
+            l.check_loss_wrapping().map_err(|e| anyhow::anyhow!("{who}.{e}"))?;
             for (j, f) in l.edge.iter().enumerate() {
                 f.validate().map_err(|e| anyhow::anyhow!("{who}.edge[{j}]: {e}"))?;
             }
@@ -401,6 +414,7 @@ mod tests {
                 "wrr" => r#"{"kind": "wrr", "weights": [1, 4]}"#.into(),
                 "bernoulli" => r#"{"kind": "bernoulli", "loss_p": 0.1}"#.into(),
                 "catnip_loss" => r#"{"kind": "catnip_loss", "loss_p": 0.1, "loss_p_high": 0.01}"#.into(),
+                "source_scheduler" => SOURCE_SCHEDULER.into(),
                 _ => format!(r#"{{"kind": "{kind}"}}"#),
             };
             let c = parse(&one_link(&format!(r#""policy": {policy}"#))).unwrap_or_else(|e| panic!("{kind}: {e:#}"));
@@ -409,11 +423,62 @@ mod tests {
         // The message the controller's tests expect, with every kind in one place.
         assert_eq!(
             error(&one_link(r#""policy": {"kind": "fifo"}"#)),
-            r#"links[0] ("b").policy: unknown kind "fifo"; allowed: droptail, catnip_good, catnip_bad, red, catnip_red, rio, red3, fred, frio, wrr, bernoulli, catnip_loss"#
+            r#"links[0] ("b").policy: unknown kind "fifo"; allowed: droptail, catnip_good, catnip_bad, red, catnip_red, rio, red3, fred, frio, wrr, bernoulli, catnip_loss, source_scheduler"#
         );
         assert_eq!(error(&one_link(r#""policy": {"max_p": 1}"#)), r#"links[0] ("b").policy: missing field `kind`"#);
         let e = error(&one_link(r#""policy": {"kind": "droptail", "min_th": 1}"#));
         assert!(e.starts_with(r#"links[0] ("b").policy.min_th: unknown field `min_th`, there are no fields"#), "{e}");
+    }
+
+    /// The source scheduler with the service-differentiation paper's profile (section 6.3, Fig. 12:
+    /// HIGH 250 Kbps, MED 500 Kbps, 6000-byte buckets) and its three application classes.
+    const SOURCE_SCHEDULER: &str = r#"{"kind": "source_scheduler", "high": {"rate_bps": 250000, "bucket_bytes": 6000},
+        "med": {"rate_bps": 500000, "bucket_bytes": 6000}, "classes": [[[2323, 2323]], [[80, 80]], [[2121, 2121]]],
+        "downgrade_after_us": 200000}"#;
+
+    #[test]
+    fn the_source_scheduler_rewrites_takes_no_loss_wrapper_and_names_bad_fields() {
+        let c = parse(&one_link(&format!(r#""policy": {SOURCE_SCHEDULER}"#))).unwrap();
+        assert!(c.links[0].may_rewrite(), "its downgrades remark packets: whole packets must be copied");
+        let PolicyConfig::SourceScheduler(s) = &c.links[0].policy else { panic!("not source_scheduler") };
+        assert_eq!((s.classes.len(), s.high.rate_bps, s.med.rate_bps), (3, 250_000, 500_000));
+        let default = r#""policy": {"kind": "source_scheduler", "high": {"rate_bps": 1, "bucket_bytes": 64},
+            "med": {"rate_bps": 1, "bucket_bytes": 64}, "classes": [[[0, 65535]]]}"#;
+        let PolicyConfig::SourceScheduler(s) = &parse(&one_link(default)).unwrap().links[0].policy else { panic!() };
+        assert_eq!(s.downgrade_after_us, 200_000, "footnote 7's 200 ms");
+        assert_eq!(
+            error(&one_link(&format!(r#""policy": {SOURCE_SCHEDULER}, "loss": {{"p": 0.01}}"#))),
+            r#"links[0] ("b").loss: policy source_scheduler cannot take a loss wrapper (it idles waiting for tokens); put the loss on another link"#
+        );
+        let with = |from: &str, to: &str| {
+            assert!(SOURCE_SCHEDULER.contains(from));
+            error(&one_link(&format!(r#""policy": {}"#, SOURCE_SCHEDULER.replace(from, to))))
+        };
+        for (e, want) in [
+            (with(r#""rate_bps": 250000"#, r#""rate_bps": 0"#), "policy: high.rate_bps: must be above 0"),
+            (with(r#""rate_bps": 500000"#, r#""rate_bps": 0"#), "policy: med.rate_bps: must be above 0"),
+            (
+                with(r#""rate_bps": 500000, "bucket_bytes": 6000"#, r#""rate_bps": 500000, "bucket_bytes": 63"#),
+                "policy: med.bucket_bytes: must hold one packet of 64 bytes at least (got 63)",
+            ),
+            (with("[[2323, 2323]], [[80, 80]], [[2121, 2121]]", ""), "policy: classes: need at least one class"),
+            (with("[[80, 80]]", "[]"), "policy: classes[1]: a class needs at least one port range"),
+            (with("[[80, 80]]", "[[1, 2], [90, 80]]"), "policy: classes[1][1]: need lo <= hi <= 65535 (got [90, 80])"),
+            (with("[[80, 80]]", "[[80, 65536]]"), "policy: classes[1][0]: need lo <= hi <= 65535 (got [80, 65536])"),
+            (with("200000", "0"), "policy: downgrade_after_us: must be 1 to 3600000000 (an hour), got 0"),
+            (with("[[80, 80]]", "[[80]]"), "policy.classes[1][0]: invalid length 1, expected an array of length 2"),
+            (with(r#""downgrade_after_us""#, r#""downgrade_after""#), "policy.downgrade_after: unknown field"),
+            (with(r#""high": {"rate_bps""#, r#""high": {"rate""#), "policy.high.rate: unknown field `rate`"),
+        ] {
+            assert!(e.starts_with(&format!(r#"links[0] ("b").{want}"#)), "{e}");
+        }
+        let no_rate =
+            one_link(&format!(r#""policy": {SOURCE_SCHEDULER}"#)).replace(r#""rate_bps": 1000000"#, r#""rate_bps": 0"#);
+        assert!(
+            error(&no_rate).starts_with(r#"links[0] ("b").policy: needs the link's rate_bps above 0"#),
+            "{}",
+            error(&no_rate)
+        );
     }
 
     #[test]

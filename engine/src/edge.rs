@@ -158,7 +158,8 @@ fn port_range(range: [u32; 2]) -> Result<(u16, u16), String> {
     }
 }
 
-fn check_bucket(rate_bps: u64, bucket_bytes: u64) -> Result<(), String> {
+/// A token bucket's parameters checked (shared with the source scheduler, policy/source_sched.rs).
+pub(crate) fn check_bucket(rate_bps: u64, bucket_bytes: u64) -> Result<(), String> {
     if rate_bps == 0 {
         return Err("rate_bps: must be above 0".into());
     }
@@ -278,30 +279,32 @@ impl EdgeConfig {
     }
 }
 
-/// A token bucket's rate and depth, in credit units (1e-9 bit).
+/// A token bucket's rate and depth, in credit units (1e-9 bit). Shared with the source
+/// scheduler (policy/source_sched.rs).
 #[derive(Debug, Clone, Copy)]
-struct BucketSpec {
-    rate: i128,
-    depth: i128,
+pub(crate) struct BucketSpec {
+    pub(crate) rate: i128,
+    pub(crate) depth: i128,
 }
 
 /// A bucket's credit as of time `at` (ns).
 #[derive(Debug, Clone, Copy)]
-struct Tokens {
-    credit: i128,
-    at: u64,
+pub(crate) struct Tokens {
+    pub(crate) credit: i128,
+    pub(crate) at: u64,
 }
 
 impl BucketSpec {
-    fn new(rate_bps: u64, bucket_bytes: u64) -> BucketSpec {
+    pub(crate) fn new(rate_bps: u64, bucket_bytes: u64) -> BucketSpec {
         BucketSpec { rate: i128::from(rate_bps), depth: cost(bucket_bytes) }
     }
 
-    fn full(&self, now: u64) -> Tokens {
+    pub(crate) fn full(&self, now: u64) -> Tokens {
         Tokens { credit: self.depth, at: now }
     }
 
-    fn refill(&self, t: &mut Tokens, now: u64) {
+    /// The credit as of `now` (capped at the depth); an earlier `now` changes nothing.
+    pub(crate) fn refill(&self, t: &mut Tokens, now: u64) {
         if now <= t.at {
             return;
         }
@@ -312,12 +315,23 @@ impl BucketSpec {
     }
 
     /// The credit a packet of `len` bytes waits for: its cost, or a full bucket if larger.
-    fn need(&self, len: u32) -> i128 {
+    pub(crate) fn need(&self, len: u32) -> i128 {
         cost(u64::from(len)).min(self.depth)
+    }
+
+    /// The first ns at which `t` holds what a packet of `len` bytes waits for (`t.at` if it
+    /// already does).
+    pub(crate) fn ready_at(&self, t: &Tokens, len: u32) -> u64 {
+        let deficit = self.need(len) - t.credit;
+        if deficit <= 0 {
+            return t.at;
+        }
+        t.at + ((deficit + self.rate - 1) / self.rate) as u64
     }
 }
 
-fn cost(bytes: u64) -> i128 {
+/// A packet's cost in credit units.
+pub(crate) fn cost(bytes: u64) -> i128 {
     i128::from(bytes) * 8 * 1_000_000_000
 }
 
@@ -426,11 +440,7 @@ impl<H> Shaper<H> {
     /// When the head of the queue may leave, if any is held.
     pub fn next_release(&self) -> Option<u64> {
         let head = self.queue.front()?;
-        let deficit = self.spec.need(head.info.len) - self.tokens.credit;
-        if deficit <= 0 {
-            return Some(self.tokens.at);
-        }
-        Some(self.tokens.at + ((deficit + self.spec.rate - 1) / self.spec.rate) as u64)
+        Some(self.spec.ready_at(&self.tokens, head.info.len))
     }
 
     pub fn len(&self) -> usize {

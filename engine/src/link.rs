@@ -78,6 +78,7 @@ impl<H: 'static> Link<H> {
     pub fn new(config: &LinkConfig, seed: u64) -> Result<Link<H>, String> {
         let env = LinkEnv { buffer: config.buffer, rate_bps: config.rate_bps, seed };
         let mut policy = config.policy.build(&env)?;
+        config.check_loss_wrapping()?;
         if let Some(loss) = &config.loss {
             policy = loss.wrap(policy, seed).map_err(|e| format!("loss: {e}"))?;
         }
@@ -189,6 +190,17 @@ impl<H: 'static> Link<H> {
         }
     }
 
+    /// The transmitter's next event: the end of the packet on the wire or, while the wire is
+    /// idle, the time the policy asks to be woken (a policy waiting for tokens, see
+    /// [`QueuePolicy::wake_at`]). A link without a rate has no transmitter.
+    fn transmitter_event(&self) -> Option<u64> {
+        match &self.on_wire {
+            Some((_, end)) => Some(*end),
+            None if self.rate_bps > 0 => self.policy.wake_at(),
+            None => None,
+        }
+    }
+
     /// The earliest shaper release: (time, edge function index).
     fn next_release(&self) -> Option<(u64, usize)> {
         self.edge.iter().enumerate().filter_map(|(i, s)| s.next_release().map(|t| (t, i))).min()
@@ -196,28 +208,41 @@ impl<H: 'static> Link<H> {
 
     /// Run the schedule up to `now`, event by event in time order: due packets are delivered,
     /// finished transmissions enter the delay line (and the next packet starts at the virtual
-    /// end time), shapers release packets (at their virtual release times) to what follows them.
+    /// end time), an idle transmitter whose policy asked to be woken starts at that virtual time,
+    /// shapers release packets (at their virtual release times) to what follows them.
     pub fn advance(&mut self, now: u64, out: &mut Vec<Fate<H>>) {
         loop {
-            let wire_end = self.on_wire.as_ref().map(|(_, end)| *end).filter(|end| *end <= now);
+            let transmitter = self.transmitter_event().filter(|t| *t <= now);
             let head = self.delay_line.front().map(|(at, _)| *at).filter(|at| *at <= now);
             let release = self.next_release().filter(|(t, _)| *t <= now);
-            let next_other = match (wire_end, release) {
+            let next_other = match (transmitter, release) {
                 (Some(a), Some((b, _))) => Some(a.min(b)),
                 (a, b) => a.or(b.map(|r| r.0)),
             };
-            match (wire_end, head, release) {
+            match (transmitter, head, release) {
                 // A packet due for delivery at or before the other events goes first.
                 (_, Some(at), _) if next_other.is_none_or(|t| at <= t) => {
                     let (at, pkt) = self.delay_line.pop_front().unwrap();
                     out.push(Fate::Deliver { handle: pkt.handle, at, info: pkt.info });
                 }
-                // Then a transmission ending at or before a release.
-                (Some(end), _, _) if release.is_none_or(|(t, _)| end <= t) => {
-                    let (pkt, _) = self.on_wire.take().unwrap();
-                    self.stats.sent.add(&pkt.info);
-                    self.delay_line.push_back((end + self.delay_ns, pkt));
-                    self.start_next(end);
+                // Then a transmission ending (or an idle transmitter woken) at or before a release.
+                (Some(t), _, _) if release.is_none_or(|(r, _)| t <= r) => {
+                    match self.on_wire.take() {
+                        Some((pkt, _)) => {
+                            self.stats.sent.add(&pkt.info);
+                            self.delay_line.push_back((t + self.delay_ns, pkt));
+                            self.start_next(t);
+                        }
+                        None => {
+                            self.start_next(t);
+                            // A wake with nothing to send must move the wake on, or this loops.
+                            assert!(
+                                self.on_wire.is_some() || self.policy.wake_at().is_none_or(|w| w > t),
+                                "link {}: the policy asked to be woken at {t} ns but had nothing to send then",
+                                self.name
+                            );
+                        }
+                    }
                 }
                 (_, _, Some((t, i))) => {
                     let pkt = self.edge[i].release(t, &mut self.stats.edge[i]);
@@ -230,16 +255,16 @@ impl<H: 'static> Link<H> {
 
     /// When `advance` next has something to do.
     pub fn next_event(&self) -> Option<u64> {
-        let wire = self.on_wire.as_ref().map(|(_, end)| *end);
         let head = self.delay_line.front().map(|(at, _)| *at);
         let release = self.next_release().map(|r| r.0);
-        [wire, head, release].into_iter().flatten().min()
+        [self.transmitter_event(), head, release].into_iter().flatten().min()
     }
 
     /// The counters now. A TCPF marker's are read from it: it also counts the ACKs it is shown
     /// between this link's arrivals.
     pub fn snapshot(&self) -> LinkSnapshot {
         let mut snap = self.stats.snapshot(self.queue_packets(), self.queue_bytes());
+        snap.policy_counters = self.policy.counters();
         for (stage, c) in self.edge.iter().zip(snap.edge.iter_mut()) {
             if let Stage::Tcpf(_) = stage {
                 *c = stage.counters();
@@ -475,6 +500,66 @@ mod tests {
         // The flow sends 80 KB per interval against a 20 KB pool: about a quarter IN.
         assert!(c.in_packets > 60 && c.in_packets < 130, "{c:?}");
         assert_eq!(c.in_packets + c.out_packets, 400);
+    }
+
+    /// Deliveries as (id, time, dscp).
+    fn deliveries(out: &[Fate<usize>]) -> Vec<(usize, u64, u8)> {
+        out.iter()
+            .filter_map(|f| match f {
+                Fate::Deliver { handle, at, info } => Some((*handle, *at, info.dscp)),
+                Fate::Drop { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_idle_link_wakes_when_its_policy_asks_at_the_exact_virtual_time() {
+        // A source scheduler with HIGH at 1 Mbit/s and a 1500-byte bucket on the 100 Mbit/s link
+        // (1500 B: 120 us, then 1 ms of delay): three AF11 packets at once leave at 0, then at
+        // 12 ms and 24 ms, when the tokens are there, with the wire idle in between.
+        let json = r#""policy": {"kind": "source_scheduler", "high": {"rate_bps": 1000000, "bucket_bytes": 1500},
+            "med": {"rate_bps": 1000000, "bucket_bytes": 1500}, "classes": [[[80, 80]]]}"#;
+        let af11 = || PacketInfo::new(1500, 10, 7).with_addresses(6, 1, 2, Some((40000, 80)));
+        let want: Vec<(usize, u64, u8)> =
+            [0, 12 * MS, 24 * MS].iter().enumerate().map(|(i, t)| (i, t + 120 * US + MS, 10)).collect();
+        let mut on_time = link_from(json);
+        let mut out = Vec::new();
+        for i in 0..3 {
+            on_time.arrive(i, af11(), 0, &mut out);
+        }
+        assert_eq!(on_time.next_event(), Some(120 * US));
+        on_time.advance(120 * US, &mut out);
+        assert_eq!(on_time.next_event(), Some(MS + 120 * US)); // the delivery
+        on_time.advance(MS + 120 * US, &mut out);
+        // Idle wire, two packets held: the next event is the policy's wake-up, the token time.
+        assert_eq!((on_time.queue_packets(), on_time.next_event()), (2, Some(12 * MS)));
+        for t in (1..100).map(|k| k * 300 * US) {
+            on_time.advance(t, &mut out);
+        }
+        assert_eq!(deliveries(&out), want);
+        assert_eq!(on_time.next_event(), None);
+        // Driven once, long after: the transmissions still start at the wake-up times.
+        let mut late = link_from(json);
+        let mut out = Vec::new();
+        for i in 0..3 {
+            late.arrive(i, af11(), 0, &mut out);
+        }
+        late.advance(500 * MS, &mut out);
+        assert_eq!(deliveries(&out), want);
+        // The loss wrapper would hide the wake-up time: refused.
+        let config = crate::config::LinkConfig {
+            loss: Some(crate::policy::LossConfig { p: 0.1, p_high: None }),
+            ..config_of(json)
+        };
+        assert!(Link::<usize>::new(&config, 0).err().unwrap().starts_with("loss: policy source_scheduler cannot take"));
+    }
+
+    /// The config of a 100 Mbit/s link with 1 ms of delay and no buffer limit.
+    fn config_of(json: &str) -> LinkConfig {
+        let text = format!(
+            r#"{{"links": [{{"name": "l", "queue_num": 0, "rate_bps": 100000000, "delay_us": 1000, "buffer": null, {json}}}]}}"#
+        );
+        crate::config::Config::parse(&text).unwrap().links.remove(0)
     }
 
     #[test]

@@ -206,6 +206,7 @@ impl LinkStats {
             max_queue_bytes: self.max_queue_bytes,
             late_events: self.lateness.late_events,
             max_late_ns: self.lateness.max_late_ns,
+            policy_counters: Vec::new(),
         }
     }
 }
@@ -224,11 +225,13 @@ pub struct LinkSnapshot {
     pub max_queue_bytes: usize,
     pub late_events: u64,
     pub max_late_ns: u64,
+    /// The policy's own counters (`QueuePolicy::counters`; the link fills them in), by name.
+    pub policy_counters: Vec<(&'static str, u64)>,
 }
 
 impl LinkSnapshot {
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "arrived": self.arrived.to_json(),
             "sent": self.sent.to_json(),
             "dropped": self.dropped.to_json(),
@@ -240,7 +243,14 @@ impl LinkSnapshot {
             "max_queue_bytes": self.max_queue_bytes,
             "late_events": self.late_events,
             "max_late_us": self.max_late_ns as f64 / 1000.0,
-        })
+        });
+        // Only for policies that keep counters of their own, so other links' lines are as before.
+        if !self.policy_counters.is_empty() {
+            let counters: Map<String, Value> =
+                self.policy_counters.iter().map(|(name, n)| ((*name).to_string(), json!(n))).collect();
+            v["policy_counters"] = Value::Object(counters);
+        }
+        v
     }
 }
 

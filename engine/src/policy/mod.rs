@@ -19,6 +19,7 @@ mod loss;
 mod multired;
 mod pushout;
 mod red;
+mod source_sched;
 mod wrr;
 
 pub use droptail::{DropTail, DropTailConfig};
@@ -27,6 +28,7 @@ pub use loss::{BernoulliConfig, CatnipLossConfig, LossConfig, Lossy};
 pub use multired::{LevelConfig, MultiRed, Red3Config, RioConfig};
 pub use pushout::{CatnipBadConfig, CatnipGoodConfig, PushOut};
 pub use red::{CatnipRedConfig, Red, RedConfig, RedParams};
+pub use source_sched::{BucketConfig, SourceCounters, SourceScheduler, SourceSchedulerConfig};
 pub use wrr::{Wrr, WrrConfig};
 
 use crate::config::Buffer;
@@ -100,6 +102,23 @@ policies! {
     "wrr" => Wrr(WrrConfig),
     "bernoulli" => Bernoulli(BernoulliConfig),
     "catnip_loss" => CatnipLoss(CatnipLossConfig),
+    "source_scheduler" => SourceScheduler(SourceSchedulerConfig),
+}
+
+impl PolicyConfig {
+    /// Whether the policy may change a packet's DSCP (the live engine then copies whole packets
+    /// from the kernel, to give them back rewritten): the source scheduler remarks the heads it
+    /// downgrades.
+    pub fn may_rewrite(&self) -> bool {
+        matches!(self, PolicyConfig::SourceScheduler(_))
+    }
+
+    /// Whether the policy may hold packets with none to send (waiting for tokens), telling the
+    /// link when to ask again through [`QueuePolicy::wake_at`]. The loss wrapper does not pass
+    /// `wake_at` on, so such a policy cannot be wrapped.
+    pub fn idles_while_holding(&self) -> bool {
+        matches!(self, PolicyConfig::SourceScheduler(_))
+    }
 }
 
 /// A packet held by the engine; `H` is whatever the driver needs to give its verdict
@@ -156,6 +175,18 @@ pub trait QueuePolicy<H> {
     fn len_bytes(&self) -> usize;
     /// Remove everything (engine shutdown releases held packets).
     fn drain(&mut self) -> Vec<Queued<H>>;
+    /// The earliest virtual time (ns) the policy may have a packet to send without a new arrival,
+    /// when it holds packets it will not send yet (a non-work-conserving policy waiting for
+    /// tokens); None: it sends whenever it holds something. The link starts its next
+    /// transmission at that time if its wire is idle. After `dequeue(t)` returns None, this must
+    /// be later than t (or None).
+    fn wake_at(&self) -> Option<u64> {
+        None
+    }
+    /// The policy's own counters, for the stats line (`policy_counters`); none by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// RED's idle correction needs a typical packet's transmission time; an unrated link drains at once.
