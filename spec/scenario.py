@@ -410,6 +410,22 @@ class Scenario(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _scheduler_classes_have_applications(self) -> "Scenario":
+        """Each class of a source scheduler (Nouredine-Tobagi 6.2: Telnet, HTTP, FTP) names the ports of
+        some application of the scenario: a class no application uses is a typo that would leave the
+        traffic it meant in the last class. The last class also takes what no class names."""
+        ports = sorted({a.port for a in self.applications if isinstance(getattr(a, "port", None), int)})
+        for g in self.graph().groups:
+            if not g.link.source_queue():
+                continue
+            for i, cls in enumerate(g.link.up.policy.classes):
+                if not any(lo <= p <= hi for lo, hi in cls for p in ports):
+                    shown = ", ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in cls)
+                    raise ValueError(f"topology: groups.{g.name}.link.up.policy.classes[{i}]: no application uses"
+                                     f" port {shown} (the applications' ports: {', '.join(map(str, ports))})")
+        return self
+
+    @model_validator(mode="after")
     def _tcp_fits(self) -> "Scenario":
         """`tcp.groups` names groups of the graph, asks each host's sender only for what it can do,
         and a burst application's newCWV servers are given idle periods to keep cwnd over."""

@@ -90,3 +90,26 @@ def test_receive_buffer_sets_tcp_rmem(tmp_path):
     assert {t.sysctls()["net.ipv4.tcp_rmem"] for t in sc.host_tcp().values()} == {"4096 65536 65536"}
     with pytest.raises(s.ScenarioError, match="a receive buffer between 4KB and 64MB"):
         s.load(write(tmp_path, ""), ["tcp.receive_buffer=1KB"])
+
+
+SCHEDULER = ("topology.client_link.up={policy: {kind: source_scheduler, high: {rate: 250kbit, bucket: 6000B},"
+             " med: {rate: 110kbit, bucket: 6000B}, classes: [[80], [%s]]}}")
+
+
+def test_a_source_scheduler_class_that_no_application_uses_is_named(tmp_path):
+    sc = s.load(write(tmp_path, ""), [SCHEDULER.replace(", [%s]", "")]).points[0][1]  # the web app's port 80
+    assert sc.graph().groups[0].link.source_queue()
+    with pytest.raises(s.ScenarioError, match=r"link.up.policy.classes\[1\]: no application uses port 2121-2130"
+                                              r" \(the applications' ports: 80\)"):
+        s.load(write(tmp_path, ""), [SCHEDULER.replace("[[80], [%s]]", "[[80], ['2121-2130']]")])
+
+
+def test_a_source_scheduler_goes_on_an_uplink_only(tmp_path):
+    policy = ("{kind: source_scheduler, high: {rate: 250kbit, bucket: 6000B}, med: {rate: 1Mbit, bucket: 6000B},"
+              " classes: [[80]]}")
+    with pytest.raises(s.ScenarioError, match="it goes on a host group's link.up.policy, not on the routers"):
+        s.load(write(tmp_path, ""), [f"router.policy={policy}"])
+    with pytest.raises(s.ScenarioError, match="not on a router link"):
+        s.load(write(tmp_path, ""), [f"topology.bottleneck.policy={policy}"])
+    with pytest.raises(s.ScenarioError, match=r"put it on the uplink only"):
+        s.load(write(tmp_path, ""), [f"topology.client_link.down={{policy: {policy}}}"])
