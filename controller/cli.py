@@ -240,7 +240,8 @@ class _ProgressDisplay:
                                   info=info, unit=p.unit)
         elif self.plain and time.monotonic() - self._last_plain > 10:
             self._last_plain = time.monotonic()
-            click.echo(f"  point {p.point + 1}/{p.points} [{p.label}] {p.pages_done}/{p.pages_total} {p.unit},"
+            count = f"{p.pages_done}/{p.pages_total}" if p.pages_total else str(p.pages_done)  # 0: open-ended
+            click.echo(f"  point {p.point + 1}/{p.points} [{p.label}] {count} {p.unit},"
                        f" {p.elapsed:.0f} s, {info}", err=True)
 
 

@@ -347,7 +347,9 @@ class PointRun:
                         drops.get("high", 0), dropped - drops.get("high", 0))])
                     prog.bottleneck = {"queue_pkts": s.get("queue_pkts"), "sent_bytes": sent, "dropped": dropped}
             done = [app.progress() for app in self.apps]
-            prog.pages_done, prog.pages_total = sum(d for d, _ in done), sum(t for _, t in done)
+            # One open-ended application (a duration, not a count) makes the point's total open-ended too.
+            prog.pages_done = sum(d for d, _ in done)
+            prog.pages_total = 0 if any(t == 0 for _, t in done) else sum(t for _, t in done)
             prog.unit = self._units()
             if len(self.apps) > 1:
                 prog.detail = ", ".join(f"{app.spec.instance} {d}{'/' + str(t) if t else ''} {app.progress_unit}"
