@@ -328,7 +328,9 @@ def threshold_ccdf_chart(title: str, series: Sequence[dict[str, Any]], threshold
         "title": _title(_esc(title)), "shapes": shapes, "annotations": notes,
         "xaxis": {"title": {"text": f"{xtitle} (s)"}, "rangemode": "tozero"},
         "yaxis": log_axis("fraction greater", ys),
-        "margin": {"t": 50, "r": 10, "b": 90}, "legend": BELOW}}
+        # The legend lists every curve below the plot: the bottom margin grows with it, the plot keeps its size.
+        "height": 400 + 20 * len(data), "margin": {"t": 50, "r": 10, "b": 80 + 20 * len(data)},
+        "legend": {**BELOW, "y": -0.25}}}
 
 
 def fair_share_chart(classes: Sequence[str], series: Sequence[dict[str, Any]]) -> dict[str, Any]:

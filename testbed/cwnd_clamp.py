@@ -22,16 +22,16 @@ class CwndClamp:
 
     def load(self) -> None:
         if not OBJECT.exists():
-            spm._run(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
+            spm.run_tool(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
         spm.ensure_bpffs()
         (self.pin / "maps").mkdir(parents=True, exist_ok=True)
-        spm._run(["bpftool", "prog", "load", str(OBJECT), str(self.pin / "prog"), "type", "sockops",
+        spm.run_tool(["bpftool", "prog", "load", str(OBJECT), str(self.pin / "prog"), "type", "sockops",
                   "pinmaps", str(self.pin / "maps")], "loading bpf/cwnd_clamp.bpf.o (verifier)")
-        spm._run(["bpftool", "map", "update", "pinned", str(self.pin / "maps" / "cwnd_clamp_cfg"), "key", "0", "0",
+        spm.run_tool(["bpftool", "map", "update", "pinned", str(self.pin / "maps" / "cwnd_clamp_cfg"), "key", "0", "0",
                   "0", "0", "value", *map(str, self.segments.to_bytes(4, "little"))], "setting the cwnd clamp")
 
     def attach(self, cgroup: Path) -> None:
-        spm._run(["bpftool", "cgroup", "attach", str(cgroup), "sock_ops", "pinned", str(self.pin / "prog")],
+        spm.run_tool(["bpftool", "cgroup", "attach", str(cgroup), "sock_ops", "pinned", str(self.pin / "prog")],
                  "attaching the cwnd clamp")
 
     def unload(self) -> None:

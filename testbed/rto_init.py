@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import shutil
 import socket
 import struct
 import threading
@@ -72,9 +71,9 @@ class InitialRto:
         if group is None:
             raise RtoInitError("tcp.initial_rto needs the run's cgroup (cgroup v2), which this run does not have")
         if not OBJECT.exists():
-            spm._run(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
+            spm.run_tool(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
         spm.load_object(OBJECT, self.pin, OWN_MAPS)
-        spm._run(["bpftool", "cgroup", "attach", str(group), "sock_ops", "pinned", str(self.prog), "multi"],
+        spm.run_tool(["bpftool", "cgroup", "attach", str(group), "sock_ops", "pinned", str(self.prog), "multi"],
                  "attaching the initial-RTO program to the run's cgroup")
         self.cgroup = group
 
@@ -82,7 +81,7 @@ class InitialRto:
         """Connections opened in process `pid`'s network namespace start with this RTO."""
         cookie = netns_cookie(pid)
         ms = round(seconds * 1000)
-        spm._run(["bpftool", "map", "update", "pinned", str(self.pin / "catnip_rto_ms"),
+        spm.run_tool(["bpftool", "map", "update", "pinned", str(self.pin / "catnip_rto_ms"),
                   "key", *map(str, cookie.to_bytes(8, "little")), "value", *map(str, ms.to_bytes(4, "little"))],
                  "setting a host's initial RTO")
 
@@ -94,15 +93,12 @@ class InitialRto:
         problems = []
         if self.cgroup is not None and self.cgroup.exists():
             try:
-                spm._run(["bpftool", "cgroup", "detach", str(self.cgroup), "sock_ops", "pinned", str(self.prog)],
+                spm.run_tool(["bpftool", "cgroup", "detach", str(self.cgroup), "sock_ops", "pinned", str(self.prog)],
                          "detaching the initial-RTO program")
             except spm.SpmError as exc:
                 problems.append(str(exc))
         self.cgroup = None
-        if self.pin.exists():
-            shutil.rmtree(self.pin, ignore_errors=True)
-            if self.pin.exists():
-                problems.append(f"could not unpin {self.pin}")
+        problems += spm.unpin(self.pin)
         try:
             spm.PIN_ROOT.rmdir()
         except OSError:

@@ -58,7 +58,7 @@ class SpmRules:
         return head + list(self.segments.to_bytes(4, "little")) + list(self.small_cwnd_limit.to_bytes(4, "little"))
 
 
-def _run(argv: list[str], what: str) -> str:
+def run_tool(argv: list[str], what: str) -> str:
     res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     if res.returncode != 0:
         raise SpmError(f"{what} failed: {' '.join(argv)}: {(res.stderr or res.stdout).strip()}")
@@ -78,9 +78,9 @@ def cgroup2_root() -> Path | None:
 def build() -> Path:
     """Compile the object and the Apache module if missing (set-up normally did it)."""
     if not OBJECT.exists():
-        _run(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
+        run_tool(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
     if not MOD_CATNIP.exists():
-        _run(["make", "-s", "-C", str(paths.REPO / "apache")], "building mod_catnip")
+        run_tool(["make", "-s", "-C", str(paths.REPO / "apache")], "building mod_catnip")
     return OBJECT
 
 
@@ -95,7 +95,7 @@ def joiner(cgroup: Path | None):
 def ensure_bpffs() -> None:
     if not os.path.ismount(BPFFS):
         BPFFS.mkdir(parents=True, exist_ok=True)
-        _run(["mount", "-t", "bpf", "bpf", str(BPFFS)], "mounting bpffs")
+        run_tool(["mount", "-t", "bpf", "bpf", str(BPFFS)], "mounting bpffs")
 
 
 def load_object(obj: Path, pin: Path, own_maps: tuple[str, ...]) -> None:
@@ -112,15 +112,15 @@ def load_object(obj: Path, pin: Path, own_maps: tuple[str, ...]) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         for stale in own_maps:
             (BPFFS / stale).unlink(missing_ok=True)
-        _run(["bpftool", "prog", "loadall", str(obj), str(pin / "progs")], f"loading {obj.name} (verifier)")
+        run_tool(["bpftool", "prog", "loadall", str(obj), str(pin / "progs")], f"loading {obj.name} (verifier)")
         for name in own_maps:
-            _run(["bpftool", "map", "pin", "pinned", str(BPFFS / name), str(pin / name)], f"pinning {name}")
+            run_tool(["bpftool", "map", "pin", "pinned", str(BPFFS / name), str(pin / name)], f"pinning {name}")
             (BPFFS / name).unlink(missing_ok=True)
 
 
 def read_counters(pinned: Path, names: tuple[str, ...], what: str) -> dict[str, int]:
     """A per-CPU array of counters, summed over the CPUs, by name."""
-    out = json.loads(_run(["bpftool", "-j", "map", "dump", "pinned", str(pinned)], f"reading {what}"))
+    out = json.loads(run_tool(["bpftool", "-j", "map", "dump", "pinned", str(pinned)], f"reading {what}"))
     totals = {}
     for entry in out:
         key = entry["formatted"]["key"]
@@ -151,14 +151,14 @@ class SpmMarker:
 
     def set_rules(self, rules: SpmRules) -> None:
         self.rules = rules
-        _run(["bpftool", "map", "update", "pinned", str(self.maps / "catnip_cfg"), "key", "0", "0", "0", "0",
+        run_tool(["bpftool", "map", "update", "pinned", str(self.maps / "catnip_cfg"), "key", "0", "0", "0", "0",
               "value", *map(str, rules.map_value())], "configuring the marker")
 
     def attach_tc(self, intf: str, ns_prefix: list[str]) -> None:
         """Mark at egress of `intf`; `ns_prefix` runs a command in its namespace (e.g. nsenter)."""
-        _run([*ns_prefix, "tc", "qdisc", "replace", "dev", intf, "clsact"], f"clsact on {intf}")
+        run_tool([*ns_prefix, "tc", "qdisc", "replace", "dev", intf, "clsact"], f"clsact on {intf}")
         self.attached.append((ns_prefix, intf))
-        _run([*ns_prefix, "tc", "filter", "replace", "dev", intf, "egress", "pref", "1", "handle", "1", "bpf",
+        run_tool([*ns_prefix, "tc", "filter", "replace", "dev", intf, "egress", "pref", "1", "handle", "1", "bpf",
               "direct-action", "object-pinned", str(self.progs / "catnip_mark")], f"attaching the marker to {intf}")
 
     def make_cgroup(self) -> Path:
@@ -171,7 +171,7 @@ class SpmMarker:
         from testbed import run_cgroup
         self.cgroup = (run_cgroup.current_run_group() or root) / f"{CGROUP_NAME}-{self.pin.name}"
         self.cgroup.mkdir(exist_ok=True)
-        _run(["bpftool", "cgroup", "attach", str(self.cgroup), "setsockopt", "pinned", str(self.progs / "catnip_doc")],
+        run_tool(["bpftool", "cgroup", "attach", str(self.cgroup), "setsockopt", "pinned", str(self.progs / "catnip_doc")],
              "attaching the document-size program")
         return self.cgroup
 
@@ -180,20 +180,11 @@ class SpmMarker:
 
     def unload(self) -> list[str]:
         """Detach and remove everything; returns the problems met (teardown goes on past them)."""
-        problems = []
-        for prefix, intf in self.attached:
-            res = subprocess.run([*prefix, "tc", "qdisc", "del", "dev", intf, "clsact"], capture_output=True,
-                                 text=True, timeout=30)
-            if res.returncode != 0 and "Cannot find device" not in res.stderr and "No such" not in res.stderr:
-                problems.append(f"tc on {intf}: {res.stderr.strip()}")
-        self.attached.clear()
+        problems = detach_clsact(self.attached)
         if self.cgroup is not None:
             problems += remove_cgroup(self.cgroup)
             self.cgroup = None
-        if self.pin.exists():
-            shutil.rmtree(self.pin, ignore_errors=True)
-            if self.pin.exists():
-                problems.append(f"could not unpin {self.pin}")
+        problems += unpin(self.pin)
         from testbed import sender
         if not sender.registered():
             sender.release_shared_map()
@@ -202,6 +193,28 @@ class SpmMarker:
         except OSError:
             pass
         return problems
+
+
+def detach_clsact(attached: list[tuple[list[str], str]]) -> list[str]:
+    """Remove the clsact qdisc (and the filters on it) from each (namespace prefix, interface), and
+    forget them; an interface whose namespace is gone already counts as done."""
+    problems = []
+    for prefix, intf in attached:
+        res = subprocess.run([*prefix, "tc", "qdisc", "del", "dev", intf, "clsact"], capture_output=True,
+                             text=True, timeout=30)
+        if res.returncode != 0 and "Cannot find device" not in res.stderr and "No such" not in res.stderr:
+            problems.append(f"tc on {intf}: {res.stderr.strip()}")
+    attached.clear()
+    return problems
+
+
+def unpin(pin: Path) -> list[str]:
+    """Remove a pin directory (programs and maps); the kernel frees them with their last user."""
+    if pin.exists():
+        shutil.rmtree(pin, ignore_errors=True)
+        if pin.exists():
+            return [f"could not unpin {pin}"]
+    return []
 
 
 def remove_cgroup(group: Path) -> list[str]:

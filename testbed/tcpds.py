@@ -11,8 +11,6 @@ directory's entries), and the filters go with the namespaces.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +47,7 @@ class TcpdsRules:
 
 def build() -> Path:
     if not OBJECT.exists():
-        spm._run(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
+        spm.run_tool(["make", "-s", "-C", str(paths.REPO / "bpf")], "building the BPF objects")
     return OBJECT
 
 
@@ -61,15 +59,15 @@ class TcpStateMarker:
 
     def load(self) -> None:
         spm.load_object(build(), self.pin, OWN_MAPS)
-        spm._run(["bpftool", "map", "update", "pinned", str(self.pin / "catnip_ds_cfg"), "key", "0", "0", "0", "0",
+        spm.run_tool(["bpftool", "map", "update", "pinned", str(self.pin / "catnip_ds_cfg"), "key", "0", "0", "0", "0",
                   "value", *map(str, self.rules.map_value())], "configuring the TCP-state marker")
 
     def attach(self, intf: str, ns_prefix: list[str]) -> None:
         """Mark at egress and record at ingress of `intf`; `ns_prefix` enters its namespace."""
-        spm._run([*ns_prefix, "tc", "qdisc", "replace", "dev", intf, "clsact"], f"clsact on {intf}")
+        spm.run_tool([*ns_prefix, "tc", "qdisc", "replace", "dev", intf, "clsact"], f"clsact on {intf}")
         self.attached.append((ns_prefix, intf))
         for hook, prog in (("egress", "tcpds_mark"), ("ingress", "tcpds_record")):
-            spm._run([*ns_prefix, "tc", "filter", "replace", "dev", intf, hook, "pref", "1", "handle", "1", "bpf",
+            spm.run_tool([*ns_prefix, "tc", "filter", "replace", "dev", intf, hook, "pref", "1", "handle", "1", "bpf",
                       "direct-action", "object-pinned", str(self.pin / "progs" / prog)],
                      f"attaching {prog} to {intf}")
 
@@ -78,17 +76,7 @@ class TcpStateMarker:
 
     def unload(self) -> list[str]:
         """Detach and remove everything; returns the problems met (teardown goes on past them)."""
-        problems = []
-        for prefix, intf in self.attached:
-            res = subprocess.run([*prefix, "tc", "qdisc", "del", "dev", intf, "clsact"], capture_output=True,
-                                 text=True, timeout=30)
-            if res.returncode != 0 and "Cannot find device" not in res.stderr and "No such" not in res.stderr:
-                problems.append(f"tc on {intf}: {res.stderr.strip()}")
-        self.attached.clear()
-        if self.pin.exists():
-            shutil.rmtree(self.pin, ignore_errors=True)
-            if self.pin.exists():
-                problems.append(f"could not unpin {self.pin}")
+        problems = spm.detach_clsact(self.attached) + spm.unpin(self.pin)
         try:
             spm.PIN_ROOT.rmdir()  # only when no other marker's pins are left
         except OSError:
