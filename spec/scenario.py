@@ -773,8 +773,8 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
         assignment = dict(zip(keys, combo))
         for key, value in assignment.items():
             if key == SCHEME:  # a named set of fields that change together
-                for path, v in value["set"].items():
-                    _set_path(point_raw, path, v)
+                for field_path, v in value["set"].items():
+                    _set_path(point_raw, field_path, v)
                 assignment[key] = value["name"]
             else:
                 _set_path(point_raw, key, value)

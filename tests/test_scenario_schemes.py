@@ -33,6 +33,7 @@ sweep:
     assert got == [("DT", "20p", "droptail", None), ("DT", "40p", "droptail", None),
                    ("RED-IW2", "20p", "red", 2), ("RED-IW2", "40p", "red", 2)]
     assert s.point_label(sweep.points[2][0]) == "scheme=RED-IW2, topology.bottleneck.buffer=20p"
+    assert sweep.source == str(f)  # the file, whatever paths the schemes set
 
 
 @pytest.mark.parametrize("scheme, message", [
