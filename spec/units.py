@@ -73,7 +73,7 @@ def parse_rate(value: object, bare: bool = True) -> int:
     if not math.isfinite(bps):
         raise ValueError(f"{value!r} is not a finite rate")
     if bps <= 0:
-        raise ValueError(f"{value!r}: a link rate must be above zero")
+        raise ValueError(f"{value!r}: a rate must be above zero")
     if round(bps) < 1:
         # 0 bit/s would mean an unshaped link to the engine: never let a rate round to it.
         raise ValueError(f"{value!r} rounds to 0 bit/s; the smallest rate is 1bit")

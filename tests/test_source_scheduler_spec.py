@@ -64,7 +64,7 @@ def test_it_is_a_registered_kind_parsed_by_its_own_class():
 
 
 @pytest.mark.parametrize("change, want", [
-    ({"high": {"rate": "0kbit", "bucket": "6000B"}}, "high.rate: '0kbit': a link rate must be above zero"),
+    ({"high": {"rate": "0kbit", "bucket": "6000B"}}, "high.rate: '0kbit': a rate must be above zero"),
     ({"high": {"rate": 250000, "bucket": "6000B"}}, "high.rate: 250000 is a bare number; write the rate with its"
                                                       " unit, e.g. '250000bit' or '250000kbit' (bit, kbit, Mbit,"
                                                       " Gbit; B/s, KB/s, MB/s for bytes per second)"),
