@@ -193,7 +193,7 @@ class PointRun:
         self.marker = spm.SpmMarker(spm.SpmRules(enabled=m.spm, first=m.first, last=m.last, small_cwnd=m.small_cwnd,
                                                  scope=m.scope, control=m.control, retransmissions=m.retransmissions),
                                     name=f"{self.run_id[-4:]}-p{self.index}")
-        stack.callback(self._unload_marker)
+        stack.callback(self._unload_bpf, self.marker, "SPM")
         self.marker.load()
         self.marker.make_cgroup()
         # The last-window senders' pacing ratios (100%) come with the hosts' TCP settings (Scenario.host_tcp).
@@ -228,10 +228,6 @@ class PointRun:
         if problems:
             print(f"catnip: {what} teardown: " + "; ".join(problems), file=sys.stderr)
 
-    def _unload_marker(self) -> None:
-        problems = self.marker.unload() if self.marker else []
-        if problems:
-            print("catnip: SPM teardown: " + "; ".join(problems), file=sys.stderr)
 
     def _set_sender_params(self, stack: TeardownStack) -> None:
         """The per-host parameters of the project senders that read them (spec.senders.PACEABLE:

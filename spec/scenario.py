@@ -177,14 +177,15 @@ class TcpSpec(_Strict):
             out["recovery"] = "off"
         return out
 
-    @field_validator("rto_min", mode="before")
+    @field_validator("rto_min", "initial_rto", mode="before")
     @classmethod
-    def _rto_min(cls, v: Any) -> float | None:
+    def _rto(cls, v: Any, info: Any) -> float | None:
         if v is None:
             return None
         s = units.parse_duration(v)
         if not 0.001 <= s <= 120:
-            raise ValueError(f"{v!r}: the minimum RTO must be between 1ms and 120s (Linux's maximum RTO)")
+            what = "minimum" if info.field_name == "rto_min" else "initial"
+            raise ValueError(f"{v!r}: the {what} RTO must be between 1ms and 120s (Linux's maximum RTO)")
         return s
 
     @field_validator("receive_buffer", mode="before")
@@ -196,16 +197,6 @@ class TcpSpec(_Strict):
         if not 4096 <= n <= 64 * 2**20:
             raise ValueError(f"{v!r}: a receive buffer between 4KB and 64MB")
         return n
-
-    @field_validator("initial_rto", mode="before")
-    @classmethod
-    def _initial_rto(cls, v: Any) -> float | None:
-        if v is None:
-            return None
-        s = units.parse_duration(v)
-        if not 0.001 <= s <= 120:
-            raise ValueError(f"{v!r}: the initial RTO must be between 1ms and 120s (Linux's maximum RTO)")
-        return s
 
     def knob_sysctls(self) -> dict[str, int]:
         """The sysctls of the period knobs the scenario (or its profile) sets."""

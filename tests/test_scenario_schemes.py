@@ -69,6 +69,7 @@ def test_x_keys_are_anchors_only(tmp_path):
     ("marking.tcp_state={high_thresh: 4, med_thresh: 3}", "med_thresh: 3 is below high_thresh"),
     ("marking.tcp_state={always_high: [70000]}", "ports run 0-65535"),
     ("tcp.initial_rto=0s", "the initial RTO must be between 1ms and 120s"),
+    ("tcp.rto_min=0s", "the minimum RTO must be between 1ms and 120s"),
     ("tcp.initial_rto=121s", "the initial RTO must be between 1ms and 120s"),
 ])
 def test_service_differentiation_knobs_are_checked(tmp_path, override, message):
