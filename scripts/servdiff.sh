@@ -3,11 +3,13 @@
 # command, on the tree scaled by users (docs/reproduction-service-differentiation.md):
 #   1. scenarios/sd-fig2-droptail.yaml: DropTail over five bottleneck rates (Figs 2-3);
 #   2. scenarios/sd-schemes.yaml: the schemes at one bottleneck (Figs 7-9, 12-15);
-#   3. scenarios/sd-longftp.yaml: one long FTP per pair, DropTail against TCP-DS (Figs 16-17);
+#   3. scenarios/sd-range.yaml: APPL and TCP-DS over the other bottleneck rates (Figs 7, 12, 14);
+#   4. scenarios/sd-longftp.yaml: one long FTP per pair, DropTail against TCP-DS and the 200 ms
+#      connections' thresholds swept (Figs 16-17);
 # once per seed, then the tables (catnip report --layout servdiff) and the CCDF figures.
 #   SEEDS   seeds (default "1")
 #   JOBS    points side by side (default 1: each point's 40 hosts want the whole machine)
-#   ONLY    fig2 | schemes | longftp (default: all three)
+#   ONLY    fig2 | schemes | range | longftp (default: all four)
 #   OUT     folder for the figures (default docs/figures/servdiff)
 # Extra arguments go to every `catnip run`. Every point is flagged for real time in its run and in
 # the tables ('*': a scheme with a point that did not keep it).
@@ -31,6 +33,7 @@ want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
 for seed in ${SEEDS-1}; do
   if want fig2; then run fig2 scenarios/sd-fig2-droptail.yaml --seed "$seed" "$@"; fi
   if want schemes; then run schemes scenarios/sd-schemes.yaml --seed "$seed" "$@"; fi
+  if want range; then run range scenarios/sd-range.yaml --seed "$seed" "$@"; fi
   if want longftp; then run longftp scenarios/sd-longftp.yaml --seed "$seed" "$@"; fi
 done
 echo
