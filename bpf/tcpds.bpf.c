@@ -73,6 +73,20 @@ struct {
 	__type(value, struct tcpds_config);
 } catnip_ds_cfg SEC(".maps");
 
+/* A host's own thresholds, by its IPv4 address (network order); hosts not in it use the config's. */
+struct thresholds {
+	__u32 high;
+	__u32 med;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__type(key, __u32);
+	__type(value, struct thresholds);
+} catnip_ds_host SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, C_MAX);
@@ -141,7 +155,8 @@ static __always_inline int chance(__u32 num, __u32 den)
 	return (__u64)bpf_get_prandom_u32() * den < (__u64)num << 32;
 }
 
-static __always_inline __u8 window_level(const struct tcpds_config *cfg, struct tcp_sock *tp)
+static __always_inline __u8 window_level(const struct tcpds_config *cfg, const struct thresholds *th,
+					 struct tcp_sock *tp)
 {
 	__u32 mss = tp->mss_cache ? tp->mss_cache : 1;
 	__u32 w = tp->snd_cwnd, rwnd = tp->snd_wnd / mss;
@@ -149,20 +164,20 @@ static __always_inline __u8 window_level(const struct tcpds_config *cfg, struct 
 
 	if (rwnd < w)
 		w = rwnd;
-	if (w <= cfg->high_thresh)
+	if (w <= th->high)
 		return L_HIGH;
 	ca_state = BPF_CORE_READ_BITFIELD(&tp->inet_conn, icsk_ca_state);
 	if (ca_state == TCP_CA_RECOVERY_) {
 		count(C_RECOVERY);
 		return L_HIGH;
 	}
-	if (cfg->randomized && chance(cfg->high_thresh, w)) {
+	if (cfg->randomized && chance(th->high, w)) {
 		count(C_RANDOM_UP);
 		return L_HIGH;
 	}
-	if (w <= cfg->med_thresh)
+	if (w <= th->med)
 		return L_MED;
-	if (cfg->randomized && chance(cfg->med_thresh, w)) {
+	if (cfg->randomized && chance(th->med, w)) {
 		count(C_RANDOM_UP);
 		return L_MED;
 	}
@@ -205,6 +220,7 @@ int tcpds_mark(struct __sk_buff *skb)
 	struct tcphdr *tcp;
 	struct bpf_sock *sk;
 	struct tcp_sock *tp;
+	struct thresholds th, *own;
 	__u32 zero = 0, payload;
 	__u8 level;
 
@@ -251,7 +267,14 @@ int tcpds_mark(struct __sk_buff *skb)
 		count(C_NO_SOCKET);
 		return TC_ACT_OK;
 	}
-	level = window_level(cfg, tp);
+	own = bpf_map_lookup_elem(&catnip_ds_host, &ip->saddr);
+	if (own) {
+		th = *own;
+	} else {
+		th.high = cfg->high_thresh;
+		th.med = cfg->med_thresh;
+	}
+	level = window_level(cfg, &th, tp);
 	count(level == L_HIGH ? C_DATA_HIGH : level == L_MED ? C_DATA_MED : C_DATA_LOW);
 	set_level(skb, ip, level);
 	return TC_ACT_OK;

@@ -210,6 +210,8 @@ class PointRun:
             always_high=tuple(tuple(r) for r in m.always_high)), name=f"{self.run_id[-4:]}-p{self.index}")
         stack.callback(self._unload_bpf, self.ds_marker, "TCP-state marker")
         self.ds_marker.load()
+        for short, (high, med) in self.sc.tcp_state_thresholds().items():
+            self.ds_marker.set_host(self.net.hosts[short].ip, high, med)
         for h in self.net.hosts.values():
             hostconfig.one_packet_per_skb(h.node, f"{h.name}-eth0")  # the marker sees each wire segment
             self.ds_marker.attach(f"{h.name}-eth0", ["nsenter", "-t", str(h.node.pid), "-n"])

@@ -309,6 +309,19 @@ class Graph(_Strict):
         by_name = [g for g in self.groups if g.name == name]
         return by_name or [g for g in self.groups if g.role == name]
 
+    def hosts_selected(self, selector: str) -> list[str]:
+        """Host names a selector means: a group's, a role's, or those of a delay class by its tag (rtt200ms)."""
+        groups = self.groups_named(selector)
+        if groups:
+            return [h for g in groups for h in g.host_names()]
+        return [h for g in self.groups for i, h in enumerate(g.host_names())
+                if (cls := g.delay_class(i)) is not None and cls.tag == selector]
+
+    def selectors(self) -> list[str]:
+        """Every name hosts_selected understands, for error messages."""
+        tags = {c.tag for g in self.groups for c in g.delay_classes or ()}
+        return sorted({g.name for g in self.groups} | {g.role for g in self.groups if g.role} | tags)
+
     def subnets(self) -> dict[str, str]:
         """Addressing follows from the graph: group g (in order) is 10.(g+1).0.0/16 (CATNIP's
         dumbbell: clients 10.1/16, servers 10.2/16)."""

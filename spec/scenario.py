@@ -259,6 +259,31 @@ class HostTcp:
                 "initial_rto": self.initial_rto, "receive_buffer": self.receive_buffer}
 
 
+class TcpStateHostThresholds(_Strict):
+    """Thresholds of their own for some hosts' segments: Fig. 16 sweeps the HIGH_thresh of the 200 ms
+    connection, MED_thresh at twice it, while the other connections' stay fixed."""
+
+    hosts: str = Field(pattern=r"^[A-Za-z0-9_.=-]{1,24}$",
+                       description="a host group, a role (sources) or a delay-class tag (rtt200ms)")
+    high_thresh: int = Field(ge=1, le=65535, description="segments: a window up to this is HIGH")
+    med_thresh: int = Field(ge=1, le=65535,
+                            description="segments: a window up to this is MED (default: twice high_thresh, Fig. 16)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _med_default(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and raw.get("med_thresh") is None and isinstance(raw.get("high_thresh"), int):
+            raw = {**raw, "med_thresh": min(2 * raw["high_thresh"], 65535)}
+        return raw
+
+    @model_validator(mode="after")
+    def _med_above_high(self) -> "TcpStateHostThresholds":
+        if self.med_thresh < self.high_thresh:
+            raise ValueError(f"med_thresh: {self.med_thresh} is below high_thresh ({self.high_thresh}); MED covers"
+                             " the windows above HIGH's, so med_thresh >= high_thresh")
+        return self
+
+
 class TcpStateMarkingSpec(_Strict):
     """TCP-state marking, TCP-DS (Nouredine and Tobagi 2002, section 6.1, Algorithm 1) at every host, by
     eBPF (bpf/tcpds.bpf.c): by the sending window, SYN and fast recovery HIGH; ACKs like their data."""
@@ -269,6 +294,9 @@ class TcpStateMarkingSpec(_Strict):
     always_high: list[Any] = Field(default_factory=list, max_length=8,
                                    description="ports (80, '5000-5099' or [lo, hi]) whose connections are all HIGH:"
                                                " Telnet's thresholds are the maximum window (6.1.2)")
+    per_host: list[TcpStateHostThresholds] = Field(
+        default_factory=list, max_length=16,
+        description="hosts with thresholds of their own, e.g. [{hosts: rtt200ms, high_thresh: 16}] (Fig. 16)")
 
     @field_validator("always_high", mode="before")
     @classmethod
@@ -415,6 +443,33 @@ class Scenario(_Strict):
                     raise ValueError(f"topology: groups.{g.name}.link.up.policy.classes[{i}]: no application uses"
                                      f" port {shown} (the applications' ports: {', '.join(map(str, ports))})")
         return self
+
+    @model_validator(mode="after")
+    def _tcp_state_hosts_exist(self) -> "Scenario":
+        """Each `marking.tcp_state.per_host` entry selects hosts, and no host is selected twice."""
+        if self.marking.tcp_state is None:
+            return self
+        graph = self.graph()
+        owner: dict[str, int] = {}
+        for i, entry in enumerate(self.marking.tcp_state.per_host):
+            hosts = graph.hosts_selected(entry.hosts)
+            if not hosts:
+                raise ValueError(f"marking.tcp_state.per_host[{i}].hosts: no host group, role or delay-class tag"
+                                 f" {entry.hosts!r} in the topology (it has: {', '.join(graph.selectors())})")
+            for h in hosts:
+                if h in owner:
+                    raise ValueError(f"marking.tcp_state.per_host[{i}].hosts: {entry.hosts!r} selects {h}, which"
+                                     f" per_host[{owner[h]}] already gives thresholds; a host has one set")
+                owner[h] = i
+        return self
+
+    def tcp_state_thresholds(self) -> dict[str, tuple[int, int]]:
+        """(HIGH_thresh, MED_thresh) of the hosts `marking.tcp_state.per_host` gives their own, by short name."""
+        ts = self.marking.tcp_state
+        if ts is None:
+            return {}
+        graph = self.graph()
+        return {h: (e.high_thresh, e.med_thresh) for e in ts.per_host for h in graph.hosts_selected(e.hosts)}
 
     @model_validator(mode="after")
     def _tcp_fits(self) -> "Scenario":

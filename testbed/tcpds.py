@@ -11,6 +11,7 @@ directory's entries), and the filters go with the namespaces.
 
 from __future__ import annotations
 
+import ipaddress
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from testbed import paths, spm
 OBJECT = paths.REPO / "bpf" / "build" / "tcpds.bpf.o"
 COUNTERS = ("data_high", "data_med", "data_low", "ack_high", "ack_med", "ack_low", "ack_unknown", "syn",
             "recovery", "always_high", "random_up", "no_socket", "recorded")
-OWN_MAPS = ("catnip_ds_cfg", "catnip_ds_count", "catnip_ds_recv")
+OWN_MAPS = ("catnip_ds_cfg", "catnip_ds_count", "catnip_ds_recv", "catnip_ds_host")
 MAX_PORT_RANGES = 8  # struct tcpds_config's high_ports
 
 
@@ -61,6 +62,16 @@ class TcpStateMarker:
         spm.load_object(build(), self.pin, OWN_MAPS)
         spm.run_tool(["bpftool", "map", "update", "pinned", str(self.pin / "catnip_ds_cfg"), "key", "0", "0", "0", "0",
                   "value", *map(str, self.rules.map_value())], "configuring the TCP-state marker")
+
+    def set_host(self, address: str, high_thresh: int, med_thresh: int) -> None:
+        """Thresholds of their own for the segments a host sends (Fig. 16: one connection's HIGH_thresh
+        swept while the others' stay fixed); `address` is the host's IPv4 address."""
+        if not 1 <= high_thresh <= med_thresh:
+            raise ValueError(f"{address}: thresholds {high_thresh}/{med_thresh}: need 1 <= high <= med")
+        key = list(ipaddress.IPv4Address(address).packed)  # the map key is the address as on the wire
+        value = list(high_thresh.to_bytes(4, "little")) + list(med_thresh.to_bytes(4, "little"))
+        spm.run_tool(["bpftool", "map", "update", "pinned", str(self.pin / "catnip_ds_host"),
+                      "key", *map(str, key), "value", *map(str, value)], f"setting {address}'s TCP-DS thresholds")
 
     def attach(self, intf: str, ns_prefix: list[str]) -> None:
         """Mark at egress and record at ingress of `intf`; `ns_prefix` enters its namespace."""

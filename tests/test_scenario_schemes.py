@@ -77,6 +77,31 @@ def test_service_differentiation_knobs_are_checked(tmp_path, override, message):
         s.load(write(tmp_path, ""), [override])
 
 
+def test_hosts_can_have_tcp_state_thresholds_of_their_own():
+    """Fig. 16: the 200 ms connections' HIGH_thresh swept, MED at twice it by default; a delay-class
+    tag, a group or a role selects the hosts (both ends of a pair share its tag)."""
+    tree = REPO / "scenarios" / "sd-fig2-droptail.yaml"
+    sc = s.load(tree, ["marking.tcp_state={high_thresh: 4, med_thresh: 8, per_host: [{hosts: rtt200ms, high_thresh: 16},"
+                       " {hosts: rtt20ms, high_thresh: 2, med_thresh: 3}]}"]).points[0][1]
+    got = sc.tcp_state_thresholds()
+    assert {h for h, t in got.items() if t == (16, 32)} == {"s5", "s10", "s15", "s20", "d5", "d10", "d15", "d20"}
+    assert {h for h, t in got.items() if t == (2, 3)} == {"s1", "s6", "s11", "s16", "d1", "d6", "d11", "d16"}
+    assert len(got) == 16
+    whole = s.load(tree, ["marking.tcp_state={per_host: [{hosts: destinations, high_thresh: 6}]}"]).points[0][1]
+    assert whole.tcp_state_thresholds() == {f"d{i}": (6, 12) for i in range(1, 21)}
+
+
+@pytest.mark.parametrize("per_host, message", [
+    ("[{hosts: rtt21ms, high_thresh: 4}]", r"per_host\[0\].hosts: no host group, role or delay-class tag 'rtt21ms'"),
+    ("[{hosts: rtt200ms, high_thresh: 8, med_thresh: 4}]", "med_thresh: 4 is below high_thresh"),
+    ("[{hosts: rtt200ms, high_thresh: 8}, {hosts: dst1, high_thresh: 2}]",
+     r"per_host\[1\].hosts: 'dst1' selects d5, which per_host\[0\] already gives thresholds"),
+])
+def test_bad_per_host_thresholds_are_named(per_host, message):
+    with pytest.raises(s.ScenarioError, match=message):
+        s.load(REPO / "scenarios" / "sd-fig2-droptail.yaml", [f"marking.tcp_state={{per_host: {per_host}}}"])
+
+
 def test_spm_and_tcp_state_marking_exclude_each_other(tmp_path):
     with pytest.raises(s.ScenarioError, match="spm and tcp_state both mark the same segments"):
         s.load(write(tmp_path, ""), ["marking.spm=true", "marking.tcp_state={}"])

@@ -94,14 +94,17 @@ def pair():
 class Marked:
     """The marker loaded and attached to both ends, a capture running at the client."""
 
-    def __init__(self, rules: tcpds.TcpdsRules, where: Path):
+    def __init__(self, rules: tcpds.TcpdsRules, where: Path, hosts: dict[str, tuple[int, int]] | None = None):
         self.marker = tcpds.TcpStateMarker(rules, name=f"test-{time.monotonic_ns() % 10**6}")
+        self.hosts = hosts or {}
         self.client_pcap, self.server_pcap = where / "client.pcap", where / "server.pcap"
         self.caps: list[subprocess.Popen] = []
 
     def __enter__(self):
         try:
             self.marker.load()
+            for address, (high, med) in self.hosts.items():
+                self.marker.set_host(address, high, med)
             self.marker.attach("ctpt-ds-sv", in_ns(SRV))
             self.marker.attach("ctpt-ds-cv", in_ns(CLI))
             for ns, dev, pcap in ((CLI, "ctpt-ds-cv", self.client_pcap), (SRV, "ctpt-ds-sv", self.server_pcap)):
@@ -258,6 +261,20 @@ def test_data_is_marked_by_the_sending_window(pair, tmp_path):
     assert counters["data_high"] > 0 and counters["data_low"] > 0 and counters["ack_med"] > 0, counters
 
 
+def test_a_host_with_thresholds_of_its_own_is_marked_by_them(pair, tmp_path):
+    """Fig. 16: one connection's thresholds differ from the others'. The defaults (64, 128) would
+    keep this whole transfer HIGH; the server's own (4, 8) walk it through all three levels, and
+    the client's entry (1, 1) does not reach the server's segments."""
+    own = tcpds.TcpdsRules(high_thresh=4, med_thresh=8)
+    with Marked(tcpds.TcpdsRules(high_thresh=64, med_thresh=128), tmp_path,
+                hosts={SRV_IP: (4, 8), CLI_IP: (1, 1)}) as m, slow_acks():
+        fetch(PORT, 100_000)
+    marked = window_levels(m.server_pcap, PORT, own)
+    wrong = [(i, got, sorted(allowed)) for i, (got, allowed) in enumerate(marked) if got not in allowed]
+    assert not wrong, f"{len(wrong)} of {len(marked)} segments against the server's own thresholds, first: {wrong[:5]}"
+    assert {got for got, _ in marked} == {0, 1, 2}, "the server's own thresholds did not apply"
+
+
 def test_an_always_high_port_is_high_throughout(pair, tmp_path):
     with Marked(tcpds.TcpdsRules(always_high=((TELNET_PORT, TELNET_PORT),)), tmp_path) as m:
         fetch(TELNET_PORT)
@@ -324,3 +341,5 @@ def test_an_ack_covering_segments_of_two_levels_takes_the_higher(tmp_path):
 def test_rules_are_checked():
     with pytest.raises(ValueError, match="at most 8 port ranges"):
         tcpds.TcpdsRules(always_high=tuple((p, p) for p in range(9))).map_value()
+    with pytest.raises(ValueError, match="need 1 <= high <= med"):
+        tcpds.TcpStateMarker(tcpds.TcpdsRules(), name="unused").set_host("10.0.0.1", 8, 4)
