@@ -148,7 +148,7 @@ class TcpSpec(_Strict):
     # The period knobs of every host (spec/senders.py TCP_KNOB_SYSCTLS); None keeps the kernel's default.
     profile: Literal[tuple(senders.TCP_PROFILES)] | None = Field(
         default=None, description="a named set of the fields below (and congestion_control) for those not given:"
-                                  " linux-2.2 or modern (spec/senders.py TCP_PROFILES)")
+                                  " linux-2.2, linux-2.4, ns2-reno or modern (spec/senders.py TCP_PROFILES)")
     recovery: Literal["rack", "off"] | None = Field(default=None, description="net.ipv4.tcp_recovery: RACK loss"
                                                                                " detection (1) or off (0)")
     frto: bool | None = Field(default=None, description="net.ipv4.tcp_frto: F-RTO (2) or off (0)")
@@ -162,6 +162,9 @@ class TcpSpec(_Strict):
     receive_buffer: int | None = Field(
         default=None, description="net.ipv4.tcp_rmem's default and maximum, e.g. '64KB' (Nouredine-Tobagi section 2:"
                                   " 64 KB); Linux advertises part of it as its window (tcp_adv_win_scale)")
+    delayed_ack: bool | None = Field(
+        default=None, description="false: every segment is acknowledged at once, like ns-2's TCPSink (the default"
+                                  " route's quickack 1); None or true: Linux's delayed ACKs")
 
     _cc = field_validator("congestion_control")(lambda cls, v: _known_cc(v))
 
@@ -225,11 +228,13 @@ class HostTcp:
     rto_min: float | None = None  # the default route's rto_min (s); None: Linux's (200 ms)
     initial_rto: float | None = None  # by BPF sock_ops (testbed/rto_init.py); None: Linux's (1 s)
     receive_buffer: int | None = None  # tcp_rmem default and maximum (bytes); None: the kernel's
+    quick_ack: bool = False  # the default route's quickack 1: no delayed ACKs (tcp.delayed_ack: false)
 
     def route_options(self) -> list[object]:
-        """The default route's attributes: initcwnd, rto_min."""
+        """The default route's attributes: initcwnd, rto_min, quickack."""
         out: list[object] = ["initcwnd", self.initial_cwnd] if self.initial_cwnd else []
-        return out + (["rto_min", f"{round(self.rto_min * 1000)}ms"] if self.rto_min is not None else [])
+        out += ["rto_min", f"{round(self.rto_min * 1000)}ms"] if self.rto_min is not None else []
+        return out + (["quickack", 1] if self.quick_ack else [])
 
     def sysctls(self) -> dict[str, object]:
         out: dict[str, object] = {"net.ipv4.tcp_congestion_control": self.congestion_control,
@@ -256,7 +261,7 @@ class HostTcp:
                 "slow_start_after_idle": self.slow_start_after_idle, "pacing": self.pacing,
                 "pacing_ratio": self.pacing_ratio, "initial_cwnd": self.initial_cwnd,
                 "sender_params": self.sender_params, "knobs": self.knobs, "rto_min": self.rto_min,
-                "initial_rto": self.initial_rto, "receive_buffer": self.receive_buffer}
+                "initial_rto": self.initial_rto, "receive_buffer": self.receive_buffer, "quick_ack": self.quick_ack}
 
 
 class TcpStateHostThresholds(_Strict):
@@ -538,7 +543,8 @@ class Scenario(_Strict):
                     initial_cwnd=spec.initial_cwnd or self.tcp.initial_cwnd,
                     newcwv=(spec.newcwv or NewcwvSpec()) if cc == senders.NEWCWV else None,
                     knobs=self.tcp.knob_sysctls(), rto_min=self.tcp.rto_min,
-                    initial_rto=self.tcp.initial_rto, receive_buffer=self.tcp.receive_buffer)
+                    initial_rto=self.tcp.initial_rto, receive_buffer=self.tcp.receive_buffer,
+                    quick_ack=self.tcp.delayed_ack is False)
         return out
 
     def host_qdiscs(self) -> dict[str, str]:

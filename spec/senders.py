@@ -24,10 +24,25 @@ KEEP_CWND_OVER_IDLE = (NEWCWV,)
 # them. linux-2.2 is the TCP-friendly marking paper's Linux 2.2.10 (section 6.1; reading notes
 # 2.1.c item 12): Reno, no RACK (tcp_recovery 0), no F-RTO, no early retransmit or tail loss probe,
 # no D-SACK, a 200 ms minimum RTO; SACK stays per configuration (`tcp.sack`, its Table 2).
+# linux-2.4 is CATNIP's WAN server, Linux 2.4.16 (CATNIP V-G), as its source has it
+# (docs/period-tcp.md cites file and function for each): initial RTO 3 s (TCP_TIMEOUT_INIT),
+# minimum RTO 200 ms (TCP_RTO_MIN), an initial window of 2 (tcp_v4_init_sock; RFC 2414's larger
+# one only with cached route metrics), one segment of slow-start growth per ACK (tcp_cong_avoid;
+# byte counting came in 2.6.15: catnip_ns2reno grows that way), SACK, D-SACK and timestamps on,
+# no RACK, F-RTO or tail loss probe (none existed).
+# ns2-reno is CATNIP's simulations (sections III-A, IV; ns-2 Agent/TCP/Reno with Agent/TCPSink):
+# initial window 1 (Appendix A), the 6 s initial timeout (III-A), growth per ACK, no SACK, no
+# timestamps, and a sink that ACKs every packet (TCPSink has no delayed ACK). What Linux cannot
+# drop (the handshake, NewReno's partial ACKs, ns-2's 100 ms RTT clock) is in docs/period-tcp.md.
 # modern sets nothing: this kernel's defaults, the comparison series.
+_NO_MODERN_RECOVERY = {"recovery": "off", "frto": False, "early_retrans": False}
 TCP_PROFILES: dict[str, dict[str, object]] = {
-    "linux-2.2": {"congestion_control": "reno", "recovery": "off", "frto": False, "early_retrans": False,
-                  "dsack": False, "rto_min": "200ms"},
+    "linux-2.2": {"congestion_control": "reno", **_NO_MODERN_RECOVERY, "dsack": False, "rto_min": "200ms"},
+    "linux-2.4": {"congestion_control": "catnip_ns2reno", **_NO_MODERN_RECOVERY, "dsack": True, "sack": True,
+                  "timestamps": True, "initial_cwnd": 2, "initial_rto": "3s", "rto_min": "200ms"},
+    "ns2-reno": {"congestion_control": "catnip_ns2reno", **_NO_MODERN_RECOVERY, "dsack": False, "sack": False,
+                 "timestamps": False, "initial_cwnd": 1, "initial_rto": "6s", "rto_min": "200ms",
+                 "delayed_ack": False},
     "modern": {},
 }
 # The sysctl of each period knob, with the value for on (the kernel's default) and off.
