@@ -264,7 +264,18 @@ class HostTcp:
                 "initial_rto": self.initial_rto, "receive_buffer": self.receive_buffer, "quick_ack": self.quick_ack}
 
 
-class TcpStateHostThresholds(_Strict):
+class _Thresholds(_Strict):
+    """Algorithm 1's two thresholds (subclasses give the fields): MED covers the windows above HIGH's."""
+
+    @model_validator(mode="after")
+    def _med_above_high(self) -> "_Thresholds":
+        if self.med_thresh < self.high_thresh:
+            raise ValueError(f"med_thresh: {self.med_thresh} is below high_thresh ({self.high_thresh}); MED covers"
+                             " the windows above HIGH's, so med_thresh >= high_thresh")
+        return self
+
+
+class TcpStateHostThresholds(_Thresholds):
     """Thresholds of their own for some hosts' segments: Fig. 16 sweeps the HIGH_thresh of the 200 ms
     connection, MED_thresh at twice it, while the other connections' stay fixed."""
 
@@ -281,15 +292,8 @@ class TcpStateHostThresholds(_Strict):
             raw = {**raw, "med_thresh": min(2 * raw["high_thresh"], 65535)}
         return raw
 
-    @model_validator(mode="after")
-    def _med_above_high(self) -> "TcpStateHostThresholds":
-        if self.med_thresh < self.high_thresh:
-            raise ValueError(f"med_thresh: {self.med_thresh} is below high_thresh ({self.high_thresh}); MED covers"
-                             " the windows above HIGH's, so med_thresh >= high_thresh")
-        return self
 
-
-class TcpStateMarkingSpec(_Strict):
+class TcpStateMarkingSpec(_Thresholds):
     """TCP-state marking, TCP-DS (Nouredine and Tobagi 2002, section 6.1, Algorithm 1) at every host, by
     eBPF (bpf/tcpds.bpf.c): by the sending window, SYN and fast recovery HIGH; ACKs like their data."""
 
@@ -308,13 +312,6 @@ class TcpStateMarkingSpec(_Strict):
     def _ports(cls, v: Any) -> Any:
         from spec.edge import parse_ports
         return [parse_ports(p) for p in v] if isinstance(v, list) else v
-
-    @model_validator(mode="after")
-    def _med_above_high(self) -> "TcpStateMarkingSpec":
-        if self.med_thresh < self.high_thresh:
-            raise ValueError(f"med_thresh: {self.med_thresh} is below high_thresh ({self.high_thresh}); MED covers"
-                             " the windows above HIGH's, so med_thresh >= high_thresh")
-        return self
 
 
 class MarkingSpec(_Strict):
