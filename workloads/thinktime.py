@@ -3,10 +3,12 @@
 Models: zero (the WAN experiment, section V-G), fixed, exponential, `uniform` on [0, 2 x mean]
 (Nouredine and Tobagi section 2.2.1: "Short, uniformly distributed user 'think time' (2.5 s
 average)"), and `empirical`: a CDF file in ns-2's format (lines `value count
-cumulative-probability`), sampled by inverting the CDF with linear interpolation. The CATNIP
-simulations drew think times from the ns-2 web models based on Mah's measurements (section IV-B,
-reference [20]); ns-2 ships that data as `tcl/http/data/HttpThinkTime.cdf`. It is not
-redistributed here: point `cdf` at a copy.
+cumulative-probability`), sampled by inverting the CDF with linear interpolation; and `mah1997`:
+Mah's measured think times (B. A. Mah, "An Empirical Model of HTTP Network Traffic", IEEE INFOCOM
+1997) as ns-2 ships them (`tcl/http/data/HttpThinkTime.cdf`, kept here as data with that citation
+in workloads/data/mah1997-think-time.cdf) and sampled as ns-2 does (a table value, no
+interpolation), which the CATNIP simulations used (section IV-B, reference [20]). Its mean is
+about 30 minutes; `max` redraws anything longer (docs/workload.md).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from pathlib import Path
 from typing import Callable
 
 from spec import bounded
+
+MAH1997 = Path(__file__).parent / "data" / "mah1997-think-time.cdf"
+MAX_REDRAWS = 10_000  # `max` is checked to keep a fair share of the table: this never runs out in practice
 
 
 class ThinkTimeError(ValueError):
@@ -75,4 +80,19 @@ def sampler(spec: dict, seed: int) -> Callable[[], float]:
             frac = 0.0 if p1 == p0 else (u - p0) / (p1 - p0)
             return values[i - 1] + frac * (values[i] - values[i - 1])
         return draw
+    if model == "mah1997":
+        values, probs = load_cdf(MAH1997)
+        limit = spec.get("max")
+
+        def step() -> float:
+            # ns-2's RandomVariable/Empirical with interpolation_ 0: the first value whose CDF reaches u.
+            return values[min(bisect.bisect_left(probs, rng.random()), len(values) - 1)]
+
+        def capped() -> float:
+            for _ in range(MAX_REDRAWS):
+                v = step()
+                if v <= limit:
+                    return v
+            raise ThinkTimeError(f"mah1997: no draw at or below max ({limit:g} s) in {MAX_REDRAWS} tries")
+        return step if limit is None else capped
     raise ThinkTimeError(f"unknown think-time model {model!r}")

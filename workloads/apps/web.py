@@ -28,16 +28,18 @@ from workloads.pagepool import PagePoolModel, pool_pages
 from workloads.pages import Page, catnip_pages, probe_pages
 
 CATNIP_PAGES = list(range(1, 11))
+MAH1997_SHORTEST_MAX = 2.0  # s: 8% of Mah's think times are at most 2 s, so a capped draw needs few redraws
 
 
 class ThinkTimeSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    model: Literal["zero", "fixed", "exponential", "uniform", "empirical"] = "zero"
+    model: Literal["zero", "fixed", "exponential", "uniform", "empirical", "mah1997"] = "zero"
     mean: float | None = Field(default=None, description="seconds: the fixed value, or the exponential or"
                                " uniform mean (uniform on [0, 2 mean])")
     cdf: str | None = Field(default=None, description="empirical: a CDF file in ns-2's format (docs/workload.md)")
+    max: float | None = Field(default=None, description="mah1997: draws longer than this are drawn again")
 
-    @field_validator("mean", mode="before")
+    @field_validator("mean", "max", mode="before")
     @classmethod
     def _mean(cls, v: Any) -> float | None:
         return None if v is None else units.parse_duration(v)
@@ -54,6 +56,12 @@ class ThinkTimeSpec(BaseModel):
                 load_cdf(self.cdf)
             except ThinkTimeError as exc:
                 raise ValueError(str(exc)) from None
+        if self.max is not None:
+            if self.model != "mah1997":
+                raise ValueError(f"think time 'max' is for model 'mah1997', not '{self.model}'")
+            if self.max < MAH1997_SHORTEST_MAX:
+                raise ValueError(f"think time max {self.max:g} s: at least {MAH1997_SHORTEST_MAX:g} s (8% of Mah's"
+                                 " think times are that short; the shortest is 1.005 s)")
         return self
 
 
