@@ -1,7 +1,7 @@
 """Whether a point kept real time, judged once for every kind of run from the engines' own
 counters (docs/fidelity.md): at most `max_late_fraction` of the engine's events later than its
-late threshold, no packet dropped by the kernel's NFQUEUE, and every engine's closing counters
-written.
+late threshold, no packet dropped by the kernel's NFQUEUE or by its per-CPU receive backlogs, and
+every engine's closing counters written.
 """
 
 from __future__ import annotations
@@ -51,6 +51,34 @@ def cpu_fidelity(start: list[int], end: list[int]) -> dict[str, float]:
             "cpu_steal_fraction": round(delta[7] / total, 4)}
 
 
+def machine_snapshot() -> dict[str, Any]:
+    """Each CPU's jiffies (/proc/stat cpuN lines) and the packets the kernel's per-CPU receive
+    backlogs dropped (/proc/net/softnet_stat, second column, hex): a veth's netif_rx drops when
+    the receiving CPU's backlog is full (net.core.netdev_max_backlog), a loss no queue emulated."""
+    each = []
+    with open("/proc/stat") as fh:
+        for line in fh:
+            f = line.split()
+            if f and f[0].startswith("cpu") and f[0] != "cpu":
+                each.append([int(x) for x in f[1:9]])
+    drops = 0
+    try:
+        with open("/proc/net/softnet_stat") as fh:
+            drops = sum(int(line.split()[1], 16) for line in fh if line.strip())
+    except OSError:
+        pass
+    return {"cpu_each": each, "backlog_drops": drops}
+
+
+def machine_fidelity(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
+    """Each CPU's busy fraction and the receive backlogs' drops between two snapshots."""
+    busy = []
+    for a, b in zip(start["cpu_each"], end["cpu_each"]):
+        d = [y - x for x, y in zip(a, b)]
+        busy.append(round(1 - (d[3] + d[4]) / (sum(d) or 1), 4))
+    return {"cpu_busy_each": busy, "backlog_drops": end["backlog_drops"] - start["backlog_drops"]}
+
+
 def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:
     return (fidelity["late_fraction"] <= max_late_fraction and fidelity["kernel_queue_drops"] == 0
-            and not fidelity["engines_without_final_stats"])
+            and fidelity.get("backlog_drops", 0) == 0 and not fidelity["engines_without_final_stats"])

@@ -38,7 +38,7 @@ from controller import fidelity as fidelity_mod
 from controller.skeleton import RunCancelled, TeardownStack
 from results.store import Store
 from testbed import engine as engine_mod
-from testbed import hostconfig, metadata, network, paths, rto_init, sender, spm, tcpds
+from testbed import hostconfig, metadata, network, paths, placement, rto_init, sender, spm, tcpds
 from testbed.capabilities import Capabilities
 from testbed.links import EngineBackend, KernelBackend
 from workloads.apps.base import AppContext, AppError, Application, lookup
@@ -90,6 +90,7 @@ class PointRun:
         self.caps, self.store, self.workdir, self.artifacts = caps, store, plan.workdir, artifacts
         self.progress, self.cancelled = progress, cancelled
         self.net: network.Network | None = None
+        self.placement = placement.Placement("shared")  # run.placement, planned when the point starts
         self.backend: EngineBackend | KernelBackend | None = None
         self.apps: list[Application] = []
         self.capture: subprocess.Popen | None = None
@@ -114,7 +115,10 @@ class PointRun:
                 raise RuntimeError(f"run.link_backend 'kernel' is not available on this machine: it lacks the qdiscs"
                                    f" {', '.join(missing)} (`catnip check`); use run.link_backend: engine")
         self.store.update_point(self.run_id, self.index, switch_kind=switch, link_backend=sc.run.link_backend)
+        self.placement = placement.plan(sc.run.placement)
         with TeardownStack() as stack:
+            # Entered first, so the shells (and Apache, the clients) are born off the engines' CPUs.
+            stack.enter_context(self.placement.for_this_process())
             self._phase(prog, "building network")
             self.net = net = network.build(sc, switch)
             stack.callback(network.stop, net)
@@ -126,6 +130,7 @@ class PointRun:
                 self.backend.start(routers, net.directions, net.mtu)
             else:
                 self.backend.start(routers, net.directions)
+            self._place(net)
             # Each host's congestion control, sysctls, initcwnd and fq are set as the network is
             # built (Network.tcp); the project senders' per-host parameters are set here.
             self._set_sender_params(stack)
@@ -149,7 +154,7 @@ class PointRun:
                 self._start_capture()
             self._record_environment()
             prog.phase = "running workload"
-            self.cpu_start = cpu_times()
+            self.cpu_start, self.machine_start = cpu_times(), fidelity_mod.machine_snapshot()
             start_at = time.monotonic() + START_DELAY_S
             for app in self.apps:
                 app.ctx.start_at = start_at
@@ -159,7 +164,7 @@ class PointRun:
             except BaseException:
                 # What was measured before a failure, a time limit or a cancel is kept, with the
                 # engines' counters, the senders' trace and the real-time verdict of the part that ran.
-                self.cpu_end = cpu_times()
+                self.cpu_end, self.machine_end = cpu_times(), fidelity_mod.machine_snapshot()
                 self._record_apps(partial=True)
                 for step, what in ((self._record_trace, "trace"), (self._collect_counters, "counters")):
                     try:
@@ -167,7 +172,7 @@ class PointRun:
                     except Exception as exc:  # noqa: BLE001 - the original error is the one to report
                         print(f"catnip: {what} of the failed point not recorded: {exc}", file=sys.stderr)
                 raise
-            self.cpu_end = cpu_times()
+            self.cpu_end, self.machine_end = cpu_times(), fidelity_mod.machine_snapshot()
             self._phase(prog, "collecting")
             try:
                 self._record_apps(partial=False)
@@ -313,6 +318,14 @@ class PointRun:
             out[h.name] = rec
         return out
 
+    def _place(self, net: network.Network) -> None:
+        """run.placement: the engines onto their CPUs, every veth's receive processing off them."""
+        for e in self._engines():
+            self.placement.pin_engine(e.proc.pid)
+        nodes = list({id(n): n for n in [*net.net.hosts, *net.routers.values()]}.values())
+        ports = [i.name for sw in net.net.switches for i in sw.intfList() if i.name != "lo"]
+        self.placement.steer_receive(nodes, ports)
+
     def _engines(self) -> list:
         b = self.backend
         return (b.engine if isinstance(b, KernelBackend) else b).engines if b else []
@@ -445,6 +458,8 @@ class PointRun:
         lost += [name for name, r in net.routers.items() if not hostconfig.shell_alive(r)]
         after = metadata.point_environment(net, [], "after") if not lost else {"skipped": f"nodes lost: {lost}"}
         fidelity = {**fidelity_mod.cpu_fidelity(self.cpu_start, self.cpu_end),
+                    **fidelity_mod.machine_fidelity(self.machine_start, self.machine_end),
+                    "placement": self.placement.record(),
                     **fidelity_mod.engine_fidelity(finals, kernel),
                     "failed_clients": [p.host.name for app in self.apps for p in app.procs
                                        if p.role == "client" and p.popen.returncode not in (0, None)

@@ -155,6 +155,13 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
                    + (f" (worse router's p99 {p99} us, max {f.get('max_verdict_call_us', 0) / 1000:.1f} ms)"
                       if p99 is not None else "")
                    + ": the kernel forwards released packets inside the call")
+    if "cpu_busy_each" in f:
+        where = f.get("placement") or {}
+        split = (f" (engines on CPU {','.join(map(str, where['engine_cpus']))}, the rest and the veths' receive"
+                 f" processing on {','.join(map(str, where['other_cpus']))})" if where.get("kind") == "split" else "")
+        out.append(f"  Placement: {where.get('kind', 'shared')}{split}; each CPU busy "
+                   + ", ".join(f"{100 * b:.0f}%" for b in f["cpu_busy_each"])
+                   + f"; receive backlog drops {f.get('backlog_drops', 0)}")
     conc = f.get("concurrency")
     if conc:
         busy = conc.get("cpu_busy_before_start")

@@ -352,6 +352,10 @@ class RunSpec(_Strict):
     repetitions: int = Field(default=1, ge=1, le=100)
     engine_spin: float = Field(default=0.0002, le=0.01,
                                description="the engine polls without sleeping this long before each event")
+    placement: Literal["shared", "split"] = Field(
+        default="shared", description="shared: the scheduler places the engines and the rest; split: the engines"
+                                      " on the last CPU, everything else and the veths' receive processing on the"
+                                      " others (testbed/placement.py, docs/fidelity.md)")
     link_backend: Literal["engine", "kernel"] = Field(
         default="engine", description="who emulates the router links: the queue engine, or the kernel's tc"
                                       " qdiscs where the kernel has them (netem, red; docs/architecture.md)")
