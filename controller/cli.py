@@ -111,6 +111,9 @@ def _verdict(text: str) -> str:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a field, e.g. --set topology.clients=20 (repeatable)")
 @click.option("--seed", type=int, default=None, help="seed for every random choice of the run")
+@click.option("--only", multiple=True, metavar="KEY=NAME",
+              help="run only the sweep points with this value of sweep KEY (a scheme's name, a policy's kind, a"
+                   " value as written), e.g. --only scheme=base-iw; repeatable: names of one key are alternatives")
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 @click.option("--json", "as_json", is_flag=True, help="print a machine-readable summary at the end")
 @click.option("--report/--no-report", default=False, help="print the report table after the run")
@@ -123,7 +126,7 @@ def _verdict(text: str) -> str:
 @click.option("--settle", type=click.FloatRange(0, 3600), default=30, show_default=True, metavar="SECONDS",
               help="with --jobs: how long every running point must have run its workload before the room "
                    "is measured for another")
-def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db: str | None,
+def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, only: tuple[str, ...], db: str | None,
             as_json: bool, report: bool, run_id: str | None, jobs: int, room: float, settle: float) -> None:
     """Run SCENARIO_FILE; prints the run id. A bare name (no folder, no extension, not a file
     here), e.g. `quick`, is scenarios/quick.yaml of this repository."""
@@ -131,7 +134,7 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, db
     if run_id is not None:
         validate_mod.check_run_id(run_id)
     scenario_file = scenario_path(scenario_file)
-    sweep = validate_mod.load(scenario_file, overrides, seed)
+    sweep = validate_mod.load(scenario_file, overrides, seed, only)
     problems = validate_mod.run_problems(sweep, jobs)
     if problems:
         raise validate_mod.Refused("\n".join(problems))

@@ -26,6 +26,7 @@ whose applications lost data (a client died, pages missing) fails with what was 
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -91,6 +92,7 @@ class PointRun:
         self.progress, self.cancelled = progress, cancelled
         self.net: network.Network | None = None
         self.placement = placement.Placement("shared")  # run.placement, planned when the point starts
+        self.placement_applied: dict = {}  # what the kernel holds after placing (_place)
         self.backend: EngineBackend | KernelBackend | None = None
         self.apps: list[Application] = []
         self.capture: subprocess.Popen | None = None
@@ -320,11 +322,14 @@ class PointRun:
 
     def _place(self, net: network.Network) -> None:
         """run.placement: the engines onto their CPUs, every veth's receive processing off them."""
-        for e in self._engines():
-            self.placement.pin_engine(e.proc.pid)
+        engines = {e.router.name: self.placement.pin_engine(e.proc.pid) for e in self._engines()}
         nodes = list({id(n): n for n in [*net.net.hosts, *net.routers.values()]}.values())
         ports = [i.name for sw in net.net.switches for i in sw.intfList() if i.name != "lo"]
-        self.placement.steer_receive(nodes, ports)
+        steered = self.placement.steer_receive(nodes, ports)
+        # As the kernel holds it, read back: the engines' threads, and a host's shell (whose
+        # affinity Apache and the clients inherit).
+        self.placement_applied = {"engine_threads_on": engines, "hosts_on": sorted(os.sched_getaffinity(nodes[0].pid)),
+                                  "receive_steered_devices": steered}
 
     def _engines(self) -> list:
         b = self.backend
@@ -459,7 +464,7 @@ class PointRun:
         after = metadata.point_environment(net, [], "after") if not lost else {"skipped": f"nodes lost: {lost}"}
         fidelity = {**fidelity_mod.cpu_fidelity(self.cpu_start, self.cpu_end),
                     **fidelity_mod.machine_fidelity(self.machine_start, self.machine_end),
-                    "placement": self.placement.record(),
+                    "placement": {**self.placement.record(), **self.placement_applied},
                     **fidelity_mod.engine_fidelity(finals, kernel),
                     "failed_clients": [p.host.name for app in self.apps for p in app.procs
                                        if p.role == "client" and p.popen.returncode not in (0, None)

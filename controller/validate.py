@@ -40,11 +40,11 @@ def check_run_id(run_id: str) -> None:
                       " starting with a letter or digit (it names the run's folder)")
 
 
-def load(scenario_file: str, overrides: list[str] | tuple[str, ...] = (), seed: int | None = None
-         ) -> scenario_mod.Sweep:
+def load(scenario_file: str, overrides: list[str] | tuple[str, ...] = (), seed: int | None = None,
+         only: list[str] | tuple[str, ...] = ()) -> scenario_mod.Sweep:
     """The scenario's sweep, checked as `catnip run` checks it; Refused otherwise."""
     try:
-        return scenario_mod.load(scenario_file, list(overrides), seed)
+        return scenario_mod.load(scenario_file, list(overrides), seed, list(only))
     except scenario_mod.ScenarioError as exc:
         message = str(exc).removeprefix(f"{scenario_file}: ")  # the file is named once
         raise Refused(f"invalid scenario {bounded.shorten(str(scenario_file), 120)}: {message}") from None

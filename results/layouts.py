@@ -24,6 +24,7 @@ from results import newcwv as newcwv_mod
 from results import pooled as pooled_mod
 from results import report as report_mod
 from results import servdiff as servdiff_mod
+from results import study as study_mod
 from results import tcpf as tcpf_mod
 from results import tcpf_paper
 from results.samples import summaries
@@ -575,3 +576,35 @@ def servdiff_fair_table(rep: servdiff_mod.FairShareReport) -> Table:
              c.fair_share, c.ratio.value, c.ratio.ci95, c.ratio_min, c.ratio_max, c.cov.value, c.cov.ci95, c.samples,
              c.interval) for c in rep.classes]
     return _table("servdiff-fair", list(rep.run_ids), SERVDIFF_FAIR_COLUMNS, rows, list(rep.notes), source=rep)
+
+
+# --- the CATNIP gap study (results/study.py; docs/reproduction.md "The gap, factor by factor") -----
+STUDY_COLUMNS = [
+    Column("context", "str"), Column("scheme", "str"), Column("side", "str"), Column("seeds", "int"),
+    Column("left_out", "int"), *_estimate_columns("loss", "1", "%"), *_estimate_columns("high_loss", "1", "%"),
+    *_estimate_columns("low_loss", "1", "%"), *_estimate_columns("page_mean", "s", ".3f"),
+    *_estimate_columns("vs_today", "1", ".3f"), *_estimate_columns("vs_fifo", "1", ".3f")]
+
+
+@layout("catnip-study", "The gap study: loss and relative page times per factor, side and buffer, over seeds",
+        "CATNIP Tables II-XI against the period TCP (docs/period-tcp.md)", runs=(1, None), text=study_mod.render_text)
+def catnip_study(store: Store, *run_ids: str) -> Table:
+    """Per context (Table XI's buffer), scheme and side (FIFO, CATNIP): the seeds that finished in
+    real time and how many were left out; bottleneck loss in all, high and low; the mean page
+    time; page times against the same side's `today` and, for CATNIP, against FIFO under the same
+    scheme (the mean over pages of the per-page ratio); each a mean with its 95% interval over seeds."""
+    try:
+        rep = study_mod.study(store, run_ids)
+    except study_mod.NoStudy as exc:
+        raise LayoutError(str(exc)) from None
+    return study_table(rep)
+
+
+def study_table(rep: study_mod.StudyReport) -> Table:
+    rows = []
+    for r in rep.rows:
+        row: list[Any] = [r.key.context, r.key.factor, r.key.side, len(r.seeds), len(r.left_out)]
+        for m in study_mod.METRICS:
+            row += [r.est[m].value, r.est[m].ci95]
+        rows.append(row)
+    return _table("catnip-study", rep.run_ids, STUDY_COLUMNS, rows, rep.notes, source=rep)

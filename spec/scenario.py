@@ -762,9 +762,45 @@ def validate(raw: dict[str, Any], context: str = "") -> Scenario:
         raise ScenarioError(_format_errors(exc, context)) from None
 
 
-def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -> Sweep:
-    """Read, override, validate and expand a scenario file. Raises ScenarioError, within the
-    bounds of spec/bounded.py (file size and type, UTF-8, YAML aliases, depth, sweep size)."""
+def _sweep_value_name(key: str, value: Any) -> str:
+    """How `--only KEY=NAME` names a sweep value: a scheme by its name, a mapping by its `kind`
+    (router.policy), anything else as written."""
+    if key == SCHEME and isinstance(value, dict):
+        return str(value.get("name"))
+    if isinstance(value, dict) and "kind" in value:
+        return str(value["kind"])
+    return str(value)
+
+
+def select_points(sweep: dict[str, list[Any]], only: list[str]) -> dict[str, list[Any]]:
+    """The sweep narrowed to the values `only` names (`KEY=NAME`, repeatable: names of one key are
+    alternatives, different keys all apply), so its points are a subset of the full sweep's with
+    the same values and seeds; the narrowed sweep is what the run records."""
+    chosen: dict[str, list[str]] = {}
+    for item in only:
+        key, sep, name = str(item).partition("=")
+        key, name = key.strip(), name.strip()
+        if not sep or not key or not name:
+            raise ScenarioError(f"--only {bounded.shorten(str(item))}: give KEY=NAME, e.g. --only scheme=base-iw")
+        if key not in sweep:
+            raise ScenarioError(f"--only {bounded.shorten(key)}: not a sweep key of this scenario; its sweep keys are"
+                                f" {', '.join(sweep) or '(none: one point)'}")
+        chosen.setdefault(key, []).append(name)
+    out = dict(sweep)
+    for key, names in chosen.items():
+        have = [_sweep_value_name(key, v) for v in sweep[key]]
+        unknown = [n for n in names if n not in have]
+        if unknown:
+            raise ScenarioError(f"--only {key}={bounded.shorten(unknown[0])}: no such value of sweep.{key};"
+                                f" it has {', '.join(have)}")
+        out[key] = [v for v, n in zip(sweep[key], have) if n in names]
+    return out
+
+
+def load(path: str | Path, overrides: list[str] = (), seed: int | None = None, only: list[str] = ()) -> Sweep:
+    """Read, override, validate and expand a scenario file; `only` narrows the sweep
+    (select_points). Raises ScenarioError, within the bounds of spec/bounded.py (file size and
+    type, UTF-8, YAML aliases, depth, sweep size)."""
     path = Path(path)
     try:
         raw = bounded.load_yaml(bounded.read_text(path), str(path))
@@ -809,6 +845,8 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
                             "e.g. {topology.bottleneck.buffer: [64KB, 512KB]}")
     if SCHEME in sweep:
         _check_schemes(sweep[SCHEME])
+    if only:
+        sweep = select_points(sweep, list(only))
     size = 1
     for key, values in sweep.items():
         if not isinstance(key, str):

@@ -24,7 +24,8 @@ KINDS = ("shared", "split")
 # Run in a private mount namespace inside the node's network namespace: a sysfs mounted there
 # shows that namespace's devices (Mininet's shells share the root's /sys, which shows the root's).
 _RPS_SCRIPT = ('umount -l /sys && mount -t sysfs sysfs /sys || exit 1; mask=$1; shift; '
-               'for d in "$@"; do echo "$mask" > "/sys/class/net/$d/queues/rx-0/rps_cpus" || exit 1; done')
+               'for d in "$@"; do f=/sys/class/net/$d/queues/rx-0/rps_cpus; echo "$mask" > "$f" || exit 1;'
+               ' echo "$d $(cat "$f")"; done')
 
 
 class PlacementError(RuntimeError):
@@ -58,10 +59,11 @@ class Placement:
         finally:
             os.sched_setaffinity(0, before)
 
-    def pin_engine(self, pid: int) -> None:
-        """Every thread of an engine process onto the engines' CPUs."""
+    def pin_engine(self, pid: int) -> list[int]:
+        """Every thread of an engine process onto the engines' CPUs; returns the CPUs its threads
+        may use now, read back (any CPU under `shared`)."""
         if self.kind == "shared":
-            return
+            return sorted(os.sched_getaffinity(pid))
         try:
             tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
         except OSError as exc:
@@ -71,6 +73,7 @@ class Placement:
                 os.sched_setaffinity(tid, self.engine_cpus)
             except ProcessLookupError:
                 continue  # a thread that ended meanwhile
+        return sorted(set().union(*(os.sched_getaffinity(t) for t in tids if os.path.exists(f"/proc/{pid}/task/{t}"))))
 
     def steer_receive(self, nodes: Iterable, root_devices: Iterable[str]) -> int:
         """Every veth's receive processing onto the other CPUs: the devices of each node's
@@ -85,7 +88,10 @@ class Placement:
                 continue
             proc = node.popen(["unshare", "-m", "sh", "-c", _RPS_SCRIPT, "sh", mask, *names])
             out, err = proc.communicate(timeout=10)
-            if proc.returncode != 0:
+            # What the kernel holds now, read back: a mask it did not take is an error here, not a
+            # silently shared CPU.
+            got = dict(line.split()[:2] for line in out.decode().splitlines() if len(line.split()) >= 2)
+            if proc.returncode != 0 or any(int(got.get(n, "0").replace(",", ""), 16) != int(mask, 16) for n in names):
                 raise PlacementError(f"could not steer the receive processing of {node.name}'s devices"
                                      f" {', '.join(names)} (rps_cpus): {(err or out or b'').strip()[-300:]!r}")
             count += len(names)

@@ -289,3 +289,34 @@ def test_a_dead_client_fails_the_point_and_keeps_what_was_measured(isolated_data
     assert status == "failed" and "client on ctpc" in error and "failed" in error, error
     assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] >= 6, "pages measured before the failure are kept"
     assert json.loads(fidelity)["engine_events"] > 0, "the engines' counters are kept too"
+
+
+@pytest.mark.netns
+def test_split_placement_puts_the_engines_apart(isolated_data, no_leftovers):
+    # run.placement: split (testbed/placement.py): the engines' threads on the last CPU, the hosts
+    # (whose shells Apache and the clients inherit) on the others, and every veth's receive
+    # processing steered there, all read back from the kernel into the fidelity record.
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("run.placement: split needs 2 CPUs")
+    res = catnip("run", str(REPO / "scenarios" / "quick.yaml"), *SMALL, "--set", "workload.pages=[1]",
+                 "--set", "run.placement=split", "--json")
+    assert res.returncode == 0, res.stderr[-2000:]
+    run_id = json.loads(res.stdout)["run_id"]
+    fidelity = json.loads(catnip("report", run_id, "--json").stdout)["points"][0]["fidelity"]
+    where = fidelity["placement"]
+    assert where["kind"] == "split" and where["engine_cpus"] == cpus[-1:] and where["other_cpus"] == cpus[:-1]
+    assert where["engine_threads_on"] and all(v == cpus[-1:] for v in where["engine_threads_on"].values())
+    assert where["hosts_on"] == cpus[:-1]
+    assert where["receive_steered_devices"] >= 10  # 3 clients, 1 server, 2 routers, the switches' ports
+    assert len(fidelity["cpu_busy_each"]) == os.cpu_count() and fidelity["backlog_drops"] >= 0
+    assert "Placement: split (engines on CPU" in catnip("report", run_id).stdout
+
+
+@pytest.mark.netns
+def test_split_placement_needs_two_cpus(isolated_data, no_leftovers):
+    # One usable CPU: the point fails before anything is built, saying why and what to use.
+    res = subprocess.run(["taskset", "-c", "0", str(REPO / ".venv" / "bin" / "catnip"), "run", str(REPO / "scenarios" / "quick.yaml"),
+                          *SMALL, "--set", "run.placement=split"], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert res.returncode != 0
+    assert "run.placement: split needs at least 2 CPUs and this process may use 1 (0)" in res.stdout + res.stderr

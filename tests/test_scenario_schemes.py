@@ -140,3 +140,38 @@ def test_a_source_scheduler_goes_on_an_uplink_only(tmp_path):
         s.load(write(tmp_path, ""), [f"topology.bottleneck.policy={policy}"])
     with pytest.raises(s.ScenarioError, match=r"put it on the uplink only"):
         s.load(write(tmp_path, ""), [f"topology.client_link.down={{policy: {policy}}}"])
+
+
+def test_only_narrows_the_sweep_to_named_values(tmp_path):
+    # `catnip run --only`: a subset of the full sweep's points, with their values and seeds.
+    f = write(tmp_path, """
+sweep:
+  router.policy: [{kind: droptail}, {kind: catnip_good}]
+  scheme:
+    - {name: today, set: {tcp.initial_cwnd: 10}}
+    - {name: iw, set: {tcp.initial_cwnd: 1}}
+    - {name: rto, set: {tcp.initial_rto: 3s}}
+""")
+    full = s.load(f)
+    part = s.load(f, only=["scheme=iw", "scheme=rto", "router.policy=catnip_good"])
+    assert [a for a, _ in part.points] == [{"router.policy": {"kind": "catnip_good"}, "scheme": n} for n in ("iw", "rto")]
+    assert part.sweep["router.policy"] == [{"kind": "catnip_good"}] and len(part.sweep["scheme"]) == 2
+    full_points = {s.point_label(a): sc for a, sc in full.points}
+    for a, sc in part.points:
+        assert sc == full_points[s.point_label(a)]
+
+
+@pytest.mark.parametrize("only, message", [
+    (["scheme"], "--only scheme: give KEY=NAME"),
+    (["schem=iw"], "--only schem: not a sweep key of this scenario; its sweep keys are scheme"),
+    (["scheme=IW"], "--only scheme=IW: no such value of sweep.scheme; it has today, iw"),
+])
+def test_only_says_what_it_cannot_select(tmp_path, only, message):
+    f = write(tmp_path, """
+sweep:
+  scheme:
+    - {name: today, set: {tcp.initial_cwnd: 10}}
+    - {name: iw, set: {tcp.initial_cwnd: 1}}
+""")
+    with pytest.raises(s.ScenarioError, match=message):
+        s.load(f, only=only)

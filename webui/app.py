@@ -42,6 +42,7 @@ from results import pooled as pooled_mod
 from results import report as report_mod
 from results import samples as samples_mod
 from results import servdiff as servdiff_mod
+from results import study as study_mod
 from results.store import RUN_ID, Store, StoreVersionError
 from testbed import paths
 from webui import forms, hosts
@@ -368,6 +369,7 @@ def _register(app: Flask) -> None:
         ctx["newcwv"] = None
         ctx["tcpf"] = None
         ctx["servdiff"] = None
+        ctx["study"] = False
         if run is not None and json.loads(run["scenario"]).get("kind") == "transfers":
             ctx["transfers"] = validation.cells(store.transfer_trials(run_id))  # no pages, no bottleneck
         elif run is not None:
@@ -395,6 +397,7 @@ def _register(app: Flask) -> None:
                 ctx["newcwv"] = _newcwv_views(store, run_id, ctx["apps"])
                 ctx["tcpf"] = _tcpf_rows(store, run_id)
                 ctx["servdiff"] = _servdiff_views(store, run_id)
+                ctx["study"] = study_mod.applies(store, run_id)
             ctx["capabilities"] = json.loads(run["capabilities"] or "null")
             ctx["versions"] = json.loads(run["versions"] or "null")
         ctx["live"] = (job is not None and job.state in LIVE) or (run is not None and run["status"] == "running")
@@ -572,6 +575,24 @@ def _register(app: Flask) -> None:
                 note = str(exc)
         return render_template("pooled.html", rep=rep, ids=ids, base=base, realtime_only=realtime_only,
                                loss=report_mod.loss_table(rep), against=against, note=note)
+
+    @app.get("/study")
+    def study_view():
+        # The CATNIP gap study over its seeds (results/study.py): one run per seed of a study scenario.
+        try:
+            ids = forms.run_ids(request.args.getlist("run"))
+        except ValueError as exc:
+            abort(400, description=str(exc))
+        if not ids:
+            abort(400, description="tick the runs of a study scenario (one per seed) on the runs page")
+        try:
+            table = layouts.study_table(study_mod.study(_store(), ids))
+        except KeyError as exc:
+            abort(404, description=exc.args[0])
+        except study_mod.NoStudy as exc:
+            abort(400, description=str(exc))
+        return render_template("study.html", table=table, rep=table.source, ids=ids,
+                               rows={(r["context"], r["scheme"], r["side"]): r for r in table.records()})
 
     @app.get("/static/vendor/plotly.min.js")
     def plotly_js():
