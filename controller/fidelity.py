@@ -72,11 +72,15 @@ def machine_snapshot() -> dict[str, Any]:
 
 def machine_fidelity(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
     """Each CPU's busy fraction and the receive backlogs' drops between two snapshots."""
-    busy = []
+    busy, softirq, steal = [], [], []
     for a, b in zip(start["cpu_each"], end["cpu_each"]):
         d = [y - x for x, y in zip(a, b)]
-        busy.append(round(1 - (d[3] + d[4]) / (sum(d) or 1), 4))
-    return {"cpu_busy_each": busy, "backlog_drops": end["backlog_drops"] - start["backlog_drops"]}
+        total = sum(d) or 1
+        busy.append(round(1 - (d[3] + d[4]) / total, 4))
+        softirq.append(round(d[6] / total, 4))  # the kernel's packet processing outside any system call
+        steal.append(round(d[7] / total, 4))
+    return {"cpu_busy_each": busy, "cpu_softirq_each": softirq, "cpu_steal_each": steal,
+            "backlog_drops": end["backlog_drops"] - start["backlog_drops"]}
 
 
 def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:

@@ -449,6 +449,7 @@ class PointRun:
                 self.store.add_link_stats(self.run_id, self.index, router, final, {d.name: d.role for d in net.directions},
                                           {}, {})
         kernel = {e.router.name: {r["link"]: r for r in e.kernel_queue_counters()} for e in engines}
+        engine_cpu = {e.router.name: e.cpu_seconds() for e in engines}
         for e in engines:
             e.stop()
         self._record_window_links(engines)
@@ -465,6 +466,7 @@ class PointRun:
         fidelity = {**fidelity_mod.cpu_fidelity(self.cpu_start, self.cpu_end),
                     **fidelity_mod.machine_fidelity(self.machine_start, self.machine_end),
                     "placement": {**self.placement.record(), **self.placement_applied},
+                    "engine_cpu_s": engine_cpu,
                     **fidelity_mod.engine_fidelity(finals, kernel),
                     "failed_clients": [p.host.name for app in self.apps for p in app.procs
                                        if p.role == "client" and p.popen.returncode not in (0, None)

@@ -159,8 +159,12 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
         where = f.get("placement") or {}
         split = (f" (engines on CPU {','.join(map(str, where['engine_cpus']))}, the rest and the veths' receive"
                  f" processing on {','.join(map(str, where['other_cpus']))})" if where.get("kind") == "split" else "")
+        soft = f.get("cpu_softirq_each")
+        eng = {k: v for k, v in (f.get("engine_cpu_s") or {}).items() if v is not None}
         out.append(f"  Placement: {where.get('kind', 'shared')}{split}; each CPU busy "
                    + ", ".join(f"{100 * b:.0f}%" for b in f["cpu_busy_each"])
+                   + (" (in softirq " + ", ".join(f"{100 * x:.1f}%" for x in soft) + ")" if soft else "")
+                   + (f"; engines' CPU time " + ", ".join(f"{k} {v:.1f} s" for k, v in eng.items()) if eng else "")
                    + f"; receive backlog drops {f.get('backlog_drops', 0)}")
     conc = f.get("concurrency")
     if conc:

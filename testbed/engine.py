@@ -9,6 +9,7 @@ crosses a router un-emulated.
 from __future__ import annotations
 
 import json
+import os
 import select
 import signal
 import subprocess
@@ -125,6 +126,15 @@ class RouterEngine:
             raise EngineError(f"engine on {self.router.name} not ready after {timeout:.0f} s")
         for num, link in enumerate(self.links):
             run(self.router, *link.iptables_rule(num))
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the engine process has used so far (user + system, /proc/PID/stat), with the
+        kernel's forwarding inside its verdict calls; None once it is gone."""
+        try:
+            fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        except (OSError, AttributeError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
