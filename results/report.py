@@ -164,7 +164,7 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
         out.append(f"  Placement: {where.get('kind', 'shared')}{split}; each CPU busy "
                    + ", ".join(f"{100 * b:.0f}%" for b in f["cpu_busy_each"])
                    + (" (in softirq " + ", ".join(f"{100 * x:.1f}%" for x in soft) + ")" if soft else "")
-                   + (f"; engines' CPU time " + ", ".join(f"{k} {v:.1f} s" for k, v in eng.items()) if eng else "")
+                   + ("; engines' CPU time " + ", ".join(f"{k} {v:.1f} s" for k, v in eng.items()) if eng else "")
                    + f"; receive backlog drops {f.get('backlog_drops', 0)}")
     conc = f.get("concurrency")
     if conc:
