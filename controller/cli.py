@@ -138,6 +138,12 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
     problems = validate_mod.run_problems(sweep, jobs)
     if problems:
         raise validate_mod.Refused("\n".join(problems))
+    from testbed import placement
+    for kind in {sc.run.placement for _, sc in sweep.points}:
+        try:
+            placement.plan(kind)  # split needs two CPUs this process may use: said before a run starts
+        except placement.PlacementError as exc:
+            raise validate_mod.Refused(str(exc)) from None
     from controller import runner
     from results import report as report_mod
     from testbed.capabilities import probe

@@ -128,7 +128,7 @@ def test_an_unambiguous_prefix_still_works(db):
 def test_a_bare_name_is_a_file_of_scenarios(monkeypatch):
     loaded = []
 
-    def load(path, overrides=(), seed=None):  # stop before anything touches the machine
+    def load(path, overrides=(), seed=None, only=()):  # stop before anything touches the machine
         loaded.append(path)
         raise validate_mod.Refused("stopped by the test")
     monkeypatch.setattr(validate_mod, "load", load)

@@ -315,8 +315,8 @@ def test_split_placement_puts_the_engines_apart(isolated_data, no_leftovers):
 
 @pytest.mark.netns
 def test_split_placement_needs_two_cpus(isolated_data, no_leftovers):
-    # One usable CPU: the point fails before anything is built, saying why and what to use.
+    # One usable CPU: refused before a run starts, saying why and what to use.
     res = subprocess.run(["taskset", "-c", "0", str(REPO / ".venv" / "bin" / "catnip"), "run", str(REPO / "scenarios" / "quick.yaml"),
                           *SMALL, "--set", "run.placement=split"], capture_output=True, text=True, timeout=120, cwd=REPO)
-    assert res.returncode != 0
-    assert "run.placement: split needs at least 2 CPUs and this process may use 1 (0)" in res.stdout + res.stderr
+    assert res.returncode == 2 and "run " not in res.stdout
+    assert "run.placement: split needs at least 2 CPUs and this process may use 1 (0)" in res.stderr
