@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv/bin
 SCENARIO ?= scenarios/quick.yaml
 
-.PHONY: setup run test test-fast test-kills clean help table-xi sim-tables newcwv tcpf servdiff
+.PHONY: setup run test test-fast test-kills clean help table-xi sim-tables newcwv tcpf servdiff study
 
 help:
 	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
@@ -18,6 +18,8 @@ help:
 	@echo "make tcpf    TCP-friendly marking (Lo Monaco et al.) Tables 4-7: the 52-point grid for SEEDS (default 1 2 3)"
 	@echo "make servdiff  service differentiation (Nouredine and Tobagi) Figs 2-3, 7-9, 12-17: 20 points per seed, about 62 min (SEEDS)"
 	@echo "             with the Linux 2.2 TCP, MODERN seeds (default 1) with today's TCP (JOBS=2); QUICK=1: Table 4, 50 flows"
+	@echo "make study   CATNIP's gap study, factor by factor (STUDY=sim|wan|both, SEEDS, PARTS=ends|single|reverse|all):"
+	@echo "             84 points per seed: about 3 hours (sim, JOBS=2) plus 4.5 hours (wan) per seed"
 	@echo "make clean   remove every namespace, process, bridge and BPF object the testbed created"
 
 setup:
@@ -51,6 +53,9 @@ tcpf: setup
 
 servdiff: setup
 	@JOBS=$(or $(JOBS),1) scripts/servdiff.sh $(ARGS)
+
+study: setup
+	@JOBS=$(or $(JOBS),2) scripts/study.sh $(ARGS)
 
 clean:
 	@$(VENV)/catnip clean
