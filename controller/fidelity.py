@@ -51,36 +51,43 @@ def cpu_fidelity(start: list[int], end: list[int]) -> dict[str, float]:
             "cpu_steal_fraction": round(delta[7] / total, 4)}
 
 
-def machine_snapshot() -> dict[str, Any]:
-    """Each CPU's jiffies (/proc/stat cpuN lines) and the packets the kernel's per-CPU receive
-    backlogs dropped (/proc/net/softnet_stat, second column, hex): a veth's netif_rx drops when
-    the receiving CPU's backlog is full (net.core.netdev_max_backlog), a loss no queue emulated."""
-    each = []
-    with open("/proc/stat") as fh:
-        for line in fh:
-            f = line.split()
-            if f and f[0].startswith("cpu") and f[0] != "cpu":
-                each.append([int(x) for x in f[1:9]])
-    drops = 0
-    try:
-        with open("/proc/net/softnet_stat") as fh:
-            drops = sum(int(line.split()[1], 16) for line in fh if line.strip())
-    except OSError:
-        pass
-    return {"cpu_each": each, "backlog_drops": drops}
+def machine_snapshot(stat: str | None = None, softnet: str | None = None) -> dict[str, Any]:
+    """Each CPU's jiffies by CPU number (/proc/stat cpuN lines) and each CPU's count of packets its
+    receive backlog dropped (/proc/net/softnet_stat, second column, hex): a veth's netif_rx drops
+    when the receiving CPU's backlog is full (net.core.netdev_max_backlog), a loss no queue
+    emulated. The texts can be given (tests); otherwise they are read."""
+    if stat is None:
+        with open("/proc/stat") as fh:
+            stat = fh.read()
+    if softnet is None:
+        try:
+            with open("/proc/net/softnet_stat") as fh:
+                softnet = fh.read()
+        except OSError:
+            softnet = ""
+    each = {int(f[0][3:]): [int(x) for x in f[1:9]] for f in (line.split() for line in stat.splitlines())
+            if f and f[0].startswith("cpu") and f[0][3:].isdigit()}
+    drops = [int(line.split()[1], 16) for line in softnet.splitlines() if len(line.split()) > 1]
+    return {"cpu_each": each, "backlog_drops_each": drops}
 
 
 def machine_fidelity(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
-    """Each CPU's busy fraction and the receive backlogs' drops between two snapshots."""
+    """Each CPU's busy, softirq and steal fractions (lists in CPU number order, `cpus` naming them)
+    and the receive backlogs' drops between two snapshots. The drop counters are the machine's,
+    not the point's: beside another point (--jobs) a drop in either counts in both, and a drop by
+    traffic outside the testbed would count too (there is none on a testbed machine)."""
+    cpus = sorted(set(start["cpu_each"]) & set(end["cpu_each"]))
     busy, softirq, steal = [], [], []
-    for a, b in zip(start["cpu_each"], end["cpu_each"]):
-        d = [y - x for x, y in zip(a, b)]
+    for cpu in cpus:
+        d = [y - x for x, y in zip(start["cpu_each"][cpu], end["cpu_each"][cpu])]
         total = sum(d) or 1
         busy.append(round(1 - (d[3] + d[4]) / total, 4))
         softirq.append(round(d[6] / total, 4))  # the kernel's packet processing outside any system call
         steal.append(round(d[7] / total, 4))
-    return {"cpu_busy_each": busy, "cpu_softirq_each": softirq, "cpu_steal_each": steal,
-            "backlog_drops": end["backlog_drops"] - start["backlog_drops"]}
+    # 32-bit counters per CPU: a difference taken modulo 2^32 survives a wrap.
+    drops = sum((b - a) % 2**32 for a, b in zip(start["backlog_drops_each"], end["backlog_drops_each"]))
+    return {"cpus": cpus, "cpu_busy_each": busy, "cpu_softirq_each": softirq, "cpu_steal_each": steal,
+            "backlog_drops": drops}
 
 
 def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:

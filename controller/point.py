@@ -326,9 +326,10 @@ class PointRun:
         nodes = list({id(n): n for n in [*net.net.hosts, *net.routers.values()]}.values())
         ports = [i.name for sw in net.net.switches for i in sw.intfList() if i.name != "lo"]
         steered = self.placement.steer_receive(nodes, ports)
-        # As the kernel holds it, read back: the engines' threads, and a host's shell (whose
-        # affinity Apache and the clients inherit).
-        self.placement_applied = {"engine_threads_on": engines, "hosts_on": sorted(os.sched_getaffinity(nodes[0].pid)),
+        # As the kernel holds it, read back: the engines' threads, and a host's shell (started by
+        # this thread, as Apache and the clients are: they inherit the same affinity).
+        host = next(iter(net.hosts.values())).node
+        self.placement_applied = {"engine_threads_on": engines, "hosts_on": sorted(os.sched_getaffinity(host.pid)),
                                   "receive_steered_devices": steered}
 
     def _engines(self) -> list:

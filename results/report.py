@@ -161,8 +161,9 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
                  f" processing on {','.join(map(str, where['other_cpus']))})" if where.get("kind") == "split" else "")
         soft = f.get("cpu_softirq_each")
         eng = {k: v for k, v in (f.get("engine_cpu_s") or {}).items() if v is not None}
-        out.append(f"  Placement: {where.get('kind', 'shared')}{split}; each CPU busy "
-                   + ", ".join(f"{100 * b:.0f}%" for b in f["cpu_busy_each"])
+        names = f.get("cpus") or list(range(len(f["cpu_busy_each"])))
+        out.append(f"  Placement: {where.get('kind', 'shared')}{split}; busy "
+                   + ", ".join(f"CPU {c} {100 * b:.0f}%" for c, b in zip(names, f["cpu_busy_each"]))
                    + (" (in softirq " + ", ".join(f"{100 * x:.1f}%" for x in soft) + ")" if soft else "")
                    + ("; engines' CPU time " + ", ".join(f"{k} {v:.1f} s" for k, v in eng.items()) if eng else "")
                    + f"; receive backlog drops {f.get('backlog_drops', 0)}")

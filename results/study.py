@@ -78,6 +78,7 @@ class StudyReport:
     run_ids: list[str]
     rows: list[Row]
     notes: list[str]
+    loss_by_seed: dict[int, dict[Key, float]] = field(default_factory=dict)  # the points that count
 
     def row(self, context: str, factor: str, side: str) -> Row | None:
         return next((r for r in self.rows if r.key == Key(context, factor, side)), None)
@@ -113,11 +114,9 @@ def _page_ratio(mine: dict[int, float], ref: dict[int, float]) -> float | None:
 
 
 def applies(store: Store, run_id: str) -> bool:
-    """A run of a study scenario (or a part of one): every point is a scheme, today's, the period
-    set's, or one of them with a factor changed (`iw`, `period-iw`)."""
-    pts = store.points(run_id)
-    schemes = [_side(json.loads(p["assignment"]))[1] for p in pts]
-    return bool(pts) and all(schemes) and any(s in (TODAY, PERIOD) or s.startswith(PERIOD + "-") for s in schemes)
+    """A run of a study scenario with both ends (`today` and `period`), whose table stands alone."""
+    schemes = {_side(json.loads(p["assignment"]))[1] for p in store.points(run_id)}
+    return {TODAY, PERIOD} <= schemes
 
 
 def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
@@ -146,16 +145,17 @@ def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
     order: list[Key] = []
     for rep in reports:
         loss = {r["point"]: r for r in report_mod.loss_table(rep)}
-        points = seeds.setdefault(rep["seed"], {})
         for p in rep["points"]:
+            seed = rep["seed"] + 1000 * p["rep"]  # the point's own seed (controller/runner.py PointPlan.seed)
+            points = seeds.setdefault(seed, {})
             side, factor = _side(p["assignment"])
             key = Key(_context(p["assignment"]), factor, side)
             if key not in order:
                 order.append(key)
-            if (rep["seed"], key) in where:
-                raise NoStudy(f"runs {where[rep['seed'], key]} and {rep['run_id']} both have seed {rep['seed']}'s"
+            if (seed, key) in where:
+                raise NoStudy(f"runs {where[seed, key]} and {rep['run_id']} both have seed {seed}'s"
                               f" point {p['assignment']}: give each seed's point once")
-            where[rep["seed"], key] = rep["run_id"]
+            where[seed, key] = rep["run_id"]
             why = ("not finished" if p["status"] != "done" else
                    "not real time" if not p["realtime_ok"] else None)
             means = {r["page"]: r["mean"] for r in p["table"] if r.get("mean") is not None}
@@ -189,6 +189,8 @@ def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
         row.est = {m: estimate(v) for m, v in values.items()}
         rows.append(row)
     rep = StudyReport(reports[0]["name"], [r["run_id"] for r in reports], rows, [])
+    rep.loss_by_seed = {seed: {k: v["loss"] for k, v in points.items() if not v["why"] and v["loss"] is not None}
+                        for seed, points in per_seed}
     rep.notes = additivity(rep) + [f"{r.key.side} {r.key.factor}"
                                    + (f" ({r.key.context})" if r.key.context else "")
                                    + f" left out: {'; '.join(r.left_out)}" for r in rows if r.left_out]
@@ -196,26 +198,38 @@ def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
 
 
 def additivity(rep: StudyReport) -> list[str]:
-    """Per context and side: each factor's change of loss alone, their sum, and the change of all
-    of them together (period - today); and the same for each factor taken out of the period set."""
+    """Per context and side: each factor's change of loss alone (X - today), their sum, and the
+    change with all of them (period - today); and each factor's contribution to the period set
+    (period - period-X). Every difference is taken within a seed, between points that both kept
+    real time, then averaged over the seeds that have it (n beside it)."""
     out = []
     singles = [f for f in rep.factors if f not in (TODAY, PERIOD) and not f.startswith(PERIOD + "-")]
+
+    def diff(ctx: str, side: str, a: str, b: str) -> tuple[float, int] | None:
+        ds = [loss[Key(ctx, a, side)] - loss[Key(ctx, b, side)] for loss in rep.loss_by_seed.values()
+              if Key(ctx, a, side) in loss and Key(ctx, b, side) in loss]
+        return (statistics.fmean(ds), len(ds)) if ds else None
+
+    def text(parts: dict[str, tuple[float, int]]) -> str:
+        return ", ".join(f"{f} {100 * d:+.2f} (n={n})" for f, (d, n) in parts.items())
+
     for ctx in rep.contexts:
         for side in SIDES:
-            today, period = rep.row(ctx, TODAY, side), rep.row(ctx, PERIOD, side)
-            if not today or not period or today.est["loss"].value is None or period.est["loss"].value is None:
+            total = diff(ctx, side, PERIOD, TODAY)
+            if total is None:
                 continue
-            t, p = today.est["loss"].value, period.est["loss"].value
-            alone = {f: r.est["loss"].value - t for f in singles
-                     if (r := rep.row(ctx, f, side)) and r.est["loss"].value is not None}
-            removed = {f: p - r.est["loss"].value for f in singles
-                       if (r := rep.row(ctx, f"{PERIOD}-{f}", side)) and r.est["loss"].value is not None}
+            alone = {f: d for f in singles if (d := diff(ctx, side, f, TODAY))}
+            removed = {f: d for f in singles if (d := diff(ctx, side, PERIOD, f"{PERIOD}-{f}"))}
             where = f"{side}{f' at {ctx}' if ctx else ''}"
-            out.append(f"{where}: loss {100 * t:.2f}% today, {100 * p:.2f}% with every period factor"
-                       f" ({100 * (p - t):+.2f} points); the factors alone add up to {100 * sum(alone.values()):+.2f}"
-                       f" ({', '.join(f'{f} {100 * d:+.2f}' for f, d in alone.items())}); taken out of the period"
-                       f" set one at a time their contributions add up to {100 * sum(removed.values()):+.2f}"
-                       f" ({', '.join(f'{f} {100 * d:+.2f}' for f, d in removed.items())})")
+            line = (f"{where}: every period factor changes the loss by {100 * total[0]:+.2f} points"
+                    f" (n={total[1]})")
+            if alone:
+                line += (f"; the factors alone add up to {100 * sum(d for d, _ in alone.values()):+.2f}"
+                         f" ({text(alone)})")
+            if removed:
+                line += (f"; taken out of the period set one at a time, their contributions add up to"
+                         f" {100 * sum(d for d, _ in removed.values()):+.2f} ({text(removed)})")
+            out.append(line)
     return out
 
 

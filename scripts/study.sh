@@ -60,8 +60,12 @@ echo
 if [ ${#ids[@]} -eq 0 ]; then echo "no run recorded: see the errors above" >&2; exit 1; fi
 for kind in sim wan; do
   if [ -n "${ids[$kind]:-}" ]; then
+    # Without the ends part there is no 'today' or 'period' to read the factors against: the table
+    # is printed over these runs together with the ends' runs (`catnip list` names them).
     # shellcheck disable=SC2086 # the ids are one word each
-    .venv/bin/catnip report ${ids[$kind]} --layout catnip-study
+    if ! .venv/bin/catnip report ${ids[$kind]} --layout catnip-study; then
+      echo "note: print the $kind table with the runs of its ends part too: catnip report ${ids[$kind]} ENDS_RUNS... --layout catnip-study" >&2
+    fi
     echo
   fi
 done

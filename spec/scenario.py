@@ -789,11 +789,19 @@ def select_points(sweep: dict[str, list[Any]], only: list[str]) -> dict[str, lis
     out = dict(sweep)
     for key, names in chosen.items():
         have = [_sweep_value_name(key, v) for v in sweep[key]]
-        unknown = [n for n in names if n not in have]
+
+        def named(value: Any, shown: str, name: str) -> bool:
+            if shown == name:
+                return True
+            try:  # a plain value as --set reads it: `true`, `0.5`, `[20ms]`
+                return not isinstance(value, dict) and yaml.safe_load(name) == value
+            except yaml.YAMLError:
+                return False
+        unknown = [n for n in names if not any(named(v, h, n) for v, h in zip(sweep[key], have))]
         if unknown:
             raise ScenarioError(f"--only {key}={bounded.shorten(unknown[0])}: no such value of sweep.{key};"
                                 f" it has {', '.join(have)}")
-        out[key] = [v for v, n in zip(sweep[key], have) if n in names]
+        out[key] = [v for v, h in zip(sweep[key], have) if any(named(v, h, n) for n in names)]
     return out
 
 

@@ -62,6 +62,13 @@ class EngineLink:
         return rule + ["-j", "NFQUEUE", "--queue-num", str(queue_num)]
 
 
+def process_cpu_seconds(stat: str) -> float:
+    """utime + stime of a /proc/PID/stat line in seconds; fields counted after the command name,
+    which is in parentheses and may itself hold spaces and ')'."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class RouterEngine:
     """The engine process of one router and the rules feeding it."""
@@ -131,10 +138,10 @@ class RouterEngine:
         """CPU time the engine process has used so far (user + system, /proc/PID/stat), with the
         kernel's forwarding inside its verdict calls; None once it is gone."""
         try:
-            fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{self.proc.pid}/stat") as fh:
+                return process_cpu_seconds(fh.read())
         except (OSError, AttributeError):
             return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

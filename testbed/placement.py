@@ -5,8 +5,8 @@ each verdict call also carries the kernel's forwarding of the packet it releases
 packet to the next namespace with netif_rx, and the receive processing (the next router's rules,
 the switch, a host's TCP, waking Apache) runs in softirq inside the engine's system call.
 
-`split`: the engines get the last CPU this process may use; the runner, Mininet's shells, Apache
-and the clients keep the others, and every veth of the network steers its receive processing to
+`split`: the engines get the upper half of the CPUs this process may use (the last one of two);
+the runner, Mininet's shells, Apache and the clients keep the others, and every veth of the network steers its receive processing to
 those others with RPS (Documentation/networking/scaling.rst), so a verdict call ends once the
 packet is queued for the other CPU. The price: the other CPUs carry all the rest, so the point
 records each CPU's busy fraction and the kernel's backlog drops (controller/fidelity.py).
@@ -21,11 +21,10 @@ from typing import Iterable, Iterator
 
 KINDS = ("shared", "split")
 
-# Run in a private mount namespace inside the node's network namespace: a sysfs mounted there
-# shows that namespace's devices (Mininet's shells share the root's /sys, which shows the root's).
-_RPS_SCRIPT = ('umount -l /sys && mount -t sysfs sysfs /sys || exit 1; mask=$1; shift; '
-               'for d in "$@"; do f=/sys/class/net/$d/queues/rx-0/rps_cpus; echo "$mask" > "$f" || exit 1;'
-               ' echo "$d $(cat "$f")"; done')
+# Mininet's shells run in a mount namespace of their own with sysfs mounted from inside the node's
+# network namespace (mnexec -n), so /sys/class/net there lists the node's own devices.
+_RPS_SCRIPT = ('mask=$1; shift; for d in "$@"; do f=/sys/class/net/$d/queues/rx-0/rps_cpus;'
+               ' echo "$mask" > "$f" || exit 1; echo "$d $(cat "$f")"; done')
 
 
 class PlacementError(RuntimeError):
@@ -63,7 +62,7 @@ class Placement:
         """Every thread of an engine process onto the engines' CPUs; returns the CPUs its threads
         may use now, read back (any CPU under `shared`)."""
         if self.kind == "shared":
-            return sorted(os.sched_getaffinity(pid))
+            return _threads_on(pid)
         try:
             tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
         except OSError as exc:
@@ -73,7 +72,7 @@ class Placement:
                 os.sched_setaffinity(tid, self.engine_cpus)
             except ProcessLookupError:
                 continue  # a thread that ended meanwhile
-        return sorted(set().union(*(os.sched_getaffinity(t) for t in tids if os.path.exists(f"/proc/{pid}/task/{t}"))))
+        return _threads_on(pid)
 
     def steer_receive(self, nodes: Iterable, root_devices: Iterable[str]) -> int:
         """Every veth's receive processing onto the other CPUs: the devices of each node's
@@ -86,7 +85,7 @@ class Placement:
             names = [i.name for i in node.intfList() if i.name != "lo"]
             if not names:
                 continue
-            proc = node.popen(["unshare", "-m", "sh", "-c", _RPS_SCRIPT, "sh", mask, *names])
+            proc = node.popen(["sh", "-c", _RPS_SCRIPT, "sh", mask, *names])
             out, err = proc.communicate(timeout=10)
             # What the kernel holds now, read back: a mask it did not take is an error here, not a
             # silently shared CPU.
@@ -106,6 +105,21 @@ class Placement:
         return count
 
 
+def _threads_on(pid: int) -> list[int]:
+    """The CPUs any thread of a process may use now, as the kernel holds them."""
+    cpus: set[int] = set()
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError as exc:
+        raise PlacementError(f"engine process {pid} is gone: {exc}") from exc
+    for tid in tids:
+        try:
+            cpus |= os.sched_getaffinity(int(tid))
+        except ProcessLookupError:
+            continue  # a thread that ended meanwhile
+    return sorted(cpus)
+
+
 def plan(kind: str, cpus: Iterable[int] | None = None) -> Placement:
     """The placement of `kind` over the CPUs this process may use (or `cpus`)."""
     if kind not in KINDS:
@@ -116,4 +130,5 @@ def plan(kind: str, cpus: Iterable[int] | None = None) -> Placement:
     if len(usable) < 2:
         raise PlacementError(f"run.placement: split needs at least 2 CPUs and this process may use"
                              f" {len(usable)} ({', '.join(map(str, usable))}); use run.placement: shared")
-    return Placement("split", engine_cpus=usable[-1:], other_cpus=usable[:-1])
+    half = max(1, len(usable) // 2)  # the upper half for the engines: on 2 CPUs they share one
+    return Placement("split", engine_cpus=usable[-half:], other_cpus=usable[:-half])

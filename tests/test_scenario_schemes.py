@@ -175,3 +175,13 @@ sweep:
 """)
     with pytest.raises(s.ScenarioError, match=message):
         s.load(f, only=only)
+
+
+def test_only_takes_plain_values_as_set_reads_them(tmp_path):
+    f = write(tmp_path, """
+sweep:
+  tcp.sack: [true, false]
+  topology.bottleneck.buffer: [10p, 64KB]
+""")
+    part = s.load(f, only=["tcp.sack=false", "topology.bottleneck.buffer=64KB"])
+    assert [a for a, _ in part.points] == [{"tcp.sack": False, "topology.bottleneck.buffer": "64KB"}]

@@ -79,9 +79,29 @@ def test_additivity_note(db):
         rep = study.study(s, ["s1", "s3"])
     note = next(n for n in rep.notes if n.startswith("fifo:"))
     # loss today 18%, period 3.6%; iw -9 points, rto -0.9 alone; period-iw 7.2% puts back 3.6 points
-    assert "loss 18.00% today, 3.60% with every period factor (-14.40 points)" in note
-    assert "alone add up to -9.90 (iw -9.00, rto -0.90)" in note
-    assert "add up to -3.60 (iw -3.60)" in note
+    assert "every period factor changes the loss by -14.40 points (n=2)" in note
+    assert "alone add up to -9.90 (iw -9.00 (n=2), rto -0.90 (n=2))" in note
+    assert "add up to -3.60 (iw -3.60 (n=2))" in note
+
+
+def test_additivity_pairs_the_points_of_each_seed(tmp_path):
+    # Seed 2's 'today' did not keep real time: its 'iw' must not be set against seed 1's 'today'.
+    # Seed 1: today 18%, iw 9%; seed 2: iw 10% (today out). Paired: -9 from seed 1 only; the means
+    # over all seeds would give 9.5 - 18 = -8.5.
+    path = tmp_path / "db"
+    with Store(path) as s:
+        for run, seed, loss in (("a", 1, {"today": 180, "iw": 90, "period": 36}),
+                                ("b", 2, {"today": 170, "iw": 100, "period": 40})):
+            s.create_run(run, "catnip-study-sim", "x", {"name": "catnip-study-sim"}, {}, seed, "abc", {}, {})
+            for point, (scheme, drops) in enumerate(loss.items()):
+                s.create_point(run, point, 0, {"router.policy": {"kind": "droptail"}, "scheme": scheme}, {}, seed)
+                s.update_point(run, point, realtime_ok=0 if (seed, scheme) == (2, "today") else 1, status="done")
+                s.add_transfers(run, point, [], [_page("c1", 1, 1.0)])
+                final = {"links": {"b": {"arrived": {"low": [1000, 9]}, "sent": {}, "dropped": {"low": [drops, 0]}}}}
+                s.add_link_stats(run, point, "r", final, {"b": "bottleneck-data"}, {}, {})
+        rep = study.study(s, ["a", "b"])
+    note = next(n for n in rep.notes if n.startswith("fifo:"))
+    assert "changes the loss by -14.40 points (n=1)" in note and "iw -9.00 (n=1)" in note
 
 
 def test_study_refuses_what_is_not_one_study(db):

@@ -244,6 +244,8 @@ def _compare_sides(store: Store, req: forms.CompareRequest) -> tuple[list[dict[s
 
 
 NEWCWV_LAYOUTS = ("newcwv-gain", "newcwv-loss", "newcwv-trace", "ftp-throughput")
+MAX_STUDY_RUNS = 50  # the seeds (and parts) of one study; as /compare caps its runs
+
 LAYOUT_FORMATS = {"csv": "text/csv", "json": "application/json", "txt": "text/plain"}
 
 
@@ -585,6 +587,8 @@ def _register(app: Flask) -> None:
             abort(400, description=str(exc))
         if not ids:
             abort(400, description="tick the runs of a study scenario (one per seed) on the runs page")
+        if len(ids) > MAX_STUDY_RUNS:
+            abort(400, description=f"{len(ids)} runs: a study page takes at most {MAX_STUDY_RUNS}")
         try:
             table = layouts.study_table(study_mod.study(_store(), ids))
         except KeyError as exc:

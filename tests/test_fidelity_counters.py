@@ -1,0 +1,61 @@
+"""The machine's counters behind a point's fidelity record (controller/fidelity.py) and an engine's
+CPU time (testbed/engine.py), on fixed texts of /proc/stat, /proc/net/softnet_stat and
+/proc/PID/stat."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from controller import fidelity
+from testbed.engine import process_cpu_seconds
+
+STAT = """cpu  300 0 100 1600 0 0 20 10 0 0
+cpu0 100 0 50 800 0 0 0 0 0 0
+cpu1 200 0 50 800 0 0 20 10 0 0
+intr 12345
+"""
+STAT_LATER = """cpu  600 0 200 2200 0 0 60 20 0 0
+cpu0 150 0 50 1200 0 0 0 0 0 0
+cpu1 450 0 150 1000 0 0 60 20 0 0
+"""
+# Columns: processed, dropped, time_squeeze, ... (hex). CPU 1's drop counter wraps past 2^32.
+SOFTNET = "0000a000 00000001 00000000\n0000b000 fffffffe 00000000\n"
+SOFTNET_LATER = "0000a100 00000001 00000000\n0000b100 00000001 00000000\n"
+
+
+def test_each_cpu_by_its_number_and_the_backlog_drops_across_a_wrap():
+    a = fidelity.machine_snapshot(STAT, SOFTNET)
+    b = fidelity.machine_snapshot(STAT_LATER, SOFTNET_LATER)
+    f = fidelity.machine_fidelity(a, b)
+    assert f["cpus"] == [0, 1]
+    # CPU 0: 50 busy of 450; CPU 1: 400 busy (with 40 softirq, 10 steal) of 600.
+    assert f["cpu_busy_each"] == [round(50 / 450, 4), round(400 / 600, 4)]
+    assert f["cpu_softirq_each"] == [0.0, round(40 / 600, 4)] and f["cpu_steal_each"] == [0.0, round(10 / 600, 4)]
+    assert f["backlog_drops"] == 3  # 0xfffffffe -> 0x1 is 3 drops, not a negative count
+
+
+def test_a_cpu_gone_between_readings_is_left_out():
+    later = "cpu1 450 0 150 1000 0 0 60 20 0 0\n"
+    f = fidelity.machine_fidelity(fidelity.machine_snapshot(STAT, ""), fidelity.machine_snapshot(later, ""))
+    assert f["cpus"] == [1] and len(f["cpu_busy_each"]) == 1 and f["backlog_drops"] == 0
+
+
+def _record(**kw) -> dict:
+    return {"late_fraction": 0.0, "kernel_queue_drops": 0, "engines_without_final_stats": [], **kw}
+
+
+@pytest.mark.parametrize("record, ok", [
+    (_record(), True), (_record(backlog_drops=0), True), (_record(backlog_drops=1), False),
+    (_record(kernel_queue_drops=2), False), (_record(late_fraction=0.002), False),
+    (_record(engines_without_final_stats=["r1"]), False)])
+def test_real_time_needs_no_lost_packet(record, ok):
+    assert fidelity.realtime_ok(record, 0.001) is ok
+
+
+def test_process_cpu_time_counts_fields_after_the_command_name():
+    # The command name may hold spaces and ')'; utime and stime are the 14th and 15th fields.
+    tck = os.sysconf("SC_CLK_TCK")
+    line = f"4242 (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 {3 * tck} {tck} 0 0 20 0 3 0 1 0 0"
+    assert process_cpu_seconds(line) == pytest.approx(4.0)
