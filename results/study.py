@@ -152,12 +152,17 @@ def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
             key = Key(_context(p["assignment"]), factor, side)
             if key not in order:
                 order.append(key)
-            if (seed, key) in where:
-                raise NoStudy(f"runs {where[seed, key]} and {rep['run_id']} both have seed {seed}'s"
-                              f" point {p['assignment']}: give each seed's point once")
-            where[seed, key] = rep["run_id"]
             why = ("not finished" if p["status"] != "done" else
                    "not real time" if not p["realtime_ok"] else None)
+            if (seed, key) in where:
+                # A point that did not finish may be run again in another run (`--only`); a point
+                # finished twice for one seed would count twice.
+                if p["status"] != "done":
+                    continue
+                if points[key]["why"] != "not finished":
+                    raise NoStudy(f"runs {where[seed, key]} and {rep['run_id']} both have seed {seed}'s"
+                                  f" point {p['assignment']} finished: give each seed's point once")
+            where[seed, key] = rep["run_id"]
             means = {r["page"]: r["mean"] for r in p["table"] if r.get("mean") is not None}
             lr = loss.get(p["point"], {})
             points[key] = {"why": why, "means": means, "loss": lr.get("loss"), "high_loss": lr.get("high_loss"),

@@ -112,7 +112,7 @@ def test_study_refuses_what_is_not_one_study(db):
         s.create_point("plain", 0, 0, {"router.policy": {"kind": "droptail"}}, {}, 5)
         with pytest.raises(study.NoStudy, match="different scenarios"):
             study.study(s, ["s1", "other"])
-        with pytest.raises(study.NoStudy, match="runs s1 and again both have seed 1's point"):
+        with pytest.raises(study.NoStudy, match="runs s1 and again both have seed 1's point .* finished"):
             study.study(s, ["s1", "again"])
         with pytest.raises(study.NoStudy, match="not a study scenario"):
             study.study(s, ["plain"])
@@ -202,3 +202,21 @@ def test_a_seed_in_parts(tmp_path):
         rep = study.study(s, ["p1", "p2"])
     assert rep.row("", "iw", "fifo").seeds == [1]
     assert rep.row("", "iw", "fifo").est["vs_today"].value == pytest.approx(0.5)
+
+
+def test_a_point_that_did_not_finish_may_be_run_again(tmp_path):
+    # A run whose point failed, and a later run of that point alone (`--only`) for the same seed.
+    path = tmp_path / "db"
+    with Store(path) as s:
+        for run, status, t in (("first", "failed", 9.0), ("again", "done", 1.0)):
+            s.create_run(run, "catnip-study-sim", "x", {"name": "catnip-study-sim"}, {}, 1, "abc", {}, {})
+            for point, scheme in enumerate(("today", "period")):
+                s.create_point(run, point, 0, {"router.policy": {"kind": "droptail"}, "scheme": scheme}, {}, 1)
+                s.update_point(run, point, realtime_ok=1, status=status if scheme == "period" else "done")
+                s.add_transfers(run, point, [], [_page("c1", 1, t if scheme == "period" else 2.0)])
+        with pytest.raises(study.NoStudy, match="seed 1's point .*'today'.* finished"):
+            study.study(s, ["first", "again"])  # 'today' finished in both
+        s.update_point("again", 0, status="failed")
+        rep = study.study(s, ["first", "again"])
+    assert rep.row("", "period", "fifo").seeds == [1] and rep.row("", "period", "fifo").left_out == []
+    assert rep.row("", "period", "fifo").est["vs_today"].value == pytest.approx(0.5)
