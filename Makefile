@@ -12,8 +12,9 @@ help:
 	@echo "make test-fast  the tests that need neither root nor seconds each (no set-up; about 30 s)"
 	@echo "make test-kills  50 runs killed at random moments (runner, engine, Apache, client; SIGINT/TERM/HUP/KILL): about 25 min"
 	@echo "make table-xi  CATNIP Table XI: baseline, partial and full SPM over four buffers (about 40 minutes)"
-	@echo "              ARGS='--seed 2' passes options to every run"
-	@echo "make sim-tables  CATNIP Tables II-X, fairness and HTTP/1.1 (17 points; JOBS=2 side by side by default)"
+	@echo "              ARGS='--seed 2' passes options to every run; PROFILE=linux-2.4 runs it with that period TCP"
+	@echo "make sim-tables  CATNIP Tables II-X, fairness and HTTP/1.1 (17 points; JOBS=2 side by side by default);"
+	@echo "              PROFILE=ns2-reno: the router set (Tables VIII-X) with that period TCP"
 	@echo "make newcwv  newCWV (Hossain and Fairhurst) Figs 5, 7-11 and Tables 2-3: 7 scenarios, 15 points (JOBS=2)"
 	@echo "make tcpf    TCP-friendly marking (Lo Monaco et al.) Tables 4-7: the 52-point grid for SEEDS (default 1 2 3)"
 	@echo "make servdiff  service differentiation (Nouredine and Tobagi) Figs 2-3, 7-9, 12-17: 20 points per seed, about 62 min (SEEDS)"
@@ -40,10 +41,10 @@ test-kills: setup
 	@scripts/test.sh -m kills tests/test_kills.py
 
 table-xi: setup
-	@scripts/table-xi.sh $(ARGS)
+	@PROFILE=$(PROFILE) scripts/table-xi.sh $(ARGS)
 
 sim-tables: setup
-	@JOBS=$(or $(JOBS),2) scripts/sim-tables.sh $(ARGS)
+	@PROFILE=$(PROFILE) JOBS=$(or $(JOBS),2) scripts/sim-tables.sh $(ARGS)
 
 newcwv: setup
 	@JOBS=$(or $(JOBS),2) scripts/newcwv.sh $(ARGS)

@@ -8,11 +8,25 @@
 # Extra arguments go to every `catnip run` (e.g. --seed 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# PROFILE=NAME (a `tcp.profile`: linux-2.4, ns2-reno, ...; docs/period-tcp.md) runs every point with
+# that period TCP: each field of the profile is set explicitly, so it wins over the scenario's own
+# (the WAN scenarios name cubic), and tcp.profile records the name.
+profile_sets=()
+if [ -n "${PROFILE:-}" ]; then
+  sets=$(.venv/bin/python -m spec.senders --as-set "$PROFILE")
+  read -r -a profile_sets <<< "$sets"
+fi
+set -- "${profile_sets[@]}" "$@"
 jobs=${JOBS:-2}
 start=$(date +%s)
 ids=()
 scenarios=(catnip-sim-routers catnip-sim-senders-droptail catnip-sim-senders-catnip-good catnip-sim-fairness
            catnip-sim-http11)
+if [ -n "${PROFILE:-}" ]; then
+  # The senders and fairness scenarios vary the TCP themselves: a profile runs the router set.
+  echo "PROFILE=$PROFILE: the router set (catnip-sim-routers) only" >&2
+  scenarios=(catnip-sim-routers)
+fi
 for s in "${scenarios[@]}"; do
   out=$(mktemp)
   if ! .venv/bin/catnip run "scenarios/$s.yaml" --jobs "$jobs" "$@" | tee "$out"; then

@@ -5,6 +5,15 @@
 # (e.g. --seed 2, or --set 'sweep.topology.bottleneck.buffer=[64KB]' for a shorter look).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# PROFILE=NAME (a `tcp.profile`: linux-2.4, ns2-reno, ...; docs/period-tcp.md) runs every point with
+# that period TCP: each field of the profile is set explicitly, so it wins over the scenario's own
+# (the WAN scenarios name cubic), and tcp.profile records the name.
+profile_sets=()
+if [ -n "${PROFILE:-}" ]; then
+  sets=$(.venv/bin/python -m spec.senders --as-set "$PROFILE")
+  read -r -a profile_sets <<< "$sets"
+fi
+set -- "${profile_sets[@]}" "$@"
 start=$(date +%s)
 ids=()
 for s in catnip-wan-baseline catnip-wan-partial-spm catnip-wan-catnip; do

@@ -52,3 +52,24 @@ TCP_KNOB_SYSCTLS: dict[str, tuple[str, int, int]] = {
     "early_retrans": ("net.ipv4.tcp_early_retrans", 3, 0),  # 3: tail loss probe (RACK took over early retransmit)
     "dsack": ("net.ipv4.tcp_dsack", 1, 0),
 }
+
+
+def profile_sets(name: str) -> list[str]:
+    """A profile as `catnip run` options that set each of its fields explicitly (and name it)."""
+    if name not in TCP_PROFILES:
+        raise KeyError(f"unknown tcp.profile {name!r}; the profiles are {', '.join(TCP_PROFILES)}")
+    out = ["--set", f"tcp.profile={name}"]
+    for key, value in TCP_PROFILES[name].items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        out += ["--set", f"tcp.{key}={text}"]
+    return out
+
+
+if __name__ == "__main__":  # python -m spec.senders --as-set NAME (scripts/table-xi.sh, sim-tables.sh)
+    import sys
+    if len(sys.argv) != 3 or sys.argv[1] != "--as-set":
+        sys.exit("usage: python -m spec.senders --as-set PROFILE")
+    try:
+        print(" ".join(profile_sets(sys.argv[2])))
+    except KeyError as exc:
+        sys.exit(f"PROFILE: {exc.args[0]}")

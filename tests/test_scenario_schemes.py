@@ -185,3 +185,19 @@ sweep:
 """)
     part = s.load(f, only=["tcp.sack=false", "topology.bottleneck.buffer=64KB"])
     assert [a for a, _ in part.points] == [{"tcp.sack": False, "topology.bottleneck.buffer": "64KB"}]
+
+
+def test_a_profile_as_set_options_wins_over_the_scenario():
+    # `make table-xi PROFILE=linux-2.4` (spec.senders.profile_sets): the WAN scenarios name cubic,
+    # and the profile's Reno must replace it in every point, with every other field of the profile.
+    from spec import senders
+    argv = senders.profile_sets("linux-2.4")
+    overrides = [argv[i + 1] for i in range(0, len(argv), 2)]
+    assert argv[::2] == ["--set"] * len(overrides)
+    sweep = s.load(REPO / "scenarios" / "catnip-wan-baseline.yaml", overrides)
+    for _, sc in sweep.points:
+        assert sc.tcp.profile == "linux-2.4" and sc.tcp.congestion_control == "catnip_ns2reno"
+        assert (sc.tcp.initial_cwnd, sc.tcp.initial_rto, sc.tcp.rto_min) == (2, 3.0, 0.2)
+        assert (sc.tcp.recovery, sc.tcp.frto, sc.tcp.early_retrans, sc.tcp.sack) == ("off", False, False, True)
+    with pytest.raises(KeyError, match="unknown tcp.profile 'x'"):
+        senders.profile_sets("x")
