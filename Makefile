@@ -20,7 +20,7 @@ help:
 	@echo "make servdiff  service differentiation (Nouredine and Tobagi) Figs 2-3, 7-9, 12-17: 20 points per seed, about 62 min (SEEDS)"
 	@echo "             with the Linux 2.2 TCP, MODERN seeds (default 1) with today's TCP (JOBS=2); QUICK=1: Table 4, 50 flows"
 	@echo "make study   CATNIP's gap study, factor by factor (STUDY=sim|wan|both, SEEDS, PARTS=ends|single|reverse|all):"
-	@echo "             84 points per seed: about 3 hours (sim, JOBS=2) plus 4.5 hours (wan) per seed"
+	@echo "             84 points per seed: about 3.8 hours (sim, JOBS=2) plus 2.9 hours (wan) per seed"
 	@echo "make clean   remove every namespace, process, bridge and BPF object the testbed created"
 
 setup:
