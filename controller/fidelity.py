@@ -65,10 +65,11 @@ def machine_snapshot(stat: str | None = None, softnet: str | None = None) -> dic
                 softnet = fh.read()
         except OSError:
             softnet = ""
-    each = {int(f[0][3:]): [int(x) for x in f[1:9]] for f in (line.split() for line in stat.splitlines())
-            if f and f[0].startswith("cpu") and f[0][3:].isdigit()}
+    rows = [f for f in (line.split() for line in stat.splitlines()) if f and f[0].startswith("cpu")]
+    total = next(([int(x) for x in f[1:9]] for f in rows if f[0] == "cpu"), [0] * 8)
+    each = {int(f[0][3:]): [int(x) for x in f[1:9]] for f in rows if f[0][3:].isdigit()}
     drops = [int(line.split()[1], 16) for line in softnet.splitlines() if len(line.split()) > 1]
-    return {"cpu_each": each, "backlog_drops_each": drops}
+    return {"cpu": total, "cpu_each": each, "backlog_drops_each": drops}
 
 
 def machine_fidelity(start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:

@@ -156,7 +156,7 @@ class PointRun:
                 self._start_capture()
             self._record_environment()
             prog.phase = "running workload"
-            self.cpu_start, self.machine_start = cpu_times(), fidelity_mod.machine_snapshot()
+            self.machine_start = fidelity_mod.machine_snapshot()
             start_at = time.monotonic() + START_DELAY_S
             for app in self.apps:
                 app.ctx.start_at = start_at
@@ -166,7 +166,7 @@ class PointRun:
             except BaseException:
                 # What was measured before a failure, a time limit or a cancel is kept, with the
                 # engines' counters, the senders' trace and the real-time verdict of the part that ran.
-                self.cpu_end, self.machine_end = cpu_times(), fidelity_mod.machine_snapshot()
+                self.machine_end = fidelity_mod.machine_snapshot()
                 self._record_apps(partial=True)
                 for step, what in ((self._record_trace, "trace"), (self._collect_counters, "counters")):
                     try:
@@ -174,7 +174,7 @@ class PointRun:
                     except Exception as exc:  # noqa: BLE001 - the original error is the one to report
                         print(f"catnip: {what} of the failed point not recorded: {exc}", file=sys.stderr)
                 raise
-            self.cpu_end, self.machine_end = cpu_times(), fidelity_mod.machine_snapshot()
+            self.machine_end = fidelity_mod.machine_snapshot()
             self._phase(prog, "collecting")
             try:
                 self._record_apps(partial=False)
@@ -464,7 +464,7 @@ class PointRun:
                                       kernel[e.router.name])
         lost += [name for name, r in net.routers.items() if not hostconfig.shell_alive(r)]
         after = metadata.point_environment(net, [], "after") if not lost else {"skipped": f"nodes lost: {lost}"}
-        fidelity = {**fidelity_mod.cpu_fidelity(self.cpu_start, self.cpu_end),
+        fidelity = {**fidelity_mod.cpu_fidelity(self.machine_start["cpu"], self.machine_end["cpu"]),
                     **fidelity_mod.machine_fidelity(self.machine_start, self.machine_end),
                     "placement": {**self.placement.record(), **self.placement_applied},
                     "engine_cpu_s": engine_cpu,
