@@ -6,7 +6,9 @@
  *   pipeACK   bytes acknowledged over one round, sampled in cong_avoid (never in recovery) when
  *             snd_una passes the snd_nxt recorded at the previous sample; the value is the maximum
  *             of the samples in a filter of `bins` bins spanning PSP = max(3 SRTT, 1 s) (RFC 7661
- *             section 4.2; the authors' module: one bin per PSP/bins, at most `bins`).
+ *             section 4.2; the authors' module: one bin per PSP/bins, at most `bins`). With the
+ *             host's `nofilter` the latest sample alone, still undefined once older than PSP
+ *             (the paper's Fig. 5a, the comparison for its filter).
  *   validated pipeACK undefined, or pipeACK >= cwnd * MSS / 2 (RFC 7661 section 3).
  *   growth    Reno's (slow start, then +1 MSS per cwnd acknowledged), and none while not
  *             cwnd-limited, as Linux's tcp_is_cwnd_limited says: in the non-validated phase this is
@@ -39,6 +41,7 @@
 
 #define F_TRACE 1
 #define F_LOSS_NVP 2         /* a recovery that began non-validated is under way */
+#define F_NOFILTER 4         /* pipeACK is the latest sample: every sample opens the one bin */
 
 extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
@@ -146,6 +149,7 @@ static __always_inline void trace(struct sock *sk, struct newcwv *ca, __u64 now_
 	idx = __sync_fetch_and_add(&ring->head, 1);
 	e = &ring->e[idx & (CWV_TRACE_SLOTS - 1)];
 	e->t_ns = now_ns;
+	e->netns = sock_netns(sk);
 	e->saddr = sk->__sk_common.skc_rcv_saddr;
 	e->daddr = sk->__sk_common.skc_daddr;
 	e->sport = sk->__sk_common.skc_num;
@@ -188,7 +192,7 @@ static __always_inline void filter_sample(struct newcwv *ca, __u32 sample, __u32
 {
 	__u32 n = ca->nbins, h = ca->head & (NEWCWV_MAX_BINS - 1);
 
-	if (!ca->count || now - ca->bin_ms[h] > psp / n) {
+	if (!ca->count || (ca->flags & F_NOFILTER) || now - ca->bin_ms[h] > psp / n) {
 		if (ca->count) {
 			h = h + 1 >= n ? 0 : h + 1;
 			h &= NEWCWV_MAX_BINS - 1;
@@ -266,8 +270,8 @@ void BPF_PROG(newcwv_init, struct sock *sk)
 	ca->iw = tp->snd_cwnd; /* tcp_init_transfer set it from the route's initcwnd just before */
 	ca->lfs = 0;
 	ca->prior_retrans = 0;
-	ca->nbins = p.bins;
-	ca->flags = p.trace ? F_TRACE : 0;
+	ca->nbins = p.nofilter ? 1 : p.bins;
+	ca->flags = (p.trace ? F_TRACE : 0) | (p.nofilter ? F_NOFILTER : 0);
 	for (i = 0; i < NEWCWV_MAX_BINS; i++) {
 		ca->bin_val[i] = 0;
 		ca->bin_ms[i] = 0;

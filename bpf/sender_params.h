@@ -1,13 +1,16 @@
 /* Per-host parameters of the project's senders, and newCWV's trace ring.
  *
- * catnip_sndparams: one entry per sending host, keyed by the socket's local IPv4 address
- * (skc_rcv_saddr, network byte order), shared by catnip_reno (bpf/catnip_cc.bpf.c) and
+ * catnip_sndparams: one entry per sending host, keyed by the cookie of the host's network
+ * namespace (net->net_cookie, what SO_NETNS_COOKIE reads): every host is a namespace of its own, and
+ * points run side by side (`--jobs 2`) reuse addresses but never namespaces. Shared by catnip_reno
+ * (bpf/catnip_cc.bpf.c) and
  * catnip_newcwv (bpf/newcwv.bpf.c): the map is pinned by name (/sys/fs/bpf/catnip_sndparams),
  * so both objects load the same one. testbed/sender.py writes it (set_host_params). A host
  * without an entry gets the defaults. A connection reads its host's entry once, in .init.
  *
  * catnip_cwvtrace: newCWV's trace, one mmap-able array value holding a ring of entries; written
- * only for hosts whose entry says trace=1; testbed/sender.py reads it (read_trace). The layouts
+ * only for hosts whose entry says trace=1, each entry naming its namespace; testbed/sender.py reads
+ * it (read_trace) from the head a point saw when it started (trace_head). The layouts
  * below are mirrored there (_TRACE_HEADER, _TRACE_ENTRY): change both together.
  */
 #ifndef CATNIP_SENDER_PARAMS_H
@@ -23,26 +26,36 @@ struct sender_params {
 	__u32 nvp_ms; /* newCWV's non-validated period; 0 = the default */
 	__u32 bins;   /* newCWV's pipeACK max-filter bins, 1..NEWCWV_MAX_BINS; 0 = the default */
 	__u32 trace;  /* 1: newCWV writes catnip_cwvtrace for this host's connections */
+	__u32 nofilter; /* 1: newCWV's pipeACK is the latest round's sample, no max filter (the
+			 * paper's Fig. 5a comparison; RFC 7661 section 4.2 asks for the filter) */
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, SNDPARAMS_MAX_HOSTS);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-	__type(key, __u32);
+	__type(key, __u64); /* network namespace cookie */
 	__type(value, struct sender_params);
 } catnip_sndparams SEC(".maps");
+
+/* The cookie of the socket's network namespace (struct_ops programs may read it through the
+ * socket's BTF pointer; bpf_get_netns_cookie is not among their helpers). */
+static __always_inline __u64 sock_netns(struct sock *sk)
+{
+	return sk->__sk_common.skc_net.net->net_cookie;
+}
 
 /* The host's parameters with the defaults filled in. */
 static __always_inline struct sender_params host_params(struct sock *sk)
 {
-	__u32 addr = sk->__sk_common.skc_rcv_saddr;
-	struct sender_params *p = bpf_map_lookup_elem(&catnip_sndparams, &addr);
-	struct sender_params out = {0, NEWCWV_DEFAULT_NVP_MS, NEWCWV_DEFAULT_BINS, 0};
+	__u64 netns = sock_netns(sk);
+	struct sender_params *p = bpf_map_lookup_elem(&catnip_sndparams, &netns);
+	struct sender_params out = {0, NEWCWV_DEFAULT_NVP_MS, NEWCWV_DEFAULT_BINS, 0, 0};
 
 	if (p) {
 		out.pace = p->pace;
 		out.trace = p->trace;
+		out.nofilter = p->nofilter;
 		if (p->nvp_ms)
 			out.nvp_ms = p->nvp_ms;
 		if (p->bins)
@@ -69,6 +82,7 @@ enum cwv_event {
 struct cwv_trace_entry {
 	__u64 seq;        /* index + 1 in the ring, written last: a reader skips torn entries */
 	__u64 t_ns;       /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u64 netns;      /* the sender's network namespace cookie */
 	__u32 saddr;      /* network byte order */
 	__u32 daddr;
 	__u16 sport;      /* host byte order */

@@ -9,13 +9,13 @@
 
 Per-host TCP (`tcp` and `tcp.groups`, resolved by spec.scenario.Scenario.host_tcp) is set as the
 network is built; the parameters of the senders that read them (spec.senders.PACEABLE: internal
-pacing, newCWV's NVP, bins and trace) go into testbed/sender.py's kernel-wide map by host
-address and are cleared at teardown. The point's environment records every host's settings
+pacing, newCWV's NVP, bins and trace) go into testbed/sender.py's kernel-wide map by the host's
+network namespace cookie (testbed/netns.py) and are cleared at teardown. The point's environment records every host's settings
 (`tcp_hosts`: which host had which sender, read back from the namespaces of `tcp.groups` hosts).
 
-The newCWV trace (`tcp.groups.G.newcwv.trace: true`) is emptied when the point starts and read
-when its workload ends (also when it failed), as samples of application "sender" (trace_samples):
-metrics `cwnd` and `ssthresh` (segments), `pipeack` and `pipeack_sample` (bytes), host = the
+The newCWV trace (`tcp.groups.G.newcwv.trace: true`) is read from the ring's head at the point's
+start, for the point's own namespaces, when its workload ends (also when it failed), as samples
+of application "sender" (trace_samples): metrics `cwnd` and `ssthresh` (segments), `pipeack` and `pipeack_sample` (bytes), host = the
 sender's host, flow = "IP:SPORT-DPORT", tag = the event, t on CLOCK_MONOTONIC like every
 application's samples.
 
@@ -39,7 +39,7 @@ from controller import fidelity as fidelity_mod
 from controller.skeleton import RunCancelled, TeardownStack
 from results.store import Store
 from testbed import engine as engine_mod
-from testbed import hostconfig, metadata, network, paths, placement, rto_init, sender, spm, tcpds
+from testbed import hostconfig, metadata, netns, network, paths, placement, rto_init, sender, spm, tcpds
 from testbed.capabilities import Capabilities
 from testbed.links import EngineBackend, KernelBackend
 from workloads.apps.base import AppContext, AppError, Application, lookup
@@ -61,17 +61,17 @@ TRACE_METRICS = (("cwnd", "cwnd", "segments"), ("pipeack", "pipeack", "bytes"),
 INFINITE_SSTHRESH = 0x7FFFFFFF  # the kernel's ssthresh before the first loss (TCP_INFINITE_SSTHRESH)
 
 
-def trace_samples(entries: list[dict], host_names: dict[str, str]) -> list[dict]:
+def trace_samples(entries: list[dict], host_names: dict[int, str]) -> list[dict]:
     """Rows of the samples table from testbed/sender.py's newCWV trace, four metrics per event of
     application "sender": `cwnd` (segments), `pipeack` (bytes; none while pipeACK is undefined,
     RFC 7661 section 4.2), `pipeack_sample` (bytes: the round's sample the max filter took in;
     none when the event took none) and `ssthresh` (segments; none while it is the kernel's initial
-    infinity). host = the sender's host name, flow = "IP:SPORT-DPORT" (the sender's address and
+    infinity). host = the sender's host name (host_names: namespace cookie -> name), flow = "IP:SPORT-DPORT" (the sender's address and
     port, the peer's port), tag = the event, t = the event's time in seconds on CLOCK_MONOTONIC,
     the clock of the applications' samples (a burst's `burst_time` t is on it too)."""
     rows = []
     for e in entries:
-        base = {"app": "sender", "host": host_names.get(e["ip"], e["ip"]), "peer": None,
+        base = {"app": "sender", "host": host_names.get(e["netns"], e["ip"]), "peer": None,
                 "flow": f"{e['ip']}:{e['sport']}-{e['dport']}", "tag": e["event"], "t": e["t"]}
         for metric, key, unit in TRACE_METRICS:
             value = e.get(key)
@@ -102,8 +102,9 @@ class PointRun:
         self.recorded = False
         self.stopped_by_us: set[int] = set()  # processes we ended (time limit, cancel): not failures
         self.counted = False
-        self.params_set: list[str] = []  # addresses given sender parameters (cleared at teardown)
-        self.traced: set[str] = set()     # addresses whose sender traces (tcp.groups.G.newcwv.trace)
+        self.params_set: list[int] = []  # namespace cookies given sender parameters (cleared at teardown)
+        self.traced: dict[int, str] = {}  # namespace cookie -> host name, of the senders that trace
+        self.trace_from = 0               # the trace's head when this point set its parameters
         self.trace_recorded = False
 
     # --- the point -----------------------------------------------------------------------
@@ -241,24 +242,26 @@ class PointRun:
     def _set_sender_params(self, stack: TeardownStack) -> None:
         """The per-host parameters of the project senders that read them (spec.senders.PACEABLE:
         internal pacing, newCWV's NVP, bins and trace), in testbed/sender.py's kernel-wide map keyed
-        by address, cleared on every exit path; the trace ring is emptied for this point."""
-        wanted = {h.ip: params for short, h in self.net.hosts.items()
+        by the host's network namespace, cleared on every exit path. The trace is read from the
+        head it has now: a point beside this one may be tracing too, so nothing is cleared."""
+        wanted = {h: params for short, h in self.net.hosts.items()
                   if (params := self.net.tcp[short].sender_params) is not None}
         if not wanted:
             return
         stack.callback(self._clear_sender_params)
-        for ip, params in wanted.items():
-            self.params_set.append(ip)
-            sender.set_host_params(ip, sender.HostParams(**params))
-        self.traced = {ip for ip, params in wanted.items() if params["trace"]}
-        if self.traced:
-            sender.clear_trace()
+        self.trace_from = sender.trace_head()
+        for h, params in wanted.items():
+            cookie = netns.cookie(h.node.pid)
+            self.params_set.append(cookie)
+            sender.set_host_params(cookie, sender.HostParams(**params))
+            if params["trace"]:
+                self.traced[cookie] = h.name
 
     def _clear_sender_params(self) -> None:
         failure = None
-        for ip in self.params_set:
+        for cookie in self.params_set:
             try:
-                sender.clear_host_params(ip)
+                sender.clear_host_params(cookie)
             except Exception as exc:  # noqa: BLE001 - the other hosts' entries must still go
                 failure = failure or exc
         if failure:
@@ -415,9 +418,8 @@ class PointRun:
         if not self.traced or self.trace_recorded:
             return
         self.trace_recorded = True
-        entries = sender.read_trace(self.traced)
-        names = {h.ip: h.name for h in self.net.hosts.values()}
-        self.store.add_samples(self.run_id, self.index, trace_samples(entries, names))
+        entries = sender.read_trace(set(self.traced), since=self.trace_from)
+        self.store.add_samples(self.run_id, self.index, trace_samples(entries, self.traced))
 
     def _collect_counters(self) -> None:
         if self.counted:

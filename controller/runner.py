@@ -90,13 +90,6 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
     if missing:  # HostConfigError: the CLI reports it in one line, as the run's shared set-up failing
         raise HostConfigError(missing[0])
     if jobs > 1:
-        for assignment, scenario in sweep.points:
-            hosts = scenario.sender_params_set()
-            if hosts:
-                # One map by address for the whole machine: side-by-side points reuse addresses.
-                raise HostConfigError(f"tcp.groups: point {point_label(assignment, 'single')} gives hosts"
-                                      f" {', '.join(hosts)} sender parameters (pacing, newcwv), which the kernel"
-                                      " keeps in one map for the whole machine: run with --jobs 1")
         from controller import parallel
         parallel.check_isolatable(sweep, caps)
     run_id = run_id or new_run_id(sweep.name)

@@ -53,20 +53,11 @@ def load(scenario_file: str, overrides: list[str] | tuple[str, ...] = (), seed: 
 
 
 def run_problems(sweep: scenario_mod.Sweep, jobs: int) -> list[str]:
-    """What `catnip run --jobs N` refuses that needs no look at the machine: sender parameters
-    (pacing, newcwv) live in one kernel-wide map by address, which side-by-side points share."""
+    """What `catnip run --jobs N` refuses that needs no look at the machine."""
     out = []
     if jobs > 1 and any(sc.run.placement == "split" for _, sc in sweep.points):
         out.append(f"--jobs {jobs}: run.placement split gives the engines of every point the same CPUs, so the"
                    " points' engines would wait for each other: run with --jobs 1, or run.placement shared")
-    if jobs > 1:
-        for assignment, scenario in sweep.points:
-            hosts = scenario.sender_params_set()
-            if hosts:
-                out.append(f"--jobs {jobs}: point {scenario_mod.point_label(assignment, 'single')} gives hosts"
-                           f" {', '.join(hosts)} sender parameters (pacing, newcwv), which the kernel keeps in one"
-                           " map for the whole machine: run with --jobs 1")
-                break
     return out
 
 

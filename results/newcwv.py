@@ -656,6 +656,19 @@ class TracePoint:
     def segments(self, v: int | None) -> float | None:
         return None if v is None else v / self.mss
 
+    def summary(self) -> str:
+        """Fig. 5's comparison in one line: how many rounds were sampled, at how many pipeACK stood
+        above the round's own sample (an earlier, larger round held by the filter), the largest
+        pipeACK and the largest cwnd with its time."""
+        samples = [r for r in self.rows if r.sample_bytes is not None]
+        held = sum(1 for r in samples if r.pipeack_bytes is not None and r.pipeack_bytes > r.sample_bytes)
+        pipes = [r.pipeack_bytes for r in self.rows if r.pipeack_bytes is not None]
+        top = max((r for r in self.rows if r.cwnd is not None), key=lambda r: r.cwnd, default=None)
+        return (f"{len(samples)} pipeACK samples, pipeACK above the sample at {held};"
+                f" largest pipeACK {_num(self.segments(max(pipes, default=None)), '.1f')} segments;"
+                f" largest cwnd {_num(top.cwnd if top else None, 'd')} segments"
+                + (f" at {top.t:.2f} s" if top else ""))
+
 
 @dataclass
 class TraceReport:
@@ -707,6 +720,7 @@ def render_trace_text(rep: TraceReport) -> str:
     out = [f"newCWV cwnd and pipeACK over time: {rep.name}, run {rep.run_id} (Hossain and Fairhurst, Fig. 5)"]
     for p in rep.points:
         out += ["", f"point {p.group.point}: {p.group.label}; pipeACK in segments of {p.mss} bytes",
+                f"  {p.summary()}",
                 f"  {'flow':<22} {'t (s)':>9} {'event':<13} {'cwnd':>5} {'ssthr':>5} {'pipeACK':>8} {'sample':>7}"]
         for r in p.rows:
             out.append(f"  {r.flow:<22} {r.t:>9.3f} {r.event:<13} {_num(r.cwnd, 'd'):>5} {_num(r.ssthresh, 'd'):>5}"

@@ -79,7 +79,7 @@ def _known_cc(name: str | None) -> str | None:
 
 
 class NewcwvSpec(_Strict):
-    """catnip_newcwv's parameters on a group's hosts (bpf/newcwv.bpf.c reads them per host address)."""
+    """catnip_newcwv's parameters on a group's hosts (bpf/newcwv.bpf.c reads them per host namespace)."""
 
     nvp: float = Field(default=300.0, ge=0.001, le=86400.0,
                        description="the non-validated period (RFC 7661 section 4.3: 5 minutes); shorter for tests")
@@ -87,6 +87,9 @@ class NewcwvSpec(_Strict):
                                                           " 4.2; the authors' module 4, the paper's Fig. 5 five)")
     trace: bool = Field(default=False, description="record cwnd, pipeACK and ssthresh per event as samples of"
                                                    " application 'sender' (controller/point.py)")
+    filter: Literal["max", "none"] = Field(
+        default="max", description="pipeACK: 'max', the max filter over `bins` bins (RFC 7661 section 4.2), or"
+                                   " 'none', the latest round's sample (Hossain and Fairhurst, Fig. 5a)")
 
     _nvp = field_validator("nvp", mode="before")(lambda cls, v: units.parse_duration(v))
 
@@ -254,7 +257,8 @@ class HostTcp:
         if self.congestion_control not in senders.PACEABLE:
             return None
         nc = self.newcwv or NewcwvSpec()
-        return {"pace": self.pacing == "internal", "nvp_s": nc.nvp, "bins": nc.bins, "trace": nc.trace}
+        return {"pace": self.pacing == "internal", "nvp_s": nc.nvp, "bins": nc.bins, "trace": nc.trace,
+                "filter": nc.filter}
 
     def record(self) -> dict[str, Any]:
         return {"group": self.group, "congestion_control": self.congestion_control,
@@ -553,13 +557,6 @@ class Scenario(_Strict):
         Checked against the machine before a run starts (runner.machine_problems), as the kernel
         backend's qdiscs are."""
         return {f"tcp.groups.{name}.pacing": "fq" for name, g in self.tcp.groups.items() if g.pacing == "fq"}
-
-    def sender_params_set(self) -> list[str]:
-        """Hosts whose project sender gets parameters other than its defaults (testbed/sender.py keeps
-        them in one kernel-wide map keyed by address)."""
-        nc = NewcwvSpec()
-        default = {"pace": False, "nvp_s": nc.nvp, "bins": nc.bins, "trace": nc.trace}
-        return [h for h, t in self.host_tcp().items() if t.sender_params not in (None, default)]
 
     def graph(self) -> Graph:
         return self.topology.graph()

@@ -5,56 +5,22 @@ One load per point, pinned under /sys/fs/bpf/catnip/rto-ID with its own map (net
 cookie -> ms). The sock_ops program is attached with BPF_F_ALLOW_MULTI to the run's cgroup
 (testbed/run_cgroup.py), which holds every process of the run, Apache in its nested group included;
 points side by side attach their own. A host's namespace is named by its cookie, read with
-SO_NETNS_COOKIE from a socket opened inside it.
+SO_NETNS_COOKIE from a socket opened inside it (testbed/netns.py).
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
-import socket
-import struct
-import threading
 import uuid
 from pathlib import Path
 
-from testbed import paths, run_cgroup, spm
+from testbed import netns, paths, run_cgroup, spm
 
 OBJECT = paths.REPO / "bpf" / "build" / "rto_init.bpf.o"
 OWN_MAPS = ("catnip_rto_ms", "catnip_rto_n")
-SO_NETNS_COOKIE = 71   # include/uapi/asm-generic/socket.h (Linux 5.14)
-CLONE_NEWNET = 0x40000000
 
 
 class RtoInitError(RuntimeError):
     pass
-
-
-def netns_cookie(pid: int) -> int:
-    """The cookie of the network namespace of process `pid`: a socket opened there, on a thread of
-    our own that enters the namespace (setns moves only the calling thread)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    out: dict[str, object] = {}
-
-    def inside() -> None:
-        try:
-            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
-            try:
-                if libc.setns(fd, CLONE_NEWNET) != 0:
-                    raise OSError(ctypes.get_errno(), f"setns into process {pid}'s network namespace")
-            finally:
-                os.close(fd)
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-                out["cookie"] = struct.unpack("<Q", s.getsockopt(socket.SOL_SOCKET, SO_NETNS_COOKIE, 8))[0]
-        except OSError as exc:
-            out["error"] = exc
-
-    t = threading.Thread(target=inside, name=f"netns-cookie-{pid}")
-    t.start()
-    t.join()
-    if "error" in out:
-        raise RtoInitError(f"reading the network namespace cookie of process {pid}: {out['error']}")
-    return int(out["cookie"])  # type: ignore[arg-type]
 
 
 class InitialRto:
@@ -79,7 +45,7 @@ class InitialRto:
 
     def set(self, pid: int, seconds: float) -> None:
         """Connections opened in process `pid`'s network namespace start with this RTO."""
-        cookie = netns_cookie(pid)
+        cookie = netns.cookie(pid)
         ms = round(seconds * 1000)
         spm.run_tool(["bpftool", "map", "update", "pinned", str(self.pin / "catnip_rto_ms"),
                   "key", *map(str, cookie.to_bytes(8, "little")), "value", *map(str, ms.to_bytes(4, "little"))],

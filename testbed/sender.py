@@ -8,13 +8,15 @@ to the kernel (every namespace sees them), so a run registers all of them, uses 
 scenario names, and unregisters them at the end.
 
 Per-host parameters live in a kernel-wide hash map pinned by name (/sys/fs/bpf/catnip_sndparams,
-layout in bpf/sender_params.h), keyed by the sending socket's local IPv4 address: internal pacing
+layout in bpf/sender_params.h), keyed by the cookie of the sending host's network namespace
+(testbed/netns.py), so points side by side, which reuse addresses, keep their own: internal pacing
 (catnip_reno and catnip_newcwv), and newCWV's non-validated period, filter bins and trace. A host
 without an entry gets the defaults; a connection reads its host's entry when it starts (.init).
 
 newCWV's trace is a ring in an mmap-able array map (/sys/fs/bpf/catnip_cwvtrace), written only for
-hosts whose parameters say trace=True; read_trace() reads it without consuming it, clear_trace()
-forgets what is there.
+hosts whose parameters say trace=True, each entry naming its namespace; read_trace() reads it
+without consuming it, from the head a point saw when it started (trace_head()) or from the last
+clear_trace(), which forgets what is there for every reader.
 """
 
 from __future__ import annotations
@@ -49,10 +51,10 @@ MAX_BINS = 16
 PARAMS_MAX_HOSTS = 4096
 TRACE_SLOTS = 16384
 _UNDEF = 0xFFFFFFFF
-_PARAMS = struct.Struct("=IIII")  # struct sender_params: pace, nvp_ms, bins, trace
+_PARAMS = struct.Struct("=IIIII")  # struct sender_params: pace, nvp_ms, bins, trace, nofilter
 _TRACE_HEADER = struct.Struct("=QQ")  # struct cwv_trace: head, base (then 48 bytes of padding)
 _TRACE_HEADER_SIZE = 64
-_TRACE_ENTRY = struct.Struct("=QQIIHHBBBB12I")  # struct cwv_trace_entry, 80 bytes
+_TRACE_ENTRY = struct.Struct("=QQQIIHHBBBB12I")  # struct cwv_trace_entry, 88 bytes
 _TRACE_VALUE_SIZE = _TRACE_HEADER_SIZE + TRACE_SLOTS * _TRACE_ENTRY.size
 EVENTS = {1: "init", 2: "sample", 3: "closedown", 4: "recovery", 5: "recovery_end", 6: "tx_start", 7: "rto"}
 
@@ -190,7 +192,7 @@ def _params_fd() -> int:
     except FileNotFoundError:
         pass
     name = b"catnip_sndparam"  # the kernel keeps 15 characters of a map's name
-    attr = struct.pack("=7I16s", _BPF_MAP_TYPE_HASH, 4, _PARAMS.size, PARAMS_MAX_HOSTS, 0, 0, 0, name)
+    attr = struct.pack("=7I16s", _BPF_MAP_TYPE_HASH, 8, _PARAMS.size, PARAMS_MAX_HOSTS, 0, 0, 0, name)  # key: cookie
     fd = _bpf(_BPF_MAP_CREATE, attr)
     path = ctypes.create_string_buffer(str(PARAMS_PIN).encode())
     try:
@@ -209,46 +211,55 @@ class HostParams:
 
     pace: TCP's internal pacing (sk_pacing_status = SK_PACING_NEEDED) at the namespace's
     tcp_pacing_ss/ca_ratio; nvp_s: newCWV's non-validated period (RFC 7661 section 5: 300 s);
-    bins: newCWV's pipeACK max-filter bins over max(3 SRTT, 1 s); trace: newCWV writes its trace."""
+    bins: newCWV's pipeACK max-filter bins over max(3 SRTT, 1 s); trace: newCWV writes its trace;
+    filter: "max" (RFC 7661 section 4.2) or "none" (pipeACK is the latest round's sample: the
+    paper's Fig. 5a, what its filter is compared with)."""
 
     pace: bool = False
     nvp_s: float = 300.0
     bins: int = 4
     trace: bool = False
+    filter: str = "max"
 
     def __post_init__(self):
         if not 0.001 <= self.nvp_s <= 0xFFFFFFFF / 1000:
             raise ValueError(f"nvp_s must be between 1 ms and {0xFFFFFFFF // 1000} s, not {self.nvp_s}")
         if not 1 <= int(self.bins) <= MAX_BINS or int(self.bins) != self.bins:
             raise ValueError(f"bins must be an integer from 1 to {MAX_BINS}, not {self.bins}")
+        if self.filter not in ("max", "none"):
+            raise ValueError(f"filter must be 'max' or 'none', not {self.filter!r}")
 
     def packed(self) -> bytes:
-        return _PARAMS.pack(int(bool(self.pace)), round(self.nvp_s * 1000), int(self.bins), int(bool(self.trace)))
+        return _PARAMS.pack(int(bool(self.pace)), round(self.nvp_s * 1000), int(self.bins), int(bool(self.trace)),
+                            int(self.filter == "none"))
 
 
-def _key(ip: str) -> ctypes.Array:
-    return ctypes.create_string_buffer(socket.inet_aton(ip), 4)  # network byte order, as skc_rcv_saddr
+def _key(netns: int) -> ctypes.Array:
+    if not 0 < netns < 2**64:
+        raise ValueError(f"a network namespace cookie is a positive 64-bit integer, not {netns}")
+    return ctypes.create_string_buffer(struct.pack("=Q", netns), 8)
 
 
-def set_host_params(ip: str, params: HostParams) -> None:
-    """Set the parameters of the host with this IPv4 address (connections started after this)."""
-    key, value = _key(ip), ctypes.create_string_buffer(params.packed(), _PARAMS.size)
+def set_host_params(netns: int, params: HostParams) -> None:
+    """Set the parameters of the host whose network namespace has this cookie (testbed/netns.py),
+    for its connections started after this."""
+    key, value = _key(netns), ctypes.create_string_buffer(params.packed(), _PARAMS.size)
     fd = _params_fd()
     try:
         _bpf(_BPF_MAP_UPDATE_ELEM, struct.pack("=IIQQQ", fd, 0, ctypes.addressof(key), ctypes.addressof(value), 0))
     except OSError as exc:
-        raise SenderError(f"setting the sender parameters of {ip}: {exc}") from None
+        raise SenderError(f"setting the sender parameters of network namespace {netns}: {exc}") from None
     finally:
         os.close(fd)
 
 
-def clear_host_params(ip: str) -> None:
+def clear_host_params(netns: int) -> None:
     """Back to the defaults for this host; nothing to do when it has no entry or there is no map."""
     try:
         fd = _obj_get(PARAMS_PIN)
     except FileNotFoundError:
         return
-    key = _key(ip)
+    key = _key(netns)
     try:
         _bpf(_BPF_MAP_DELETE_ELEM, struct.pack("=IIQ", fd, 0, ctypes.addressof(key)))
     except FileNotFoundError:
@@ -276,11 +287,22 @@ def _undef(v: int) -> int | None:
     return None if v == _UNDEF else v
 
 
-def read_trace(ips: set[str] | None = None) -> list[dict]:
-    """The trace entries written since the last clear_trace (at most TRACE_SLOTS, the newest), in
-    the order they were written, of the senders with these local addresses (all when None).
+def trace_head() -> int:
+    """How many entries the trace has had written so far (0 without a trace map): a point reads
+    from here (read_trace(since=...)), so it never clears what a point beside it has written."""
+    m = _trace_map(writable=False)
+    if m is None:
+        return 0
+    with m:
+        return _TRACE_HEADER.unpack_from(m, 0)[0]
 
-    Each: t (s, CLOCK_MONOTONIC, as time.monotonic()), ip/sport (the sender's end), peer/dport,
+
+def read_trace(netns: set[int] | None = None, since: int = 0) -> list[dict]:
+    """The trace entries written since the last clear_trace and from entry `since` on (at most
+    TRACE_SLOTS, the newest), in the order they were written, of the senders in the network
+    namespaces with these cookies (all when None).
+
+    Each: t (s, CLOCK_MONOTONIC, as time.monotonic()), netns, ip/sport (the sender's end), peer/dport,
     event (init, sample, closedown, recovery, recovery_end, tx_start, rto), cwnd, ssthresh and
     inflight (segments), pipeack and sample (bytes, None when undefined / not a sample), validated;
     and t_ns, prior_cwnd (cwnd before the event changed it), iw, mss, psp_ms, srtt_us, lfs and r
@@ -291,16 +313,15 @@ def read_trace(ips: set[str] | None = None) -> list[dict]:
     out = []
     with m:
         head, base = _TRACE_HEADER.unpack_from(m, 0)
-        for idx in range(max(base, head - TRACE_SLOTS, 0), head):
+        for idx in range(max(base, since, head - TRACE_SLOTS, 0), head):
             off = _TRACE_HEADER_SIZE + (idx % TRACE_SLOTS) * _TRACE_ENTRY.size
-            (seq, t_ns, saddr, daddr, sport, dport, event, validated, loss_nvp, _pad, cwnd, ssthresh, pipeack,
+            (seq, t_ns, ns, saddr, daddr, sport, dport, event, validated, loss_nvp, _pad, cwnd, ssthresh, pipeack,
              sample, inflight, lfs, retrans, mss, psp_ms, srtt_us, prior_cwnd, iw) = _TRACE_ENTRY.unpack_from(m, off)
             if seq != idx + 1:  # being written, or overwritten by a newer lap of the ring
                 continue
-            ip = socket.inet_ntoa(struct.pack("=I", saddr))
-            if ips is not None and ip not in ips:
+            if netns is not None and ns not in netns:
                 continue
-            out.append({"t": t_ns / 1e9, "ip": ip, "sport": sport, "dport": dport,
+            out.append({"t": t_ns / 1e9, "netns": ns, "ip": socket.inet_ntoa(struct.pack("=I", saddr)), "sport": sport, "dport": dport,
                         "event": EVENTS.get(event, str(event)), "cwnd": cwnd, "ssthresh": ssthresh,
                         "pipeack": _undef(pipeack), "sample": _undef(sample), "validated": bool(validated),
                         "inflight": inflight, "t_ns": t_ns, "peer": socket.inet_ntoa(struct.pack("=I", daddr)),

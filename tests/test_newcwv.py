@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from spec import scenario as scenario_mod
-from testbed import cleanup, sender
+from testbed import cleanup, netns, sender
 from testbed.sender import HostParams
 from tests.conftest import need_engine, need_root
 
@@ -127,11 +127,11 @@ def test_register_makes_newcwv_available_and_leaves_no_pins(no_leftovers):
     try:
         available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
         assert sender.NEWCWV_OBJECT.exists() and "catnip_newcwv" in available
-        sender.set_host_params("10.99.0.1", HostParams(nvp_s=2, bins=5, trace=True))
+        sender.set_host_params(0xC0FFEE, HostParams(nvp_s=2, bins=5, trace=True))
         assert all(p.exists() for p in (sender.PARAMS_PIN, sender.TRACE_PIN))
         assert sender.read_trace() == []  # nothing traced yet; the ring maps and reads
     finally:
-        sender.clear_host_params("10.99.0.1")
+        sender.clear_host_params(0xC0FFEE)
         assert "catnip_newcwv" in sender.unregister()
     # what a run killed before its teardown leaves: `catnip clean` finds the maps pinned by name
     left = cleanup.leftovers().get("bpf_pins", [])
@@ -141,6 +141,71 @@ def test_register_makes_newcwv_available_and_leaves_no_pins(no_leftovers):
     assert not list(Path("/sys/fs/bpf").glob("catnip_*"))
 
 
+# Two network namespaces, each with a connection between the same two addresses (127.0.0.1 to
+# itself): the one the parameters name traces, the other does not. Run as `unshare --net`, so the
+# namespace goes with the process.
+SAME_ADDRESS = r"""
+import socket, subprocess, sys
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+print("ready", flush=True)
+sys.stdin.readline()
+ls = socket.socket()
+ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"catnip_newcwv")
+ls.bind(("127.0.0.1", 5000))
+ls.listen(1)
+c = socket.create_connection(("127.0.0.1", 5000))
+a, _ = ls.accept()
+a.sendall(b"x" * 200000)
+a.shutdown(socket.SHUT_WR)
+got = 0
+while (chunk := c.recv(65536)):
+    got += len(chunk)
+c.close()
+a.recv(1)
+a.close()
+ls.close()
+print("done", got, flush=True)
+"""
+
+
+def test_params_and_trace_are_per_namespace_not_per_address(no_leftovers):
+    need_root()
+    if not shutil.which("unshare"):
+        pytest.skip("needs unshare(1) (util-linux)")
+    sender.register()
+    procs, cookies = [], []
+    try:
+        for _ in range(2):
+            p = subprocess.Popen(["unshare", "--net", sys.executable, "-c", SAME_ADDRESS], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            procs.append(p)
+            assert _readline(p, 10) == "ready"
+        cookies += [netns.cookie(p.pid) for p in procs]
+        traced, quiet = cookies
+        assert traced != quiet
+        head = sender.trace_head()
+        sender.set_host_params(traced, HostParams(trace=True))
+        sender.set_host_params(quiet, HostParams(trace=False))
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            assert _readline(p, 20) == "done 200000"
+        mine = sender.read_trace(since=head)
+        assert mine and {e["netns"] for e in mine} == {traced}, {e["netns"] for e in mine}
+        assert {e["ip"] for e in mine} == {"127.0.0.1"} and _only(mine, "init")
+        assert sender.read_trace({quiet}, since=head) == []
+        assert sender.read_trace({traced}, since=sender.trace_head()) == []  # a later point's start sees none
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
+        for cookie in cookies:
+            sender.clear_host_params(cookie)
+        sender.unregister()
+        sender.release_shared_map()
+
+
 def test_host_params_are_checked():
     with pytest.raises(ValueError, match="bins"):
         HostParams(bins=0)
@@ -148,9 +213,12 @@ def test_host_params_are_checked():
         HostParams(bins=sender.MAX_BINS + 1)
     with pytest.raises(ValueError, match="nvp_s"):
         HostParams(nvp_s=0)
+    with pytest.raises(ValueError, match="filter"):
+        HostParams(filter="min")
+    words = [1, 250, 5, 1, 0]
     assert HostParams(pace=True, nvp_s=0.25, bins=5, trace=True).packed() == \
-        (1).to_bytes(4, sys.byteorder) + (250).to_bytes(4, sys.byteorder) + \
-        (5).to_bytes(4, sys.byteorder) + (1).to_bytes(4, sys.byteorder)
+        b"".join(w.to_bytes(4, sys.byteorder) for w in words)
+    assert HostParams(filter="none").packed()[-4:] == (1).to_bytes(4, sys.byteorder)
 
 
 # --- a client and a server through the engine ----------------------------------------------------
@@ -202,7 +270,7 @@ class Conn:
             time.sleep(0.02)
 
     def trace(self) -> list[dict]:
-        return [e for e in sender.read_trace({self.bed.server.ip}) if e["sport"] == self.port]
+        return [e for e in sender.read_trace({self.bed.server_netns}) if e["sport"] == self.port]
 
 
 def _readline(proc, timeout: float) -> str:
@@ -220,16 +288,17 @@ class Bed:
         self.net, self.work = net, work
         self.server = net.hosts_of("servers")[0]
         self.client = net.hosts_of("clients")[0]
+        self.server_netns = netns.cookie(self.server.node.pid)
         self.next_port = 5001
 
     @contextmanager
     def connect(self, cc: str, slow_start_after_idle: int, params: HostParams):
         """A fresh server program and connection; the server's namespace gets this
-        tcp_slow_start_after_idle and its address these sender parameters (read at connect)."""
+        tcp_slow_start_after_idle and its namespace these sender parameters (read at connect)."""
         from testbed import hostconfig
         port, self.next_port = self.next_port, self.next_port + 1
         hostconfig.set_sysctls(self.server.node, {"net.ipv4.tcp_slow_start_after_idle": slow_start_after_idle})
-        sender.set_host_params(self.server.ip, params)
+        sender.set_host_params(self.server_netns, params)
         procs = []
         try:
             srv = self.server.node.popen([sys.executable, "-c", SERVER, cc, str(port)], stdout=subprocess.PIPE,
@@ -258,7 +327,7 @@ class Bed:
                     p.kill()
                     p.wait(5)
             self._wait_closed(port)
-            sender.clear_host_params(self.server.ip)
+            sender.clear_host_params(self.server_netns)
 
     def _wait_closed(self, port: int, timeout: float = 5) -> None:
         deadline = time.monotonic() + timeout
@@ -423,6 +492,23 @@ def test_pipeack_filter_matches_the_model(bins, no_leftovers):
     assert any(p > 2 * s for s, p in pipe), pipe
     assert any(b[1] < a[1] for a, b in zip(pipe, pipe[1:])), pipe
     assert pipe[-1][1] < 10_000 < max(p for _, p in pipe), pipe
+
+
+@pytest.mark.netns  # _testbed() builds the dumbbell
+def test_pipeack_without_the_filter_is_the_latest_sample(no_leftovers):
+    """filter="none" (the paper's Fig. 5a): after every sample pipeACK is that sample, where the
+    filter above would hold the large burst's round for a PSP."""
+    with _testbed() as bed:
+        with bed.connect("catnip_newcwv", 0, HostParams(filter="none", trace=True)) as conn:
+            conn.request(100_000)
+            conn.wait_acked()
+            for _ in range(6):
+                time.sleep(0.15)
+                conn.request(3000)
+            tr = conn.trace()
+    pipe = [(e["sample"], e["pipeack"]) for e in _only(tr, "sample")]
+    assert len(pipe) >= 8 and max(s for s, _ in pipe) > 10_000, pipe
+    assert all(p == s for s, p in pipe), pipe
 
 
 @pytest.mark.netns  # _testbed() builds the dumbbell

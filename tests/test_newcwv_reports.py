@@ -317,6 +317,18 @@ def test_trace_in_segments_of_the_mss(store):
     assert "has no newCWV trace" in layouts.render_text(layouts.build("newcwv-trace", store, "r2"))
 
 
+def test_trace_summary_counts_samples_the_filter_held_above(store):
+    flow = "10.2.0.2:8070-40000"
+    samples = (_trace(flow, 10.0, "sample", cwnd=20, pipeack=29200, pipeack_sample=29200)
+               + _trace(flow, 10.3, "sample", cwnd=31, pipeack=29200, pipeack_sample=2920)
+               + _trace(flow, 10.6, "sample", cwnd=25, pipeack=4380, pipeack_sample=4380)
+               + _trace(flow, 11.0, "tx_start", cwnd=25))
+    _run(store, "r3", [({"scheme": "filter-4-bins"}, _resolved(NEWCWV, timestamps=False), samples)])
+    text = layouts.render_text(layouts.build("newcwv-trace", store, "r3"))
+    assert ("3 pipeACK samples, pipeACK above the sample at 1; largest pipeACK 20.0 segments;"
+            " largest cwnd 31 segments at 0.30 s") in text, text
+
+
 def _ftp(t0: float, values: list[float]) -> list[dict]:
     rows = [{"app": "ftp", "metric": "start", "host": "x1", "flow": "x1/0", "t": t0, "value": 0.0, "unit": "s"}]
     rows += [{"app": "ftp", "metric": "goodput", "host": "x1", "flow": "x1/0", "t": t0 + 0.1 + k, "value": v,

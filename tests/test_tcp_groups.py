@@ -163,15 +163,15 @@ def test_each_host_gets_its_groups_settings_over_the_defaults(tmp_path):
     v1, w1, c1 = hosts["v1"], hosts["w1"], hosts["c1"]
     assert v1.sysctls() == {"net.ipv4.tcp_congestion_control": senders.NEWCWV, "net.ipv4.tcp_slow_start_after_idle": 0,
                             "net.ipv4.tcp_pacing_ss_ratio": 150, "net.ipv4.tcp_pacing_ca_ratio": 150}
-    assert v1.initial_cwnd == 3 and v1.sender_params == {"pace": True, "nvp_s": 0.5, "bins": 5, "trace": True}
+    assert v1.initial_cwnd == 3 and v1.sender_params == {"pace": True, "nvp_s": 0.5, "bins": 5, "trace": True,
+                                                             "filter": "max"}
     assert w1.sysctls() == {"net.ipv4.tcp_congestion_control": "bbr", "net.ipv4.tcp_slow_start_after_idle": 0}
     assert w1.initial_cwnd == 10 and w1.sender_params is None
     assert c1.sysctls() == {"net.ipv4.tcp_congestion_control": "reno", "net.ipv4.tcp_slow_start_after_idle": 1}
     assert sc.tcp.all_cc() == {"reno", senders.NEWCWV, "bbr"}  # what the run registers and allows
-    assert sc.sender_params_set() == ["v1"]
     # newCWV keeps cwnd over idle by itself, unless told otherwise; the baseline restarts (RFC 2861).
     sc = one(tmp_path, f"tcp.groups.servers={{congestion_control: {senders.NEWCWV}, slow_start_after_idle: true}}")
-    assert sc.host_tcp()["v1"].slow_start_after_idle is True and sc.sender_params_set() == []
+    assert sc.host_tcp()["v1"].slow_start_after_idle is True
 
 
 def test_last_window_senders_keep_their_pacing_ratio(tmp_path):
@@ -215,15 +215,6 @@ def test_fq_pacing_needs_the_fq_qdisc(tmp_path):
     assert str(err.value) == expected
 
 
-def test_sender_parameters_refuse_side_by_side_points(tmp_path):
-    sweep = load(tmp_path, f"sweep.tcp.groups.servers=[{{congestion_control: reno}},"
-                           f" {{congestion_control: {senders.NEWCWV}, newcwv: {{trace: true}}}}]")
-    caps = Capabilities()
-    caps.blocking_problems = lambda: []
-    with pytest.raises(HostConfigError, match=r"hosts v1 sender parameters .* run with --jobs 1"):
-        runner.run(sweep, caps, store=None, jobs=2)
-
-
 # --- fq under the host's shaper -------------------------------------------------------------------
 class FakeNode:
     name = "ctpv1"
@@ -250,12 +241,12 @@ def test_fq_goes_under_the_access_shaper():
 # --- the trace as samples ------------------------------------------------------------------------
 def test_trace_entries_become_sender_samples():
     entries = [
-        {"t": 100.5, "ip": "10.2.0.2", "sport": 8070, "dport": 40000, "event": "ack", "cwnd": 10,
+        {"t": 100.5, "netns": 4097, "ip": "10.2.0.2", "sport": 8070, "dport": 40000, "event": "ack", "cwnd": 10,
          "ssthresh": 0x7FFFFFFF, "pipeack": None, "sample": 14600, "validated": True, "inflight": 3},
-        {"t": 101.0, "ip": "10.2.0.2", "sport": 8070, "dport": 40000, "event": "closedown", "cwnd": 5,
+        {"t": 101.0, "netns": 4097, "ip": "10.2.0.2", "sport": 8070, "dport": 40000, "event": "closedown", "cwnd": 5,
          "ssthresh": 8, "pipeack": 7300, "sample": None, "validated": False, "inflight": 0},
     ]
-    rows = point_mod.trace_samples(entries, {"10.2.0.2": "ctpv1"})
+    rows = point_mod.trace_samples(entries, {4097: "ctpv1", 4098: "ctpv2"})
     got = [(r["metric"], r["t"], r["value"], r["unit"], r["tag"]) for r in rows]
     assert got == [("cwnd", 100.5, 10, "segments", "ack"), ("pipeack_sample", 100.5, 14600, "bytes", "ack"),
                    ("cwnd", 101.0, 5, "segments", "closedown"), ("pipeack", 101.0, 7300, "bytes", "closedown"),
@@ -334,7 +325,8 @@ def test_a_run_records_the_newcwv_trace_and_each_hosts_sender(tmp_path, kernel_l
     assert min(r[5] for r in rows if r[0] == "cwnd") >= 1
     env = json.loads(db.execute("SELECT environment FROM points").fetchone()[0])["tcp_hosts"]
     assert env["ctpv1"]["congestion_control"] == senders.NEWCWV and env["ctpc1"]["congestion_control"] == "reno"
-    assert env["ctpv1"]["sender_params"] == {"pace": False, "nvp_s": 300.0, "bins": 4, "trace": True}
+    assert env["ctpv1"]["sender_params"] == {"pace": False, "nvp_s": 300.0, "bins": 4, "trace": True,
+                                               "filter": "max"}
     assert env["ctpv1"]["applied"]["net.ipv4.tcp_slow_start_after_idle"] == "0"
     assert env["ctpv1"]["applied"]["net.ipv4.tcp_congestion_control"] == senders.NEWCWV
     assert "applied" not in env["ctpc1"]  # no group settings: its group's sysctls are recorded as before
