@@ -15,7 +15,7 @@ help:
 	@echo "              ARGS='--seed 2' passes options to every run; PROFILE=linux-2.4 runs it with that period TCP"
 	@echo "make sim-tables  CATNIP Tables II-X, fairness and HTTP/1.1 (17 points; JOBS=2 side by side by default);"
 	@echo "              PROFILE=ns2-reno: the router set (Tables VIII-X) with that period TCP"
-	@echo "make newcwv  newCWV (Hossain and Fairhurst) Figs 5, 7-11 and Tables 2-3: 7 scenarios, 15 points (JOBS=2)"
+	@echo "make newcwv  newCWV (Hossain and Fairhurst) Figs 5, 7-11 and Tables 2-3: 7 scenarios, 16 points (JOBS=2)"
 	@echo "make tcpf    TCP-friendly marking (Lo Monaco et al.) Tables 4-7: the 52-point grid for SEEDS (default 1 2 3)"
 	@echo "make servdiff  service differentiation (Nouredine and Tobagi) Figs 2-3, 7-9, 12-17: 20 points per seed, about 62 min (SEEDS)"
 	@echo "             with the Linux 2.2 TCP, MODERN seeds (default 1) with today's TCP (JOBS=2); QUICK=1: Table 4, 50 flows"

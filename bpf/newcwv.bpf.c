@@ -24,7 +24,7 @@
  *             max((max(pipeACK/MSS, LossFlightSize) - R)/2, 1), pipeACK undefined (RFC 7661
  *             section 4.4.1). A retransmission timeout: Reno's response and pipeACK undefined.
  *
- * Parameters per sending host (pace, nvp_ms, bins, trace) come from catnip_sndparams
+ * Parameters per sending host (pace, nvp_ms, bins, trace, nofilter) come from catnip_sndparams
  * (bpf/sender_params.h), read once per connection in .init. All state is per connection, in
  * socket-local storage (the bins are indexed by a variable, which icsk_ca_priv, a field of the
  * socket, does not allow; a map value does). A connection without it behaves as Reno.

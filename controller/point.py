@@ -244,13 +244,13 @@ class PointRun:
         internal pacing, newCWV's NVP, bins and trace), in testbed/sender.py's kernel-wide map keyed
         by the host's network namespace, cleared on every exit path. The trace is read from the
         head it has now: a point beside this one may be tracing too, so nothing is cleared."""
-        wanted = {h: params for short, h in self.net.hosts.items()
-                  if (params := self.net.tcp[short].sender_params) is not None}
+        wanted = [(h, params) for short, h in self.net.hosts.items()
+                  if (params := self.net.tcp[short].sender_params) is not None]
         if not wanted:
             return
         stack.callback(self._clear_sender_params)
         self.trace_from = sender.trace_head()
-        for h, params in wanted.items():
+        for h, params in wanted:
             cookie = netns.cookie(h.node.pid)
             self.params_set.append(cookie)
             sender.set_host_params(cookie, sender.HostParams(**params))
@@ -420,6 +420,11 @@ class PointRun:
         self.trace_recorded = True
         entries = sender.read_trace(set(self.traced), since=self.trace_from)
         self.store.add_samples(self.run_id, self.index, trace_samples(entries, self.traced))
+        lost = sender.trace_lost(self.trace_from)
+        if lost:  # the ring is shared by the points side by side: a trace cut short is data lost
+            raise AppError(f"data missing: the newCWV trace ring ({sender.TRACE_SLOTS} entries, shared by points"
+                           f" side by side) was overwritten while this point ran: {lost} entries written since it"
+                           " started are gone, some of them may be this point's")
 
     def _collect_counters(self) -> None:
         if self.counted:

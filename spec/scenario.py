@@ -93,6 +93,13 @@ class NewcwvSpec(_Strict):
 
     _nvp = field_validator("nvp", mode="before")(lambda cls, v: units.parse_duration(v))
 
+    @model_validator(mode="after")
+    def _bins_need_the_filter(self):
+        if self.filter == "none" and "bins" in self.model_fields_set:
+            raise ValueError("bins: the max filter's bins mean nothing with filter: none (pipeACK is the latest"
+                             " round's sample); leave bins out, or use filter: max")
+        return self
+
 
 class TcpGroupSpec(_Strict):
     """TCP settings of one host group's namespaces, over the `tcp` defaults."""
@@ -257,8 +264,8 @@ class HostTcp:
         if self.congestion_control not in senders.PACEABLE:
             return None
         nc = self.newcwv or NewcwvSpec()
-        return {"pace": self.pacing == "internal", "nvp_s": nc.nvp, "bins": nc.bins, "trace": nc.trace,
-                "filter": nc.filter}
+        return {"pace": self.pacing == "internal", "nvp_s": nc.nvp, "bins": 1 if nc.filter == "none" else nc.bins,
+                "trace": nc.trace, "filter": nc.filter}
 
     def record(self) -> dict[str, Any]:
         return {"group": self.group, "congestion_control": self.congestion_control,

@@ -128,6 +128,11 @@ def register() -> None:
     ensure_bpffs()  # the objects pin their shared maps there; a fresh machine may not have it mounted
     build()
     unregister()  # a killed run may have left them; names must be unique
+    # Maps pinned by a killed run of an older layout: libbpf would refuse to reuse them. None of
+    # ours is registered now, so nothing uses them.
+    for pin, key, value in ((PARAMS_PIN, 8, _PARAMS.size), (TRACE_PIN, 4, _TRACE_VALUE_SIZE)):
+        if _pinned_sizes(pin) not in (None, (key, value)):
+            pin.unlink(missing_ok=True)
     errors = []
     for obj in OBJECTS:
         res = subprocess.run(["bpftool", "struct_ops", "register", str(obj)], capture_output=True, text=True,
@@ -163,6 +168,7 @@ def release_shared_map() -> None:
 
 _NR_BPF = {"x86_64": 321, "aarch64": 280, "riscv64": 280, "ppc64le": 361, "s390x": 351}.get(platform.machine())
 _BPF_MAP_CREATE, _BPF_MAP_UPDATE_ELEM, _BPF_MAP_DELETE_ELEM, _BPF_OBJ_PIN, _BPF_OBJ_GET = 0, 2, 3, 6, 7
+_BPF_OBJ_GET_INFO_BY_FD = 15
 _BPF_MAP_TYPE_HASH = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -184,11 +190,39 @@ def _obj_get(pin: Path) -> int:
     return _bpf(_BPF_OBJ_GET, struct.pack("=QII", ctypes.addressof(path), 0, 0))
 
 
+def _map_sizes(fd: int) -> tuple[int, int]:
+    """(key size, value size) of a map (struct bpf_map_info: type, id, key_size, value_size, ...)."""
+    info = ctypes.create_string_buffer(64)
+    _bpf(_BPF_OBJ_GET_INFO_BY_FD, struct.pack("=IIQ", fd, len(info), ctypes.addressof(info)))
+    return struct.unpack_from("=II", info.raw, 8)
+
+
+def _pinned_sizes(pin: Path) -> tuple[int, int] | None:
+    try:
+        fd = _obj_get(pin)
+    except FileNotFoundError:
+        return None
+    try:
+        return _map_sizes(fd)
+    finally:
+        os.close(fd)
+
+
+def _checked(fd: int, pin: Path, key: int, value: int) -> int:
+    """fd, if its map has this layout; else a clear error (a map pinned by an older version)."""
+    sizes = _map_sizes(fd)
+    if sizes != (key, value):
+        os.close(fd)
+        raise SenderError(f"{pin} has {sizes[0]}-byte keys and {sizes[1]}-byte values, not {key} and {value}:"
+                          " pinned by an older version of the testbed; `catnip clean` removes it when no run is going")
+    return fd
+
+
 def _params_fd() -> int:
     """The parameter map, created and pinned here when no object has loaded it yet (the objects
     then reuse it: libbpf reuses a pinned map of the same type and sizes)."""
     try:
-        return _obj_get(PARAMS_PIN)
+        return _checked(_obj_get(PARAMS_PIN), PARAMS_PIN, 8, _PARAMS.size)
     except FileNotFoundError:
         pass
     name = b"catnip_sndparam"  # the kernel keeps 15 characters of a map's name
@@ -199,7 +233,7 @@ def _params_fd() -> int:
         _bpf(_BPF_OBJ_PIN, struct.pack("=QII", ctypes.addressof(path), fd, 0))
     except FileExistsError:  # pinned meanwhile by a register()
         os.close(fd)
-        return _obj_get(PARAMS_PIN)
+        return _checked(_obj_get(PARAMS_PIN), PARAMS_PIN, 8, _PARAMS.size)
     return fd
 
 
@@ -275,6 +309,7 @@ def _trace_map(writable: bool) -> mmap.mmap | None:
         fd = _obj_get(TRACE_PIN)  # a read-only map fd cannot be mapped at all (EINVAL)
     except FileNotFoundError:
         return None
+    fd = _checked(fd, TRACE_PIN, 4, _TRACE_VALUE_SIZE)
     try:
         length = _TRACE_HEADER_SIZE if writable else _TRACE_VALUE_SIZE
         prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
@@ -295,6 +330,17 @@ def trace_head() -> int:
         return 0
     with m:
         return _TRACE_HEADER.unpack_from(m, 0)[0]
+
+
+def trace_lost(since: int) -> int:
+    """How many entries written from entry `since` on the ring no longer holds (overwritten by a
+    newer lap, or forgotten by clear_trace): what read_trace(since=...) could not return."""
+    m = _trace_map(writable=False)
+    if m is None:
+        return 0
+    with m:
+        head, base = _TRACE_HEADER.unpack_from(m, 0)
+    return max(0, max(base, head - TRACE_SLOTS) - since)
 
 
 def read_trace(netns: set[int] | None = None, since: int = 0) -> list[dict]:

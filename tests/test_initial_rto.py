@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from testbed import rto_init, run_cgroup
+from testbed import netns, rto_init, run_cgroup
 from tests.conftest import need_root, wait_until
 
 pytestmark = [pytest.mark.netns]
@@ -56,7 +56,7 @@ def test_a_namespace_given_6_s_starts_its_connections_with_that_rto():
                 sh("ip", "-n", ns, "neigh", "add", "10.79.0.2", "lladdr", "02:00:00:00:00:02", "dev", "v0")
             holder = subprocess.Popen(["ip", "netns", "exec", NS[0], "sleep", "60"])
             procs.append(holder)
-            wait_until(lambda: rto_init.netns_cookie(holder.pid) != rto_init.netns_cookie(os.getpid()), 5,
+            wait_until(lambda: netns.cookie(holder.pid) != netns.cookie(os.getpid()), 5,
                        "the holder process in its namespace")
             rto = rto_init.InitialRto(name="test")
             rto.load()

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +28,7 @@ from tests.conftest import need_engine, need_root
 IW = 3           # the route's initcwnd (the paper's "IW of 4 KB", docs/reproduction-newcwv.md, gap 5)
 RTT_MS = 40      # PSP = max(3 SRTT, 1 s) is then 1 s; the RTO about 240 ms
 PSP_S = 1.0
+FAKE_NETNS = 1 << 63  # no namespace has it: the kernel counts cookies up from 1
 
 # One connection at a time; each line "N" asks for N bytes (the request is the client's only data).
 SERVER = r"""
@@ -127,11 +128,11 @@ def test_register_makes_newcwv_available_and_leaves_no_pins(no_leftovers):
     try:
         available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
         assert sender.NEWCWV_OBJECT.exists() and "catnip_newcwv" in available
-        sender.set_host_params(0xC0FFEE, HostParams(nvp_s=2, bins=5, trace=True))
+        sender.set_host_params(FAKE_NETNS, HostParams(nvp_s=2, bins=5, trace=True))
         assert all(p.exists() for p in (sender.PARAMS_PIN, sender.TRACE_PIN))
         assert sender.read_trace() == []  # nothing traced yet; the ring maps and reads
     finally:
-        sender.clear_host_params(0xC0FFEE)
+        sender.clear_host_params(FAKE_NETNS)
         assert "catnip_newcwv" in sender.unregister()
     # what a run killed before its teardown leaves: `catnip clean` finds the maps pinned by name
     left = cleanup.leftovers().get("bpf_pins", [])
@@ -172,38 +173,56 @@ def test_params_and_trace_are_per_namespace_not_per_address(no_leftovers):
     need_root()
     if not shutil.which("unshare"):
         pytest.skip("needs unshare(1) (util-linux)")
-    sender.register()
-    procs, cookies = [], []
-    try:
-        for _ in range(2):
-            p = subprocess.Popen(["unshare", "--net", sys.executable, "-c", SAME_ADDRESS], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            procs.append(p)
-            assert _readline(p, 10) == "ready"
-        cookies += [netns.cookie(p.pid) for p in procs]
-        traced, quiet = cookies
+
+    def start() -> subprocess.Popen:
+        p = subprocess.Popen(["unshare", "--net", sys.executable, "-c", SAME_ADDRESS], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stack.callback(_end, p)
+        assert _readline(p, 10) == "ready"
+        return p
+
+    def go(p: subprocess.Popen) -> None:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        assert _readline(p, 20) == "done 200000"
+
+    with ExitStack() as stack:
+        sender.register()
+        stack.callback(sender.release_shared_map)
+        stack.callback(sender.unregister)
+        procs = [start(), start()]
+        traced, quiet = (netns.cookie(p.pid) for p in procs)
         assert traced != quiet
+        for cookie, trace in ((traced, True), (quiet, False)):
+            stack.callback(sender.clear_host_params, cookie)
+            sender.set_host_params(cookie, HostParams(trace=trace))
         head = sender.trace_head()
-        sender.set_host_params(traced, HostParams(trace=True))
-        sender.set_host_params(quiet, HostParams(trace=False))
         for p in procs:
-            p.stdin.write("go\n")
-            p.stdin.flush()
-            assert _readline(p, 20) == "done 200000"
+            go(p)
         mine = sender.read_trace(since=head)
         assert mine and {e["netns"] for e in mine} == {traced}, {e["netns"] for e in mine}
         assert {e["ip"] for e in mine} == {"127.0.0.1"} and _only(mine, "init")
         assert sender.read_trace({quiet}, since=head) == []
-        assert sender.read_trace({traced}, since=sender.trace_head()) == []  # a later point's start sees none
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait(5)
-        for cookie in cookies:
-            sender.clear_host_params(cookie)
-        sender.unregister()
-        sender.release_shared_map()
+        # A point reads from the head it saw when it started: a later one, in a new namespace
+        # traced too, sees its own entries and none of the first's.
+        later = start()
+        again = netns.cookie(later.pid)
+        stack.callback(sender.clear_host_params, again)
+        sender.set_host_params(again, HostParams(trace=True))
+        head2 = sender.trace_head()
+        go(later)
+        second = sender.read_trace(since=head2)
+        assert second and {e["netns"] for e in second} == {again}
+        assert len(sender.read_trace({traced}, since=head)) == len(mine) and sender.trace_lost(head) == 0
+
+
+def _end(p: subprocess.Popen) -> None:
+    if p.poll() is None:
+        p.kill()
+    try:
+        p.wait(5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def test_host_params_are_checked():

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from spec import scenario as s
-from testbed import rto_init, run_cgroup
+from testbed import netns, rto_init, run_cgroup
 from testbed.paths import REPO
 from tests.conftest import listening, need_root, wait_until
 
@@ -149,7 +149,7 @@ def test_linux_24_sends_its_first_syn_again_after_3_s(pair, tmp_path):
                 route(ns, dev, "10.77.0.9", [])
             holder = subprocess.Popen([*in_ns(SRV), "sleep", "60"])
             procs.append(holder)
-            wait_until(lambda: rto_init.netns_cookie(holder.pid) != rto_init.netns_cookie(os.getpid()), 5,
+            wait_until(lambda: netns.cookie(holder.pid) != netns.cookie(os.getpid()), 5,
                        "the holder process in its namespace")
             rto = rto_init.InitialRto(name="test-pp")
             rto.load()

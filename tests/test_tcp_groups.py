@@ -105,6 +105,16 @@ def test_newcwv_settings_need_newcwv(tmp_path):
     assert sc.host_tcp()["v1"].newcwv.nvp == 2.0
 
 
+def test_newcwv_without_the_filter_has_no_bins(tmp_path):
+    sc = one(tmp_path, f"tcp.congestion_control={senders.NEWCWV}", "tcp.groups.servers.newcwv={filter: none}")
+    assert sc.host_tcp()["v1"].sender_params == {"pace": False, "nvp_s": 300.0, "bins": 1, "trace": False,
+                                                 "filter": "none"}
+    assert "bins: the max filter's bins mean nothing with filter: none" in error(
+        tmp_path, f"tcp.congestion_control={senders.NEWCWV}", "tcp.groups.servers.newcwv={filter: none, bins: 4}")
+    assert "tcp.groups.servers.newcwv.filter" in error(
+        tmp_path, f"tcp.congestion_control={senders.NEWCWV}", "tcp.groups.servers.newcwv={filter: min}")
+
+
 @pytest.mark.parametrize("app, field", [
     ({"bursts": ["5KB", "40KB"], "idles": ["0s", "1s"]}, "idles"),
     ({"cells": [["5KB", "1s"], ["40KB", 0]]}, "cells"),
