@@ -60,15 +60,18 @@ def check_isolatable(sweep: Sweep, caps: Capabilities) -> None:
 
 
 class CpuGauge:
-    """How busy the whole machine's CPU was over a recent window (/proc/stat)."""
+    """How busy the whole machine's CPU was over a recent window (/proc/stat). With `nice_is_idle`
+    (run.keep_awake) the nice time is idle too: the keep-awake loops' (testbed/keep_awake.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, nice_is_idle: bool = False) -> None:
         self._samples: deque[tuple[float, int, int]] = deque()  # (time, busy jiffies, all jiffies)
+        self.nice_is_idle = nice_is_idle
 
     def sample(self) -> None:
         v = cpu_times()
         now = time.monotonic()
-        self._samples.append((now, sum(v) - v[3] - v[4], sum(v)))  # idle and iowait are not busy
+        idle = v[3] + v[4] + (v[1] if self.nice_is_idle else 0)  # idle and iowait are not busy
+        self._samples.append((now, sum(v) - idle, sum(v)))
         while self._samples and now - self._samples[0][0] > 3 * WINDOW_S:
             self._samples.popleft()
 
@@ -174,7 +177,7 @@ def run_points(plans: list[PointPlan], run_id: str, caps: Capabilities, store: S
     """Run the plans, up to `jobs` at once while the machine has room; returns the failures."""
     pending, running, failures = list(plans), [], []
     updates: queue.Queue = queue.Queue()
-    gauge = CpuGauge()
+    gauge = CpuGauge(nice_is_idle=any(p.scenario.run.keep_awake for p in plans))
     code = paths.code_fingerprint()  # the code this run started with; every worker must run the same
     try:
         while pending or running:

@@ -39,7 +39,7 @@ from controller import fidelity as fidelity_mod
 from controller.skeleton import RunCancelled, TeardownStack
 from results.store import Store
 from testbed import engine as engine_mod
-from testbed import hostconfig, metadata, netns, network, paths, placement, rto_init, sender, spm, tcpds
+from testbed import hostconfig, keep_awake, metadata, netns, network, paths, placement, rto_init, sender, spm, tcpds
 from testbed.capabilities import Capabilities
 from testbed.links import EngineBackend, KernelBackend
 from workloads.apps.base import AppContext, AppError, Application, lookup
@@ -119,6 +119,7 @@ class PointRun:
                                    f" {', '.join(missing)} (`catnip check`); use run.link_backend: engine")
         self.store.update_point(self.run_id, self.index, switch_kind=switch, link_backend=sc.run.link_backend)
         self.placement = placement.plan(sc.run.placement)
+        every_cpu = sorted(os.sched_getaffinity(0))  # before the placement narrows this process's
         with TeardownStack() as stack:
             # Entered first, so the shells (and Apache, the clients) are born off the engines' CPUs.
             stack.enter_context(self.placement.for_this_process())
@@ -134,6 +135,10 @@ class PointRun:
             else:
                 self.backend.start(routers, net.directions)
             self._place(net)
+            if sc.run.keep_awake:
+                awake = keep_awake.KeepAwake()
+                stack.callback(awake.stop)
+                self.placement_applied["keep_awake_cpus"] = awake.start(every_cpu)
             # Each host's congestion control, sysctls, initcwnd and fq are set as the network is
             # built (Network.tcp); the project senders' per-host parameters are set here.
             self._set_sender_params(stack)
@@ -471,8 +476,10 @@ class PointRun:
                                       kernel[e.router.name])
         lost += [name for name, r in net.routers.items() if not hostconfig.shell_alive(r)]
         after = metadata.point_environment(net, [], "after") if not lost else {"skipped": f"nodes lost: {lost}"}
-        fidelity = {**fidelity_mod.cpu_fidelity(self.machine_start["cpu"], self.machine_end["cpu"]),
-                    **fidelity_mod.machine_fidelity(self.machine_start, self.machine_end),
+        fidelity = {**fidelity_mod.cpu_fidelity(self.machine_start["cpu"], self.machine_end["cpu"],
+                                                nice_is_idle=self.sc.run.keep_awake),
+                    **fidelity_mod.machine_fidelity(self.machine_start, self.machine_end,
+                                                    nice_is_idle=self.sc.run.keep_awake),
                     "placement": {**self.placement.record(), **self.placement_applied},
                     "engine_cpu_s": engine_cpu,
                     **fidelity_mod.engine_fidelity(finals, kernel),

@@ -367,6 +367,10 @@ class RunSpec(_Strict):
         default="shared", description="shared: the scheduler places the engines and the rest; split: the engines"
                                       " on the last CPU, everything else and the veths' receive processing on the"
                                       " others (testbed/placement.py, docs/fidelity.md)")
+    keep_awake: bool = Field(
+        default=False, description="one SCHED_IDLE busy loop per CPU while a point runs, so an idle virtual CPU"
+                                   " never halts and the engines' timers fire without the hypervisor's wake-up"
+                                   " (testbed/keep_awake.py, docs/fidelity.md)")
     link_backend: Literal["engine", "kernel"] = Field(
         default="engine", description="who emulates the router links: the queue engine, or the kernel's tc"
                                       " qdiscs where the kernel has them (netem, red; docs/architecture.md)")

@@ -1,0 +1,63 @@
+"""run.keep_awake (testbed/keep_awake.py): one SCHED_IDLE, nice-19 busy loop per CPU, whose time
+the kernel books as nice and the fidelity record then counts as idle (controller/fidelity.py)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from controller import fidelity
+from controller.parallel import CpuGauge
+from testbed.keep_awake import KeepAwake
+
+# user nice system idle iowait irq softirq steal: 300 jiffies of nice on CPU 1 between the readings
+STAT = "cpu  100 0 100 1800 0 0 0 0\ncpu0 50 0 50 900 0 0 0 0\ncpu1 50 0 50 900 0 0 0 0\n"
+STAT_LATER = "cpu  200 300 200 2400 0 0 0 0\ncpu0 100 0 100 1300 0 0 0 0\ncpu1 100 300 100 1100 0 0 0 0\n"
+
+
+def test_nice_time_is_idle_only_when_asked():
+    a, b = fidelity.machine_snapshot(STAT, ""), fidelity.machine_snapshot(STAT_LATER, "")
+    # CPU 0: 100 busy of 500; CPU 1: 100 user+system, 300 nice and 200 idle of 600
+    assert fidelity.machine_fidelity(a, b)["cpu_busy_each"] == [0.2, round(400 / 600, 4)]
+    assert fidelity.machine_fidelity(a, b, nice_is_idle=True)["cpu_busy_each"] == [0.2, round(100 / 600, 4)]
+    plain = fidelity.cpu_fidelity(a["cpu"], b["cpu"])
+    awake = fidelity.cpu_fidelity(a["cpu"], b["cpu"], nice_is_idle=True)
+    assert (plain["cpu_busy_fraction"], awake["cpu_busy_fraction"]) == (round(500 / 1100, 4), round(200 / 1100, 4))
+
+
+def test_the_room_gauge_counts_nice_as_idle_when_asked(monkeypatch):
+    from controller import parallel
+    readings = iter([[100, 0, 100, 1800, 0, 0, 0, 0], [200, 300, 200, 2400, 0, 0, 0, 0]] * 2)
+    monkeypatch.setattr(parallel, "cpu_times", lambda: next(readings))
+    busy = []
+    for nice_is_idle in (False, True):
+        gauge = CpuGauge(nice_is_idle=nice_is_idle)
+        gauge.sample()
+        gauge.sample()
+        busy.append(round(gauge.busy(1e-9), 4))
+    assert busy == [round(500 / 1100, 4), round(200 / 1100, 4)]
+
+
+def _nice_jiffies() -> int:
+    with open("/proc/stat") as fh:
+        return int(fh.readline().split()[2])
+
+
+def test_the_loops_are_idle_class_on_their_cpu_and_their_time_is_nice():
+    cpus = sorted(os.sched_getaffinity(0))
+    awake = KeepAwake()
+    before = _nice_jiffies()
+    try:
+        assert awake.start(cpus) == cpus
+        for cpu, p in zip(cpus, awake.procs):
+            assert os.sched_getscheduler(p.pid) == os.SCHED_IDLE
+            assert os.sched_getaffinity(p.pid) == {cpu}
+            assert os.getpriority(os.PRIO_PROCESS, p.pid) == 19
+        deadline = time.monotonic() + 10
+        while _nice_jiffies() - before < 20:  # 0.2 s of CPU at USER_HZ 100: the loops are running
+            assert time.monotonic() < deadline, "the loops' time does not show as nice time"
+            time.sleep(0.05)
+    finally:
+        procs = list(awake.procs)
+        awake.stop()
+    assert all(p.poll() is not None for p in procs) and awake.procs == []
