@@ -139,10 +139,12 @@ def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
         raise NoStudy(f"{reports[0]['name']} is not a study scenario: its points need schemes '{TODAY}' and"
                       f" '{PERIOD}' (scenarios/catnip-study-sim.yaml, catnip-study-wan.yaml)")
     # Per seed: every point's values, and whether it counts. A seed may come in several runs
-    # (`catnip run --only` runs a study in parts), each point of it once.
+    # (`catnip run --only` runs a study in parts), each point of it once; a point that did not
+    # finish or keep real time may be run again in a later run, which then stands for it.
     seeds: dict[int, dict[Key, dict[str, Any]]] = {}
     where: dict[tuple[int, Key], str] = {}
     order: list[Key] = []
+    replaced: list[str] = []
     for rep in reports:
         loss = {r["point"]: r for r in report_mod.loss_table(rep)}
         for p in rep["points"]:
@@ -155,13 +157,14 @@ def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
             why = ("not finished" if p["status"] != "done" else
                    "not real time" if not p["realtime_ok"] else None)
             if (seed, key) in where:
-                # A point that did not finish may be run again in another run (`--only`); a point
-                # finished twice for one seed would count twice.
-                if p["status"] != "done":
-                    continue
-                if points[key]["why"] != "not finished":
+                old = points[key]["why"]
+                if old is None and why is None:  # it would count twice
                     raise NoStudy(f"runs {where[seed, key]} and {rep['run_id']} both have seed {seed}'s"
-                                  f" point {p['assignment']} finished: give each seed's point once")
+                                  f" point {p['assignment']} in real time: give each seed's point once")
+                if old is None or why == "not finished":
+                    continue  # the one that counts, or the one that finished, stands
+                replaced.append(f"seed {seed} {key.side} {key.factor}" + (f" ({key.context})" if key.context else "")
+                                + f": run {rep['run_id']} stands for run {where[seed, key]}'s point ({old})")
             where[seed, key] = rep["run_id"]
             means = {r["page"]: r["mean"] for r in p["table"] if r.get("mean") is not None}
             lr = loss.get(p["point"], {})
@@ -198,7 +201,7 @@ def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
                         for seed, points in per_seed}
     rep.notes = additivity(rep) + [f"{r.key.side} {r.key.factor}"
                                    + (f" ({r.key.context})" if r.key.context else "")
-                                   + f" left out: {'; '.join(r.left_out)}" for r in rows if r.left_out]
+                                   + f" left out: {'; '.join(r.left_out)}" for r in rows if r.left_out] + replaced
     return rep
 
 

@@ -112,7 +112,7 @@ def test_study_refuses_what_is_not_one_study(db):
         s.create_point("plain", 0, 0, {"router.policy": {"kind": "droptail"}}, {}, 5)
         with pytest.raises(study.NoStudy, match="different scenarios"):
             study.study(s, ["s1", "other"])
-        with pytest.raises(study.NoStudy, match="runs s1 and again both have seed 1's point .* finished"):
+        with pytest.raises(study.NoStudy, match="runs s1 and again both have seed 1's point .* in real time"):
             study.study(s, ["s1", "again"])
         with pytest.raises(study.NoStudy, match="not a study scenario"):
             study.study(s, ["plain"])
@@ -214,9 +214,28 @@ def test_a_point_that_did_not_finish_may_be_run_again(tmp_path):
                 s.create_point(run, point, 0, {"router.policy": {"kind": "droptail"}, "scheme": scheme}, {}, 1)
                 s.update_point(run, point, realtime_ok=1, status=status if scheme == "period" else "done")
                 s.add_transfers(run, point, [], [_page("c1", 1, t if scheme == "period" else 2.0)])
-        with pytest.raises(study.NoStudy, match="seed 1's point .*'today'.* finished"):
+        with pytest.raises(study.NoStudy, match="seed 1's point .*'today'.* in real time"):
             study.study(s, ["first", "again"])  # 'today' finished in both
         s.update_point("again", 0, status="failed")
         rep = study.study(s, ["first", "again"])
     assert rep.row("", "period", "fifo").seeds == [1] and rep.row("", "period", "fifo").left_out == []
     assert rep.row("", "period", "fifo").est["vs_today"].value == pytest.approx(0.5)
+
+
+def test_a_point_that_missed_real_time_may_be_run_again(tmp_path):
+    # The later run's point stands for the one that missed real time, and the report says so; a
+    # later one that missed it does not stand for one that kept it.
+    path = tmp_path / "db"
+    with Store(path) as s:
+        for run, schemes, ok, t in (("first", ("today", "period"), {"today": 1, "period": 0}, 9.0),
+                                    ("again", ("period",), {"period": 1}, 1.0), ("late", ("today",), {"today": 0}, 5.0)):
+            s.create_run(run, "catnip-study-sim", "x", {"name": "catnip-study-sim"}, {}, 1, "abc", {}, {})
+            for point, scheme in enumerate(schemes):
+                s.create_point(run, point, 0, {"router.policy": {"kind": "droptail"}, "scheme": scheme}, {}, 1)
+                s.update_point(run, point, realtime_ok=ok[scheme], status="done")
+                s.add_transfers(run, point, [], [_page("c1", 1, t if scheme == "period" else 2.0)])
+        rep = study.study(s, ["first", "again", "late"])
+    row = rep.row("", "period", "fifo")
+    assert row.seeds == [1] and row.left_out == [] and row.est["vs_today"].value == pytest.approx(0.5)
+    assert "seed 1 fifo period: run again stands for run first's point (not real time)" in rep.notes
+    assert rep.row("", "today", "fifo").seeds == [1]  # 'late' did not replace the real-time one
