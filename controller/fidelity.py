@@ -42,14 +42,20 @@ def engine_fidelity(finals: dict[str, dict], kernel: dict[str, dict[str, dict]])
             "engines_without_final_stats": no_final}
 
 
+def idle_jiffies(times: list[int], nice_is_idle: bool = False) -> int:
+    """The idle part of /proc/stat CPU times (user nice system idle iowait irq softirq steal): idle
+    and iowait, and nice with `nice_is_idle` (run.keep_awake: its loops run at nice 19, nothing
+    else of a run does)."""
+    return times[3] + times[4] + (times[1] if nice_is_idle else 0)
+
+
 def cpu_fidelity(start: list[int], end: list[int], nice_is_idle: bool = False) -> dict[str, float]:
     """How busy the machine was (user nice system idle iowait irq softirq steal from /proc/stat),
     and how much of its CPU the hypervisor took away (steal), between two readings. With
     `nice_is_idle` (run.keep_awake) the nice time, the keep-awake loops', counts as idle."""
     delta = [b - a for a, b in zip(start, end)]
     total = sum(delta) or 1
-    idle = delta[3] + delta[4] + (delta[1] if nice_is_idle else 0)
-    return {"cpu_busy_fraction": round(1 - idle / total, 4),
+    return {"cpu_busy_fraction": round(1 - idle_jiffies(delta, nice_is_idle) / total, 4),
             "cpu_steal_fraction": round(delta[7] / total, 4)}
 
 
@@ -76,16 +82,15 @@ def machine_snapshot(stat: str | None = None, softnet: str | None = None) -> dic
 
 def machine_fidelity(start: dict[str, Any], end: dict[str, Any], nice_is_idle: bool = False) -> dict[str, Any]:
     """Each CPU's busy, softirq and steal fractions (lists in CPU number order, `cpus` naming them)
-    and the receive backlogs' drops between two snapshots. With `nice_is_idle` (run.keep_awake:
-    the keep-awake loops run at nice 19, nothing else of a run does) the nice time counts as idle. The drop counters are the machine's,
-    not the point's: beside another point (--jobs) a drop in either counts in both, and a drop by
+    and the receive backlogs' drops between two snapshots, nice time idle with `nice_is_idle`
+    (idle_jiffies). The drop counters are the machine's, not the point's: beside another point (--jobs) a drop in either counts in both, and a drop by
     traffic outside the testbed would count too (there is none on a testbed machine)."""
     cpus = sorted(set(start["cpu_each"]) & set(end["cpu_each"]))
     busy, softirq, steal = [], [], []
     for cpu in cpus:
         d = [y - x for x, y in zip(start["cpu_each"][cpu], end["cpu_each"][cpu])]
         total = sum(d) or 1
-        busy.append(round(1 - (d[3] + d[4] + (d[1] if nice_is_idle else 0)) / total, 4))
+        busy.append(round(1 - idle_jiffies(d, nice_is_idle) / total, 4))
         softirq.append(round(d[6] / total, 4))  # the kernel's packet processing outside any system call
         steal.append(round(d[7] / total, 4))
     # 32-bit counters per CPU: a difference taken modulo 2^32 survives a wrap.

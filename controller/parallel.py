@@ -32,6 +32,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from controller.fidelity import idle_jiffies
 from controller.point import cpu_times
 from controller.skeleton import CANCEL_SIGNALS, Progress, ProgressSink, RunCancelled
 
@@ -70,8 +71,7 @@ class CpuGauge:
     def sample(self) -> None:
         v = cpu_times()
         now = time.monotonic()
-        idle = v[3] + v[4] + (v[1] if self.nice_is_idle else 0)  # idle and iowait are not busy
-        self._samples.append((now, sum(v) - idle, sum(v)))
+        self._samples.append((now, sum(v) - idle_jiffies(v, self.nice_is_idle), sum(v)))
         while self._samples and now - self._samples[0][0] > 3 * WINDOW_S:
             self._samples.popleft()
 

@@ -10,13 +10,14 @@
 Per-host TCP (`tcp` and `tcp.groups`, resolved by spec.scenario.Scenario.host_tcp) is set as the
 network is built; the parameters of the senders that read them (spec.senders.PACEABLE: internal
 pacing, newCWV's NVP, bins and trace) go into testbed/sender.py's kernel-wide map by the host's
-network namespace cookie (testbed/netns.py) and are cleared at teardown. The point's environment records every host's settings
-(`tcp_hosts`: which host had which sender, read back from the namespaces of `tcp.groups` hosts).
+network namespace cookie (testbed/netns.py) and are cleared at teardown. The point's environment
+records every host's settings (`tcp_hosts`: which host had which sender, read back from the
+namespaces of `tcp.groups` hosts).
 
 The newCWV trace (`tcp.groups.G.newcwv.trace: true`) is read from the ring's head at the point's
 start, for the point's own namespaces, when its workload ends (also when it failed), as samples
-of application "sender" (trace_samples): metrics `cwnd` and `ssthresh` (segments), `pipeack` and `pipeack_sample` (bytes), host = the
-sender's host, flow = "IP:SPORT-DPORT", tag = the event, t on CLOCK_MONOTONIC like every
+of application "sender" (trace_samples): metrics `cwnd` and `ssthresh` (segments), `pipeack` and
+`pipeack_sample` (bytes), host = the sender's host, flow = "IP:SPORT-DPORT", tag = the event, t on CLOCK_MONOTONIC like every
 application's samples.
 
 Teardown runs on every exit path (failure, Ctrl-C, SIGTERM) and a cancel cannot cut it short.
@@ -66,7 +67,8 @@ def trace_samples(entries: list[dict], host_names: dict[int, str]) -> list[dict]
     application "sender": `cwnd` (segments), `pipeack` (bytes; none while pipeACK is undefined,
     RFC 7661 section 4.2), `pipeack_sample` (bytes: the round's sample the max filter took in;
     none when the event took none) and `ssthresh` (segments; none while it is the kernel's initial
-    infinity). host = the sender's host name (host_names: namespace cookie -> name), flow = "IP:SPORT-DPORT" (the sender's address and
+    infinity). host = the sender's host name (host_names: namespace cookie -> name),
+    flow = "IP:SPORT-DPORT" (the sender's address and
     port, the peer's port), tag = the event, t = the event's time in seconds on CLOCK_MONOTONIC,
     the clock of the applications' samples (a burst's `burst_time` t is on it too)."""
     rows = []

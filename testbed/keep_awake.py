@@ -46,14 +46,12 @@ class KeepAwake:
             self.procs.append(subprocess.Popen([sys.executable, "-c", LOOP], preexec_fn=_idle_on(cpu),
                                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                                stderr=subprocess.DEVNULL))
-        held = []
         for cpu, p in zip(cpus, self.procs):
             if p.poll() is not None:
                 raise KeepAwakeError(f"the keep-awake loop for CPU {cpu} ended at once (exit {p.returncode})")
             if os.sched_getscheduler(p.pid) != os.SCHED_IDLE or os.sched_getaffinity(p.pid) != {cpu}:
                 raise KeepAwakeError(f"the keep-awake loop for CPU {cpu} is not SCHED_IDLE on that CPU alone")
-            held.append(cpu)
-        return held
+        return cpus
 
     def stop(self) -> None:
         for p in self.procs:

@@ -56,6 +56,9 @@ _TRACE_HEADER = struct.Struct("=QQ")  # struct cwv_trace: head, base (then 48 by
 _TRACE_HEADER_SIZE = 64
 _TRACE_ENTRY = struct.Struct("=QQQIIHHBBBB12I")  # struct cwv_trace_entry, 88 bytes
 _TRACE_VALUE_SIZE = _TRACE_HEADER_SIZE + TRACE_SLOTS * _TRACE_ENTRY.size
+# (key size, value size) of each pinned map: a pin of another layout is an older version's
+_PARAMS_LAYOUT = (8, _PARAMS.size)        # key: the network namespace cookie
+_TRACE_LAYOUT = (4, _TRACE_VALUE_SIZE)    # key: 0, the one array value
 EVENTS = {1: "init", 2: "sample", 3: "closedown", 4: "recovery", 5: "recovery_end", 6: "tx_start", 7: "rto"}
 
 
@@ -130,8 +133,8 @@ def register() -> None:
     unregister()  # a killed run may have left them; names must be unique
     # Maps pinned by a killed run of an older layout: libbpf would refuse to reuse them. None of
     # ours is registered now, so nothing uses them.
-    for pin, key, value in ((PARAMS_PIN, 8, _PARAMS.size), (TRACE_PIN, 4, _TRACE_VALUE_SIZE)):
-        if _pinned_sizes(pin) not in (None, (key, value)):
+    for pin, layout in ((PARAMS_PIN, _PARAMS_LAYOUT), (TRACE_PIN, _TRACE_LAYOUT)):
+        if _pinned_sizes(pin) not in (None, layout):
             pin.unlink(missing_ok=True)
     errors = []
     for obj in OBJECTS:
@@ -208,12 +211,13 @@ def _pinned_sizes(pin: Path) -> tuple[int, int] | None:
         os.close(fd)
 
 
-def _checked(fd: int, pin: Path, key: int, value: int) -> int:
+def _checked(fd: int, pin: Path, layout: tuple[int, int]) -> int:
     """fd, if its map has this layout; else a clear error (a map pinned by an older version)."""
     sizes = _map_sizes(fd)
-    if sizes != (key, value):
+    if sizes != layout:
         os.close(fd)
-        raise SenderError(f"{pin} has {sizes[0]}-byte keys and {sizes[1]}-byte values, not {key} and {value}:"
+        raise SenderError(f"{pin} has {sizes[0]}-byte keys and {sizes[1]}-byte values, not {layout[0]} and"
+                          f" {layout[1]}:"
                           " pinned by an older version of the testbed; `catnip clean` removes it when no run is going")
     return fd
 
@@ -222,18 +226,18 @@ def _params_fd() -> int:
     """The parameter map, created and pinned here when no object has loaded it yet (the objects
     then reuse it: libbpf reuses a pinned map of the same type and sizes)."""
     try:
-        return _checked(_obj_get(PARAMS_PIN), PARAMS_PIN, 8, _PARAMS.size)
+        return _checked(_obj_get(PARAMS_PIN), PARAMS_PIN, _PARAMS_LAYOUT)
     except FileNotFoundError:
         pass
     name = b"catnip_sndparam"  # the kernel keeps 15 characters of a map's name
-    attr = struct.pack("=7I16s", _BPF_MAP_TYPE_HASH, 8, _PARAMS.size, PARAMS_MAX_HOSTS, 0, 0, 0, name)  # key: cookie
+    attr = struct.pack("=7I16s", _BPF_MAP_TYPE_HASH, *_PARAMS_LAYOUT, PARAMS_MAX_HOSTS, 0, 0, 0, name)
     fd = _bpf(_BPF_MAP_CREATE, attr)
     path = ctypes.create_string_buffer(str(PARAMS_PIN).encode())
     try:
         _bpf(_BPF_OBJ_PIN, struct.pack("=QII", ctypes.addressof(path), fd, 0))
     except FileExistsError:  # pinned meanwhile by a register()
         os.close(fd)
-        return _checked(_obj_get(PARAMS_PIN), PARAMS_PIN, 8, _PARAMS.size)
+        return _checked(_obj_get(PARAMS_PIN), PARAMS_PIN, _PARAMS_LAYOUT)
     return fd
 
 
@@ -309,7 +313,7 @@ def _trace_map(writable: bool) -> mmap.mmap | None:
         fd = _obj_get(TRACE_PIN)  # a read-only map fd cannot be mapped at all (EINVAL)
     except FileNotFoundError:
         return None
-    fd = _checked(fd, TRACE_PIN, 4, _TRACE_VALUE_SIZE)
+    fd = _checked(fd, TRACE_PIN, _TRACE_LAYOUT)
     try:
         length = _TRACE_HEADER_SIZE if writable else _TRACE_VALUE_SIZE
         prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
