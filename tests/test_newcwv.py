@@ -538,11 +538,13 @@ def test_pace_parameter_paces_reno_and_newcwv(no_leftovers):
     in about 7 ms. The warm-up leaves cwnd at 111-128, so the paced burst takes 13-15 ms longer (at
     cwnd 180-210 an 80-segment one took 5-8 ms longer, and a loaded CI machine's jitter, 3 ms, once
     hid it); 60 segments leave room in the window (CI once had cwnd 83 and an 80-segment burst
-    needing a second round trip)."""
+    needing a second round trip). Each burst is timed three times and the fastest counts: CI once
+    took 84 ms for an unpaced burst whose twin took 49 ms, with no loss possible in 1000-packet
+    buffers (a stall of the loaded machine, which only ever adds time)."""
     from spec.senders import PACEABLE
     from testbed import hostconfig
     took = {}
-    BURST = 60  # segments
+    BURST, REPEATS = 60, 3  # segments, bursts per case
     with _testbed() as bed:
         hostconfig.set_sysctls(bed.server.node, {"net.ipv4.tcp_pacing_ss_ratio": 100,
                                                  "net.ipv4.tcp_pacing_ca_ratio": 100})
@@ -550,11 +552,16 @@ def test_pace_parameter_paces_reno_and_newcwv(no_leftovers):
             for pace in (False, True):
                 with bed.connect(cc, 0, HostParams(pace=pace)) as conn:
                     conn.request(180_000)  # slow start well past the 60 segments of the burst
-                    cwnd = conn.wait_acked()["cwnd"]
-                    took[cc, pace] = (conn.request(BURST * 1448), cwnd)
+                    runs = []
+                    for _ in range(REPEATS):
+                        cwnd = conn.wait_acked()["cwnd"]
+                        runs.append((conn.request(BURST * 1448), cwnd))
+                    took[cc, pace] = runs
     for cc in PACEABLE:
-        (unpaced, c_u), (paced, c_p) = took[cc, False], took[cc, True]
-        assert c_u >= BURST + 4 and c_p >= BURST + 4, took  # one window either way
-        # Paced at cwnd/RTT, the burst needs BURST/c_p of an RTT; TCP lets the first segments go at
-        # once, so ask for 30% of it (measured: 13.2-14.8 ms more at c_p 112-113).
-        assert paced > unpaced + 0.3 * BURST / c_p * RTT_MS / 1000, took
+        unpaced, paced = took[cc, False], took[cc, True]
+        assert all(c >= BURST + 4 for _, c in unpaced + paced), took  # one window either way
+        # Paced at cwnd/RTT, the burst needs BURST/cwnd of an RTT; TCP lets the first segments go at
+        # once, so ask for 30% of it at the largest cwnd a paced burst had (slow start grows it
+        # between bursts; measured: 13.2-14.8 ms more at cwnd 112-113).
+        c_p = max(c for _, c in paced)
+        assert min(t for t, _ in paced) > min(t for t, _ in unpaced) + 0.3 * BURST / c_p * RTT_MS / 1000, took
