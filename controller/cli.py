@@ -126,13 +126,32 @@ def _verdict(text: str) -> str:
 @click.option("--settle", type=click.FloatRange(0, 3600), default=30, show_default=True, metavar="SECONDS",
               help="with --jobs: how long every running point must have run its workload before the room "
                    "is measured for another")
+@click.option("--cluster", "cluster_address", default=None, metavar="ADDRESS",
+              help="run the points on the workers of the Dask scheduler at ADDRESS (e.g. tcp://127.0.0.1:8786;"
+                   " `catnip cluster`), one point per worker machine at a time, recorded here")
+@click.option("--retries", type=click.IntRange(0, 10), default=1, show_default=True,
+              help="with --cluster: how often a point whose worker died is sent again")
+@click.option("--resume", "resume_id", default=None, metavar="RUN_ID",
+              help="with --cluster: take up this run of the same scenario and options again, running only its"
+                   " points that are not done")
 def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, only: tuple[str, ...], db: str | None,
-            as_json: bool, report: bool, run_id: str | None, jobs: int, room: float, settle: float) -> None:
+            as_json: bool, report: bool, run_id: str | None, jobs: int, room: float, settle: float,
+            cluster_address: str | None, retries: int, resume_id: str | None) -> None:
     """Run SCENARIO_FILE; prints the run id. A bare name (no folder, no extension, not a file
     here), e.g. `quick`, is scenarios/quick.yaml of this repository."""
     # Everything refused is refused before a run id is printed or the database opened (exit 2).
     if run_id is not None:
         validate_mod.check_run_id(run_id)
+    if cluster_address is not None and jobs > 1:
+        raise click.BadParameter("--cluster runs one point per worker machine; --jobs is for one machine",
+                                 param_hint="--jobs")
+    if resume_id is not None:
+        if cluster_address is None:
+            raise click.BadParameter("--resume takes up a cluster run: give --cluster too", param_hint="--resume")
+        if run_id is not None and run_id != resume_id:
+            raise click.BadParameter("--resume names the run; leave --run-id out", param_hint="--run-id")
+        validate_mod.check_run_id(resume_id)
+        run_id = resume_id
     scenario_file = scenario_path(scenario_file)
     sweep = validate_mod.load(scenario_file, overrides, seed, only)
     problems = validate_mod.run_problems(sweep, jobs)
@@ -145,13 +164,12 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
         except placement.PlacementError as exc:
             raise validate_mod.Refused(str(exc)) from None
     from controller import runner
-    from results import report as report_mod
     from testbed.capabilities import probe
     from testbed.hostconfig import HostConfigError
     from testbed.sender import SenderError
     # Before probing: the probe builds a throwaway namespace, which a running experiment need not share
     # its CPU with. Said again by runner.run if a run takes the lock meanwhile.
-    if runner.machine_busy():
+    if cluster_address is None and runner.machine_busy():
         from testbed.cleanup import run_in_progress
         raise click.ClickException(f"another catnip run is using this machine ({run_in_progress()}); wait for it"
                                    " or stop it")
@@ -169,6 +187,9 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
     if missing:
         raise validate_mod.Refused(missing[0])
     run_id = run_id or runner.new_run_id(sweep.name)
+    if cluster_address is not None:
+        _run_on_cluster(sweep, caps, Path(scenario_file), list(overrides), seed, db, run_id, cluster_address,
+                        retries, resume_id is not None, as_json, report)
     if Path(db or paths.database()).exists():  # a database is created only for a run that starts
         with _store(db) as existing:
             if existing.run(run_id) is not None:
@@ -195,6 +216,12 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
     except (runner.RunCancelled, KeyboardInterrupt):
         click.echo(f"run {run_id} cancelled; network torn down. Partial records kept.", err=True)
         sys.exit(130)
+    _finish(store, run_id, started, as_json, report)
+
+
+def _finish(store, run_id: str, started: float, as_json: bool, report: bool) -> None:
+    """The end of `catnip run`: the summary (or the report), and exit 0 only for a run that is done."""
+    from results import report as report_mod
     rep = report_mod.run_report(store, run_id)
     wall = time.monotonic() - started
     if as_json:
@@ -208,6 +235,32 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
             click.echo(report_mod.render_text(rep))
         click.echo(f"run {run_id} {rep['status']} in {wall:.0f} s; `catnip report {run_id}` shows it again")
     sys.exit(0 if rep["status"] == "done" else 1)
+
+
+def _run_on_cluster(sweep, caps, scenario_file: Path, overrides: list[str], seed: int | None, db: str | None,
+                    run_id: str, address: str, retries: int, resume: bool, as_json: bool, report: bool) -> None:
+    """`catnip run --cluster`: the points go to the workers (controller/cluster.py); exits."""
+    from controller import cluster, runner
+    if not resume and Path(db or paths.database()).exists():
+        with _store(db) as existing:
+            if existing.run(run_id) is not None:
+                raise validate_mod.Refused(f"--run-id {run_id}: already in {existing.path}")
+    store = _store(db)
+    display = _ProgressDisplay(enabled=not as_json)
+    started = time.monotonic()
+    click.echo(f"run {run_id}: {sweep.name}, {len(sweep.points)} point(s) on the cluster at {address}", err=as_json)
+    try:
+        with display:
+            cluster.run(sweep, caps, store, address, scenario_file, overrides, seed, progress=display.update,
+                        run_id=run_id, retries=retries, resume=resume, notice=lambda line: click.echo(line, err=True))
+    except cluster.ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise click.ClickException(f"run {run_id} failed: {exc}") from None
+    except (runner.RunCancelled, KeyboardInterrupt):
+        click.echo(f"run {run_id} cancelled; the workers tore their points down. Partial records kept.", err=True)
+        sys.exit(130)
+    _finish(store, run_id, started, as_json, report)
 
 
 scenario_path = validate_mod.scenario_path  # a bare name is looked up in scenarios/
@@ -776,6 +829,10 @@ from controller.archive_cli import export_cmd, import_cmd  # noqa: E402 - after 
 
 main.add_command(export_cmd)
 main.add_command(import_cmd)
+
+from controller.cluster_cli import cluster_group  # noqa: E402 - after main exists
+
+main.add_command(cluster_group)
 
 if __name__ == "__main__":
     main()

@@ -77,12 +77,13 @@ def recording_progress(sink: ProgressSink, store: Store, every: float = 1.0) -> 
 
 def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink = lambda p: None,
         cancelled: Callable[[], bool] = lambda: False, run_id: str | None = None, jobs: int = 1,
-        room: float = 0.5, settle: float = 30.0) -> str:
+        room: float = 0.5, settle: float = 30.0, wait_for_machine: bool = False) -> str:
     """Run every point of a sweep; returns the run id. Records survive failures of single points.
 
     jobs > 1 runs up to that many points side by side, each in a network namespace of its own,
     starting another only while the machine has room: every running point `settle` seconds into
-    its workload and the CPU busy below `room` (controller/parallel.py)."""
+    its workload and the CPU busy below `room` (controller/parallel.py). `wait_for_machine` waits
+    for another run holding the machine to end instead of failing (RunBusy)."""
     problems = caps.blocking_problems()
     if problems:
         raise RuntimeError("this machine cannot run scenarios: " + "; ".join(problems))
@@ -94,7 +95,7 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
         parallel.check_isolatable(sweep, caps)
     run_id = run_id or new_run_id(sweep.name)
     first = sweep.points[0][1]
-    with machine_lock(), signals_cancel():
+    with machine_lock(wait_for_machine), signals_cancel():
         close_abandoned_runs(store)
         store.create_run(run_id, sweep.name, sweep.source, sweep.raw, sweep.sweep, first.seed, git_revision(),
                          versions(), caps.to_dict(), runner=processes.identity())

@@ -66,14 +66,15 @@ def close_abandoned_runs(store: Store) -> list[str]:
 
 
 @contextmanager
-def machine_lock() -> Iterator[None]:
+def machine_lock(wait: bool = False) -> Iterator[None]:
     """Two runs must never fight over the machine unnoticed: one lock at a fixed path
-    (paths.machine_lock_path), whatever CATNIP_STATE says, recording who holds it."""
+    (paths.machine_lock_path), whatever CATNIP_STATE says, recording who holds it. RunBusy when it
+    is held, or with `wait` until it is free (a cluster worker's point queues behind a local run)."""
     path = paths.machine_lock_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     fh = open(path, "a+")
     try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except BlockingIOError:
         fh.seek(0)
         holder = fh.read().strip() or "unknown holder"

@@ -290,6 +290,21 @@ def check_new_id(run_id: str) -> None:
                            " starting with a letter or digit")
 
 
+def _check_tables(store: Store, document: dict[str, Any], source: str) -> None:
+    """ArchiveError unless `store` has every table and column the document's rows fill."""
+    written = document.get("exported", {}).get("schema_version") if isinstance(document.get("exported"), dict) \
+        else None
+    newer = f" (the export's schema version is {written}, this code's {SCHEMA_VERSION}: update this checkout)"
+    present = set(run_tables(store.db))
+    for name, t in document["tables"].items():
+        if name not in present:
+            raise ArchiveError(f"{source}: table {name[:60]!r} is not in {store.path}" + newer)
+        missing = [c for c in t["columns"] if c not in _columns(store.db, name)]
+        if missing:
+            raise ArchiveError(f"{source}: table {name} has columns {', '.join(missing)[:200]} that {store.path}"
+                               " lacks" + newer)
+
+
 def import_run(store: Store, document: dict[str, Any], new_id: str | None = None, source: str = "",
                sha256: str | None = None) -> Imported:
     """Writes a checked document's rows into `store` in one transaction, under `new_id` or the
@@ -303,17 +318,7 @@ def import_run(store: Store, document: dict[str, Any], new_id: str | None = None
                            " another --db")
     db = store.db
     tables = document["tables"]
-    present = set(run_tables(db))
-    written = document.get("exported", {}).get("schema_version") if isinstance(document.get("exported"), dict) \
-        else None
-    newer = f" (the export's schema version is {written}, this code's {SCHEMA_VERSION}: update this checkout)"
-    for name, t in tables.items():
-        if name not in present:
-            raise ArchiveError(f"{source}: table {name[:60]!r} is not in {store.path}" + newer)
-        missing = [c for c in t["columns"] if c not in _columns(db, name)]
-        if missing:
-            raise ArchiveError(f"{source}: table {name} has columns {', '.join(missing)[:200]} that {store.path}"
-                               " lacks" + newer)
+    _check_tables(store, document, source)
     order = ["runs", "points", *sorted(n for n in tables if n not in ("runs", "points"))]
     total = 0
     try:
@@ -353,3 +358,57 @@ def import_run(store: Store, document: dict[str, Any], new_id: str | None = None
         db.rollback()
         raise
     return Imported(run_id, total, marked)
+
+
+def merge_points(store: Store, document: dict[str, Any], run_id: str, first_point: int,
+                 environment: dict[str, Any] | None = None, source: str = "") -> int:
+    """Writes the points of a checked document (a run of one sweep point's repetitions, run
+    elsewhere: controller/cluster.py) into run `run_id` of `store`, its point p as point
+    first_point + p, in one transaction; what the run held for those points before (a start
+    recorded while the point ran elsewhere, an earlier attempt) is replaced. `environment` is
+    added to each point's environment record under "cluster". The `runs` row is not carried: the
+    run is the store's own. Returns the rows written."""
+    if store.run(run_id) is None:
+        raise ArchiveError(f"no run {run_id!r} in {store.path} to merge points into")
+    _check_tables(store, document, source)
+    tables = {n: t for n, t in document["tables"].items() if n != "runs"}
+    numbers = sorted({r[tables["points"]["columns"].index("point")] for r in tables["points"]["rows"]})
+    if any(not isinstance(p, int) or p < 0 for p in numbers):
+        raise ArchiveError(f"{source}: point numbers {numbers[:5]} are not whole numbers from 0")
+    targets = [first_point + p for p in numbers]
+    db = store.db
+    total = 0
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        for name in ["points", *sorted(n for n in tables if n != "points")]:
+            t = tables[name]
+            cols = t["columns"]
+            key, at = cols.index("run_id"), cols.index("point")
+            decoded = [cols.index(c) for c in t.get("json_columns", [])]
+            rows = []
+            for r in t["rows"]:
+                r = list(r)
+                r[key], r[at] = run_id, first_point + r[at]
+                if name == "points" and environment is not None and "environment" in cols:
+                    i = cols.index("environment")
+                    env = r[i] if i in decoded else json.loads(r[i]) if r[i] is not None else None
+                    env = {**(env if isinstance(env, dict) else {}), "cluster": environment}
+                    r[i] = env if i in decoded else _canonical(env)
+                for i in decoded:
+                    if r[i] is not None:
+                        r[i] = _canonical(r[i])
+                rows.append(r)
+            marks = ", ".join("?" * len(targets))
+            db.execute(f'DELETE FROM "{name}" WHERE run_id=? AND point IN ({marks})', (run_id, *targets))
+            quoted = ", ".join(f'"{c}"' for c in cols)
+            db.executemany(f'INSERT INTO "{name}" ({quoted}) VALUES ({", ".join("?" * len(cols))})', rows)
+            total += len(rows)
+        db.commit()
+    except sqlite3.Error as exc:
+        db.rollback()
+        raise ImportFailed(f"cannot merge {source} into run {run_id} of {store.path}: {exc}; nothing was merged") \
+            from None
+    except BaseException:
+        db.rollback()
+        raise
+    return total

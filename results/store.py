@@ -363,6 +363,14 @@ class Store:
                 (run_id, name, source, _dumps(scenario), _dumps(sweep), seed, git_rev, _dumps(versions),
                  _dumps(capabilities), time.time(), runner))
 
+    def reopen_run(self, run_id: str, runner: str) -> None:
+        """A run that ended taken up again by a new runner (`catnip run --cluster --resume`): it runs
+        its points that are not done; the others stay as they are."""
+        self.keep_reserve()
+        with self._writing():
+            self.db.execute("UPDATE runs SET status='running', error=NULL, finished=NULL, runner=? WHERE id=?",
+                            (runner, run_id))
+
     def interrupt_run(self, run_id: str, error: str) -> None:
         """A run, and its points, still recorded as running though nothing runs them any more;
         finished at the last sign of life it left (a point's end or a progress row), not now."""

@@ -1,0 +1,233 @@
+"""`catnip run --cluster`: a sweep's points on the workers of a Dask scheduler (controller/cluster.py).
+
+On one machine a cluster is imitated by Dask's LocalCluster: the scheduler in this process and two
+workers as processes of their own, each offering the `machine` resource as `catnip cluster worker`
+does. Both workers share this kernel, so their points take turns at the machine lock, as two
+points on one real machine would have to."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from controller import cluster, cluster_task
+from results import archive
+from results.store import Store
+from testbed.paths import REPO
+from tests.conftest import catnip, need_engine
+from tests.test_run import SMALL
+
+QUICK = str(REPO / "scenarios" / "quick.yaml")
+# Four points: two policies x two client counts; 10 pages a client, no think time.
+FOUR_POINTS = ["--set", "sweep.router.policy=[{kind: droptail}, {kind: catnip_good}]",
+               "--set", "sweep.topology.clients=[2, 3]"]
+
+
+@pytest.fixture
+def local_cluster():
+    """A scheduler here and two workers (processes) like `catnip cluster` starts them."""
+    pytest.importorskip("distributed")
+    import dask
+    from distributed import LocalCluster
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, resources={"machine": 1},
+                          dashboard_address=None, host="127.0.0.1")
+    try:
+        yield lc
+    finally:
+        lc.close()
+
+
+def _points(db: Path) -> list[sqlite3.Row]:
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    return con.execute("SELECT * FROM points ORDER BY point").fetchall()
+
+
+def _page_bytes(db: Path, run_id: str) -> dict[int, list[tuple]]:
+    con = sqlite3.connect(db)
+    out: dict[int, list[tuple]] = {}
+    for point, client, page, rnd, nbytes in con.execute(
+            "SELECT point, client, page, round, bytes FROM pages WHERE run_id=? AND error IS NULL"
+            " ORDER BY point, client, round, page", (run_id,)):
+        out.setdefault(point, []).append((client, page, rnd, nbytes))
+    return out
+
+
+# --- without a network ------------------------------------------------------------------------
+
+def _worker_run(tmp_path: Path) -> dict:
+    """An export of a run with two points (a point's two repetitions), as a worker returns it."""
+    with Store(tmp_path / "worker.db") as w:
+        w.create_run("r1", "s", "s.yaml", {}, {}, 1, "rev", {}, {})
+        for point in (0, 1):
+            w.create_point("r1", point, point, {"x": 1}, {"seed": 1}, 1 + 1000 * point)
+            w.update_point("r1", point, status="done", environment={"kernel": "k"}, finished=time.time())
+            w.add_progress("r1", point, 1.0, "done", 10, 10)
+        w.finish_run("r1", "done")
+        return archive.export_run(w, "r1")
+
+
+def test_merge_points_renumbers_and_replaces(tmp_path):
+    document = _worker_run(tmp_path)
+    with Store(tmp_path / "coord.db") as c:
+        c.create_run("run", "s", "s.yaml", {}, {}, 1, "rev", {}, {})
+        c.create_point("run", 0, 0, {"x": 0}, {}, 1)  # another point, left alone
+        c.create_point("run", 3, 0, {"x": 1}, {}, 1)  # recorded as running while on the worker
+        c.add_progress("run", 3, 0.5, "running workload", 1, 10)
+        written = archive.merge_points(c, document, "run", 3, environment={"worker": "tcp://w:1"})
+        assert written == 4  # 2 points rows, 2 progress rows
+        rows = {p["point"]: p for p in c.points("run")}
+        assert sorted(rows) == [0, 3, 4]
+        assert rows[0]["status"] == "running"
+        assert [rows[p]["status"] for p in (3, 4)] == ["done", "done"]
+        assert [rows[p]["seed"] for p in (3, 4)] == [1, 1001]
+        assert json.loads(rows[4]["environment"]) == {"kernel": "k", "cluster": {"worker": "tcp://w:1"}}
+        progress = c.db.execute("SELECT point, phase FROM progress WHERE run_id='run' ORDER BY point").fetchall()
+        assert [tuple(r) for r in progress] == [(3, "done"), (4, "done")]  # the running row was replaced
+        with pytest.raises(archive.ArchiveError, match="no run 'other'"):
+            archive.merge_points(c, document, "other", 0)
+
+
+def test_differences_name_what_differs():
+    mine = {"code": "a", "builds": "b", "capabilities": {"root": True, "qdiscs": {"htb": True, "netem": False}}}
+    assert cluster._differences(mine, mine) == []
+    theirs = {"code": "z", "builds": "b", "capabilities": {"root": True, "qdiscs": {"htb": True, "netem": True}}}
+    assert cluster._differences(mine, theirs) == ["testbed code z (ours a)", "qdiscs netem=True (ours False)"]
+
+
+def test_comparable_capabilities_leave_out_the_machine_names():
+    caps = {"kernel": "6.18.0", "engine_binary": "/x/engine", "root": True}
+    assert cluster_task.comparable_capabilities(caps) == {"root": True}
+
+
+def test_cluster_options_are_checked_before_anything_starts(isolated_data):
+    res = catnip("run", QUICK, "--cluster", "tcp://127.0.0.1:1", "--jobs", "2")
+    assert res.returncode == 2 and "--cluster runs one point per worker machine" in res.stderr
+    res = catnip("run", QUICK, "--resume", "abc")
+    assert res.returncode == 2 and "give --cluster too" in res.stderr
+
+
+# --- with a scheduler and workers -------------------------------------------------------------
+
+@pytest.mark.netns
+def test_no_scheduler_is_one_line(isolated_data):
+    need_engine()
+    pytest.importorskip("distributed")
+    res = catnip("run", QUICK, *SMALL, "--cluster", "tcp://127.0.0.1:9")
+    assert res.returncode == 1
+    assert "--cluster tcp://127.0.0.1:9: no Dask scheduler answers there" in res.stderr, res.stderr[-2000:]
+
+
+@pytest.mark.netns
+@pytest.mark.parametrize("kind", ["no-resource", "other-engine"])
+def test_unfit_workers_are_refused(isolated_data, tmp_path, kind):
+    """A worker without the `machine` resource, and one whose engine build is not the coordinator's
+    (every worker here runs this checkout: its environment points it at another engine file)."""
+    need_engine()
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+    other = tmp_path / "other-engine"
+    other.write_bytes(b"not the engine this coordinator has")
+    kwargs = ({"env": {"CATNIP_ENGINE": str(other)}, "resources": {"machine": 1}} if kind == "other-engine"
+              else {})
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1",
+                      **kwargs) as lc:
+        res = catnip("run", QUICK, *SMALL, "--cluster", lc.scheduler_address)
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert "no worker can run this run's points" in res.stderr, res.stderr[-2000:]
+    assert ("offers no 'machine' resource" if kind == "no-resource" else "engine/BPF builds") in res.stderr
+
+
+@pytest.mark.netns
+def test_four_points_over_two_workers_match_a_local_run(isolated_data, no_leftovers, local_cluster):
+    need_engine()
+    db = isolated_data / "data" / "catnip.db"
+    res = catnip("run", QUICK, *SMALL, *FOUR_POINTS, "--seed", "5", "--run-id", "on-cluster", "--json",
+                 "--cluster", local_cluster.scheduler_address)
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = json.loads(res.stdout)
+    assert summary["status"] == "done" and len(summary["points"]) == 4
+    assert "2 worker(s) accepted" in res.stderr
+    res = catnip("run", QUICK, *SMALL, *FOUR_POINTS, "--seed", "5", "--run-id", "local", "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    points = [p for p in _points(db) if p["run_id"] == "on-cluster"]
+    assert [p["status"] for p in points] == ["done"] * 4
+    workers = {json.loads(p["environment"])["cluster"]["worker"] for p in points}
+    assert len(workers) == 2, "both workers ran points"
+    # The same seeds drew the same pages (sizes, order) on the workers as here.
+    assert _page_bytes(db, "on-cluster") == _page_bytes(db, "local")
+    assert [len(v) for v in _page_bytes(db, "local").values()] == [20, 30, 20, 30]
+    # Each point's folder came back under its own number.
+    folder = db.parent / "runs" / "on-cluster"
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith("point")) == [f"point{i}" for i in range(4)]
+    # Page times within noise of the local run's: the same network, the same engine.
+    con = sqlite3.connect(db)
+    mean = dict(con.execute("SELECT run_id, AVG(duration) FROM pages GROUP BY run_id").fetchall())
+    assert 0.5 < mean["on-cluster"] / mean["local"] < 2, mean
+    # The dashboard's and report's reader sees the run as a local one.
+    rep = json.loads(catnip("report", "on-cluster", "--json").stdout)
+    assert [p["pages_completed"] for p in rep["points"]] == [20, 30, 20, 30]
+
+
+@pytest.mark.netns
+def test_a_killed_worker_loses_only_its_point(isolated_data, no_leftovers, local_cluster):
+    """SIGKILL the worker whose point is in its workload: its point's network goes down with it
+    (the point's process gets SIGTERM as its parent dies), the point is sent again, and the run
+    ends done with the lost attempt recorded."""
+    need_engine()
+    from distributed import Client
+    from testbed import cleanup
+    db = isolated_data / "data" / "catnip.db"
+    with Client(local_cluster) as client:
+        pids = client.run(os.getpid)  # worker address -> pid
+    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "run", QUICK, *SMALL, "--run-id", "kill",
+                             "--set", "sweep.router.policy=[{kind: droptail}, {kind: catnip_good}]",
+                             "--set", "workload.think_time={model: fixed, mean: 1s}", "--json",
+                             "--cluster", local_cluster.scheduler_address],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while not any("workloads.client" in cmd for _, cmd in cleanup.our_processes()):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.5)
+        # The worker below the process that holds the machine lock runs the point now.
+        holder = cleanup.run_in_progress() or ""
+        running = [a for a, pid in pids.items() if _has_ancestor(holder, pid)]
+        assert len(running) == 1, (pids, holder)
+        os.kill(pids[running[0]], signal.SIGKILL)
+        out, err = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    points = _points(db)
+    assert [p["status"] for p in points] == ["done", "done"]
+    attempts = [json.loads(p["environment"])["cluster"]["attempts"] for p in points]
+    lost = [a for a in attempts if len(a) == 2]
+    assert len(lost) == 1, attempts
+    assert [a["outcome"] for a in lost[0]] == ["the worker died while running it", "returned"]
+    assert lost[0][0]["worker"] == running[0]
+
+
+def _has_ancestor(holder: str, pid: int) -> bool:
+    """Whether the process the lock holder's text names ("pid N since ...") runs below `pid`."""
+    if not holder.startswith("pid "):
+        return False
+    child = int(holder.split()[1])
+    while child > 1:
+        if child == pid:
+            return True
+        try:
+            stat = Path(f"/proc/{child}/stat").read_text()
+        except OSError:
+            return False
+        child = int(stat.rsplit(")", 1)[1].split()[1])
+    return False
