@@ -25,9 +25,9 @@ from tests.conftest import catnip, need_engine
 from tests.test_run import SMALL
 
 QUICK = str(REPO / "scenarios" / "quick.yaml")
-# Four points: two policies x two client counts; 10 pages a client, no think time.
+# Four points: two policies x one or two rounds of 10 pages for each of 3 clients, no think time.
 FOUR_POINTS = ["--set", "sweep.router.policy=[{kind: droptail}, {kind: catnip_good}]",
-               "--set", "sweep.topology.clients=[2, 3]"]
+               "--set", "sweep.workload.rounds=[1, 2]"]
 
 
 @pytest.fixture
@@ -164,7 +164,7 @@ def test_four_points_over_two_workers_match_a_local_run(isolated_data, no_leftov
     assert len(workers) == 2, "both workers ran points"
     # The same seeds drew the same pages (sizes, order) on the workers as here.
     assert _page_bytes(db, "on-cluster") == _page_bytes(db, "local")
-    assert [len(v) for v in _page_bytes(db, "local").values()] == [20, 30, 20, 30]
+    assert [len(v) for v in _page_bytes(db, "local").values()] == [30, 60, 30, 60]
     # Each point's folder came back under its own number.
     folder = db.parent / "runs" / "on-cluster"
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith("point")) == [f"point{i}" for i in range(4)]
@@ -174,7 +174,7 @@ def test_four_points_over_two_workers_match_a_local_run(isolated_data, no_leftov
     assert 0.5 < mean["on-cluster"] / mean["local"] < 2, mean
     # The dashboard's and report's reader sees the run as a local one.
     rep = json.loads(catnip("report", "on-cluster", "--json").stdout)
-    assert [p["pages_completed"] for p in rep["points"]] == [20, 30, 20, 30]
+    assert [p["pages_completed"] for p in rep["points"]] == [30, 60, 30, 60]
 
 
 @pytest.mark.netns
