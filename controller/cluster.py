@@ -78,7 +78,7 @@ def connect(address: str):
     """A Dask client of the scheduler at `address`, or ClusterError."""
     from distributed import Client
     try:
-        return Client(address, timeout=CONNECT_S, set_as_default=False)
+        return Client(address, timeout=CONNECT_S)  # the default client: distributed.wait uses it
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"--cluster {address}: no Dask scheduler answers there within {CONNECT_S:.0f} s ({exc});"
                            " start one with `catnip cluster scheduler`") from None
