@@ -169,7 +169,12 @@ def _extract_folder(data: bytes, artifacts: Path, first_point: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=".cluster-", dir=artifacts))
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            tar.extractall(tmp, filter="data")
+            members = tar.getmembers()
+            for m in members:  # only files and folders inside the folder (tarfile's "data" filter is 3.11.4+)
+                parts = Path(m.name).parts
+                if not (m.isfile() or m.isdir()) or Path(m.name).is_absolute() or ".." in parts:
+                    raise ValueError(f"the point's folder holds {m.name!r}, which is not a file or folder inside it")
+            tar.extractall(tmp, members=members)
         for child in sorted(tmp.iterdir()):
             if child.name.startswith("point") and child.name[5:].isdigit():
                 target = artifacts / f"point{first_point + int(child.name[5:])}"
@@ -273,7 +278,11 @@ class Coordinator:
             task.attempts.append({"outcome": f"{type(exc).__name__}: {exc}"})
             self._record_failed(task, f"{type(exc).__name__}: {exc}")
         else:
-            self._merge(task, result)
+            try:
+                self._merge(task, result)
+            except (archive.ArchiveError, ValueError, OSError, tarfile.TarError) as exc:
+                task.attempts.append({"worker": result.get("worker"), "outcome": f"returned, not merged: {exc}"})
+                self._record_failed(task, f"its records from worker {result.get('worker')} could not be merged: {exc}")
         return None
 
     def run(self, tasks: list[PointTask], cancelled: Callable[[], bool]) -> list[str]:
