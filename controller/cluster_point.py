@@ -48,9 +48,10 @@ def main(spec_path: str) -> int:
         print(json.dumps(asdict(p)), flush=True)
 
     from testbed.capabilities import probe
-    caps = probe()
-    with Store(paths.database()) as store:
+    # A cancel while probing (a throwaway namespace) or waiting for the machine is clean too.
+    with runner.signals_cancel(), Store(paths.database()) as store:
         try:
+            caps = probe()
             runner.run(sweep, caps, store, progress=emit, run_id=spec["run_id"], wait_for_machine=True)
         except runner.RunCancelled:
             return 130

@@ -231,3 +231,36 @@ def _has_ancestor(holder: str, pid: int) -> bool:
             return False
         child = int(stat.rsplit(")", 1)[1].split()[1])
     return False
+
+
+@pytest.mark.netns
+def test_ctrl_c_on_the_coordinator_tears_the_points_down(isolated_data, no_leftovers, local_cluster):
+    """Ctrl-C sets the run's Dask Event: the running point tears its network down on its worker and
+    comes back cancelled with its records; the point still queued is dropped."""
+    need_engine()
+    from testbed import cleanup
+    db = isolated_data / "data" / "catnip.db"
+    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "run", QUICK, *SMALL, "--run-id", "stop",
+                             "--set", "sweep.router.policy=[{kind: droptail}, {kind: catnip_good}]",
+                             "--set", "workload.rounds=20", "--set", "workload.think_time={model: fixed, mean: 1s}",
+                             "--cluster", local_cluster.scheduler_address],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while not any("workloads.client" in cmd for _, cmd in cleanup.our_processes()):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert "the workers tore their points down" in err
+    assert cleanup.leftovers() == {}, "the worker's point tore its network down"
+    points = _points(db)
+    assert [p["status"] for p in points] == ["cancelled"], [dict(p) for p in points]
+    assert json.loads(points[0]["environment"])["cluster"]["attempts"][-1]["outcome"] == "returned"
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT status FROM runs WHERE id='stop'").fetchone()[0] == "cancelled"
+    assert con.execute("SELECT COUNT(*) FROM pages WHERE run_id='stop'").fetchone()[0] > 0, "its records came back"
