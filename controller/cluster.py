@@ -51,6 +51,7 @@ RESOURCE = "machine"  # what `catnip cluster worker` offers one of: one point pe
 CONNECT_S = 10.0
 POLL_S = 0.5
 CANCEL_WAIT_S = 240.0  # how long a cancel waits for the running points to come back torn down
+PROGRESS_FIELDS = set(Progress.__dataclass_fields__)
 
 
 class ClusterError(RuntimeError):
@@ -68,10 +69,6 @@ class PointTask:
     @property
     def first_point(self) -> int:
         return self.plans[0].index
-
-    @property
-    def label(self) -> str:
-        return self.plans[0].label
 
 
 def connect(address: str):
@@ -221,8 +218,7 @@ class Coordinator:
             if point not in self.started and self.store.point(self.run_id, point) is None:
                 plan.create(self.store, self.run_id)  # shown as running (on a worker) until it comes back
             self.started.add(point)
-            known = set(Progress.__dataclass_fields__)
-            p = Progress(**{k: v for k, v in data.items() if k in known})
+            p = Progress(**{k: v for k, v in data.items() if k in PROGRESS_FIELDS})
             self.progress(p)
             if time.monotonic() - self.last_progress.get(point, 0) >= 1:
                 self.last_progress[point] = time.monotonic()
