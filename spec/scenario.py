@@ -628,7 +628,9 @@ def _swept_paths(sweep: Any) -> list[str]:
     if not isinstance(sweep, dict):
         return []
     out = [k for k in sweep if k != SCHEME]
-    for value in sweep.get(SCHEME) or []:
+    schemes = sweep.get(SCHEME)
+    # A malformed `scheme` (e.g. --set sweep.scheme=5) is refused by the sweep's own check later.
+    for value in schemes if isinstance(schemes, list) else []:
         if isinstance(value, dict) and isinstance(value.get("set"), dict):
             out += [p for p in value["set"] if p not in out]
     return out
