@@ -345,6 +345,8 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, address: str, scenario_f
     plans = plan_points(sweep, artifacts)
     tasks = point_tasks(sweep, plans, Path(scenario_file), list(overrides), seed, run_id)
     if resume:
+        # A coordinator that was killed left its run `running`; close it first, as any new run would.
+        close_abandoned_runs(store)
         row = store.run(run_id)
         if row is None:
             raise ClusterError(f"--resume {run_id}: no such run in {store.path}")

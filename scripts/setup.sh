@@ -28,7 +28,10 @@ PACKAGES=(
   python3 python3-venv python3-pip
   build-essential curl ca-certificates git
   chromium
+  openssh-server
 )
+# openssh-server: an imitated second machine runs its own sshd in a namespace (testbed/machines.py,
+# docs/cluster.md); the system's ssh service is not used.
 # chromium: kaleido draws the static figures (SVG/PDF/PNG) with it. Only for `make test`: the
 # driver for the dashboard's headless browser tests, `vagrant validate`.
 TEST_PACKAGES=(chromium-driver vagrant)
@@ -44,6 +47,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   say "Debian packages present"
+fi
+# Installing openssh-server here may have started the system's ssh service: stop and disable it
+# (only when this script installed it; a machine reached by ssh already had it).
+if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
+  if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    systemctl disable --now ssh.service >/dev/null 2>&1 || true
+  elif [ -x /etc/init.d/ssh ]; then
+    /etc/init.d/ssh stop >/dev/null 2>&1 || true
+  fi
 fi
 # The Debian apache2 package may have started the system service; the testbed never uses it
 # and its port-80 listener in the root namespace is not ours to keep.

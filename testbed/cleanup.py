@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
-from testbed import apache, paths, run_cgroup, sender, spm
+from testbed import apache, machines, paths, run_cgroup, sender, spm
 from testbed.hostconfig import restore_allowed_congestion_control
 
 PREFIX = paths.PREFIX
@@ -24,7 +25,7 @@ BPF_PIN_DIR = Path("/sys/fs/bpf/catnip")
 def _markers() -> list[str]:
     """Markers that name our programs: enough on their own."""
     return [str(paths.engine_binary()), "workloads.client", "workloads.transfers", "workloads.telnet",
-            "workloads.burst", "workloads.ftp", f"mininet:{PREFIX}"]
+            "workloads.burst", "workloads.ftp", f"mininet:{PREFIX}", machines.MACHINE_MARK]
 
 
 def _path_markers() -> list[str]:
@@ -42,6 +43,17 @@ def _net_ns(pid: int | str) -> str | None:
         return None
 
 
+def _named_net_namespaces() -> set[str]:
+    """The namespaces under /run/netns with our prefix (an imitated machine's), as /proc shows them."""
+    found = set()
+    for entry in Path("/run/netns").glob(f"{PREFIX}*"):
+        try:
+            found.add(f"net:[{entry.stat().st_ino}]")
+        except OSError:
+            continue
+    return found
+
+
 def _is_controller(argv: list[str]) -> bool:
     """The catnip CLI and test runners carry our paths as arguments but are not ours to kill."""
     head = [Path(a).name for a in argv[:3]]
@@ -55,6 +67,7 @@ def our_processes() -> list[tuple[int, str]]:
     found = []
     in_runs = {pid for group in run_cgroup.run_groups() for pid in run_cgroup.processes(group)}
     markers, path_markers, root_ns = _markers(), _path_markers(), _net_ns("self")
+    named = _named_net_namespaces()  # whatever runs in one of them is ours (an imitated machine's sshd)
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
@@ -68,6 +81,9 @@ def our_processes() -> list[tuple[int, str]]:
             found.append((int(entry.name), cmdline or f"[{_comm(entry)}]"))
             continue
         if not cmdline or _is_controller(argv):
+            continue
+        if named and _net_ns(entry.name) in named:
+            found.append((int(entry.name), cmdline))
             continue
         if any(m in cmdline for m in markers) or _our_apache(argv) or (
                 any(m in cmdline for m in path_markers) and _net_ns(entry.name) not in (None, root_ns)):
@@ -136,6 +152,7 @@ def leftovers() -> dict[str, list]:
         "bpf_pins": our_bpf_pins(),
         "cgroups": [str(g) for g in [*run_cgroup.run_groups(), *spm.our_cgroups()]],
         "congestion_controls": sender.registered(),
+        "machine_folders": [str(p) for p in machines.imitation_folders()],
     }
     if (paths.state_dir() / "allowed_cc.orig").exists():
         state["sysctl"] = ["net.ipv4.tcp_allowed_congestion_control not yet restored"]
@@ -233,6 +250,9 @@ def clean(force: bool = False) -> list[str]:
     for group in run_cgroup.run_groups():  # a killed run's: whatever survived the SIGTERMs above goes now
         if not run_cgroup.remove(group):
             done.append(f"cgroup {group}")
+    for folder in machines.imitation_folders():  # after its sshd and namespace are gone
+        shutil.rmtree(folder, ignore_errors=True)
+        done.append(f"imitated machine's folder {folder}")
     orig = paths.state_dir() / "allowed_cc.orig"
     if orig.exists():
         restore_allowed_congestion_control(orig.read_text().strip())

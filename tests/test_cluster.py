@@ -276,3 +276,49 @@ def _pages_done(db: Path, run_id: str) -> bool:
         return False
     finally:
         con.close()
+
+
+@pytest.mark.netns
+def test_resume_after_the_coordinator_was_killed_runs_only_what_is_not_done(isolated_data, no_leftovers,
+                                                                            local_cluster):
+    """SIGKILL the coordinator once one of two points is done: the run is left `running` with no
+    runner. `--resume` closes it as interrupted, keeps the finished point as it was and runs the
+    other one into the same run."""
+    need_engine()
+    from distributed import Client
+    db = isolated_data / "data" / "catnip.db"
+    args = [QUICK, *SMALL, "--set", "sweep.router.policy=[{kind: droptail}, {kind: catnip_good}]",
+            "--cluster", local_cluster.scheduler_address]
+    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "run", *args, "--run-id", "again"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 300
+        while not any(p["status"] == "done" for p in (_points(db) if db.exists() else [])):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.5)
+        proc.kill()
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    before = {p["point"]: dict(p) for p in _points(db) if p["status"] == "done"}
+    assert len(before) == 1, [dict(p) for p in _points(db)]
+    # The killed coordinator's other point may still run on its worker (nothing tells it to stop):
+    # wait until the scheduler holds no task, as a user restarting the coordinator would find it.
+    with Client(local_cluster) as client:
+        deadline = time.monotonic() + 300
+        while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+            assert time.monotonic() < deadline, "the orphaned point did not end"
+            time.sleep(0.5)
+    res = catnip("run", *args, "--resume", "again", "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "run again: 1 point run(s) already done, 1 to go" in res.stderr, res.stderr[-3000:]
+    after = {p["point"]: dict(p) for p in _points(db)}
+    assert [p["status"] for p in after.values()] == ["done", "done"]
+    (kept,) = before
+    assert after[kept] == before[kept], "the finished point was left as it was"
+    con = sqlite3.connect(db)
+    assert con.execute("SELECT status FROM runs WHERE id='again'").fetchone()[0] == "done"
+    pages = dict(con.execute("SELECT point, COUNT(*) FROM pages WHERE run_id='again' AND error IS NULL"
+                             " GROUP BY point").fetchall())
+    assert pages == {0: 30, 1: 30}, pages

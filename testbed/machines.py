@@ -1,0 +1,178 @@
+"""Machines a topology's nodes can run on: this one, or another reached by ssh (docs/cluster.md,
+"Topologies over several machines"). A command for another machine goes through ssh as one
+quoted command line and runs in that machine's root network namespace, where its sshd runs.
+
+`imitated(name)` makes a second machine on this one for tests: a network namespace with its own
+sshd, reached over a veth pair, in a mount namespace of its own where this machine's run state and
+results are hidden (a tmpfs over each), so a file written on one side is not found on the other,
+as between real machines. What it cannot hide (one kernel, one process table, one clock, the BPF
+file system) is listed in docs/cluster.md."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from testbed import paths
+
+# The imitation's underlay: RFC 2544's benchmarking block, clear of the testbed's 10/8 and 172.16/12.
+UNDERLAY_LOCAL, UNDERLAY_REMOTE, UNDERLAY_PREFIX = "198.18.0.1", "198.18.0.2", 30
+# VXLAN over IPv4 adds 50 bytes (inner Ethernet 14, outer IPv4 20, UDP 8, VXLAN 8): the underlay
+# carries the testbed's 1500-byte frames whole.
+UNDERLAY_MTU = 1550
+SSHD = "/usr/sbin/sshd"
+MACHINE_MARK = f"{paths.PREFIX}-machine-"  # in the imitation's folder name, so cleanup knows its sshd
+READY_TIMEOUT_S = 10
+
+
+class MachineError(RuntimeError):
+    """A machine cannot be reached or made; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where nodes run. `address` None: this machine. Otherwise ssh reaches it as root with the
+    options of `ssh_config` (key, known host)."""
+
+    name: str
+    address: str | None = None
+    ssh_config: Path | None = None
+
+    @property
+    def local(self) -> bool:
+        return self.address is None
+
+    def argv(self, argv: list[str], tty: bool = False) -> list[str]:
+        """The command line that runs `argv` there. ssh joins its arguments with spaces for the
+        remote shell, so each is quoted here: an argument with spaces or quotes arrives whole."""
+        if self.local:
+            return list(argv)
+        ssh = ["ssh", "-F", str(self.ssh_config), "-tt" if tty else "-T", self.address, "--"]
+        return ssh + [" ".join(shlex.quote(a) for a in argv)]
+
+    def run(self, argv: list[str], timeout: float = 60) -> str:
+        """Run `argv` there and return its output; raise with its error output if it fails."""
+        try:
+            res = subprocess.run(self.argv(argv), capture_output=True, text=True, timeout=timeout,
+                                 stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise MachineError(f"machine {self.name}: `{shlex.join(argv)}` took longer than {timeout:g} s") from None
+        if res.returncode != 0:
+            where = "" if self.local else f" (over ssh to {self.address})"
+            raise MachineError(f"machine {self.name}{where}: `{shlex.join(argv)}` failed with exit {res.returncode}:"
+                               f" {(res.stderr or res.stdout).strip()[-500:]}")
+        return res.stdout
+
+
+THIS = Machine("local")
+
+
+def _sh(*argv: str) -> str:
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if res.returncode != 0:
+        raise MachineError(f"`{shlex.join(argv)}` failed: {res.stderr.strip()}")
+    return res.stdout
+
+
+def _sshd_config(folder: Path, address: str) -> str:
+    return "\n".join([
+        f"ListenAddress {address}", "Port 22",
+        f"HostKey {folder / 'host_key'}", f"AuthorizedKeysFile {folder / 'authorized_keys'}",
+        "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+        "UsePAM no", "UseDNS no", "StrictModes no", f"PidFile {folder / 'sshd.pid'}",
+        # Mininet Cluster Edition keeps one ssh session per remote node and per remote process.
+        "MaxSessions 200", "MaxStartups 200", ""])
+
+
+def _ssh_config(folder: Path) -> str:
+    return "\n".join([
+        "Host *", "  User root", f"  IdentityFile {folder / 'client_key'}", "  IdentitiesOnly yes",
+        f"  UserKnownHostsFile {folder / 'known_hosts'}", "  StrictHostKeyChecking yes", "  BatchMode yes",
+        "  LogLevel ERROR", "  ConnectTimeout 5", ""])
+
+
+def _mount_script(hide: list[Path], sshd_config: Path) -> str:
+    """Run in the imitation's own mount namespace: /sys/class/net listing its own interfaces (brctl
+    reads it; a new sysfs over all of /sys would hide bpffs and cgroup2), a tmpfs over each folder
+    this machine keeps to itself, then sshd."""
+    hidden = " ".join(shlex.quote(str(p)) for p in hide)
+    return (
+        "set -e; t=$(mktemp -d); mount -t sysfs sysfs \"$t\";"
+        " for s in class/net devices/virtual/net; do mount --bind \"$t/$s\" \"/sys/$s\"; done; umount -l \"$t\";"
+        f" rmdir \"$t\"; for d in {hidden}; do mkdir -p \"$d\"; mount -t tmpfs tmpfs \"$d\"; done;"
+        f" exec {SSHD} -D -e -f {shlex.quote(str(sshd_config))}")
+
+
+def imitation_folders() -> list[Path]:
+    """The folders of imitated machines (keys, configs, sshd's log): a killed test's are leftovers."""
+    return sorted(Path("/run").glob(f"{MACHINE_MARK}*"))
+
+
+@contextmanager
+def imitated(name: str = "m2") -> Iterator[Machine]:
+    """A second machine on this one: network namespace `ctp<name>` with its own sshd on
+    UNDERLAY_REMOTE, reached from here over the veth `ctpu<name>` (UNDERLAY_LOCAL). Removed on exit,
+    also on failure; `catnip clean` finds a killed one's namespace, veth and sshd by the prefix."""
+    if not Path(SSHD).exists():
+        raise MachineError(f"an imitated machine needs the OpenSSH server ({SSHD}): `make setup` installs it")
+    netns, veth = f"{paths.PREFIX}{name}", f"{paths.PREFIX}u{name}"
+    folder = Path(f"/run/{MACHINE_MARK}{name}")  # outside what the imitation hides, so its sshd sees it
+    sshd = None
+    try:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(mode=0o700, parents=True)
+        _sh("ip", "netns", "add", netns)
+        _sh("ip", "link", "add", veth, "mtu", str(UNDERLAY_MTU), "type", "veth", "peer", "name", f"{veth}r",
+            "mtu", str(UNDERLAY_MTU), "netns", netns)
+        _sh("ip", "addr", "add", f"{UNDERLAY_LOCAL}/{UNDERLAY_PREFIX}", "dev", veth)
+        _sh("ip", "link", "set", veth, "up")
+        inside = ["nsenter", f"--net=/run/netns/{netns}"]
+        _sh(*inside, "ip", "addr", "add", f"{UNDERLAY_REMOTE}/{UNDERLAY_PREFIX}", "dev", f"{veth}r")
+        _sh(*inside, "ip", "link", "set", f"{veth}r", "up")
+        _sh(*inside, "ip", "link", "set", "lo", "up")
+        for key in ("host_key", "client_key"):
+            _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"catnip {name}", "-f", str(folder / key))
+        shutil.copy(folder / "client_key.pub", folder / "authorized_keys")
+        host_key = (folder / "host_key.pub").read_text().split()[:2]
+        (folder / "known_hosts").write_text(f"{UNDERLAY_REMOTE} {' '.join(host_key)}\n")
+        (folder / "sshd_config").write_text(_sshd_config(folder, UNDERLAY_REMOTE))
+        (folder / "ssh_config").write_text(_ssh_config(folder))
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+        hide = sorted({paths.state_dir(), paths.MACHINE_DIR, paths.data_dir()})
+        log = open(folder / "sshd.log", "w")
+        sshd = subprocess.Popen([*inside, "unshare", "--mount", "--propagation", "private", "sh", "-c",
+                                 _mount_script(hide, folder / "sshd_config")],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        machine = Machine(name, UNDERLAY_REMOTE, folder / "ssh_config")
+        _wait_ready(machine, sshd, folder / "sshd.log")
+        yield machine
+    finally:
+        if sshd is not None and sshd.poll() is None:
+            sshd.terminate()  # sshd -D: its sessions' processes end with their connections
+            try:
+                sshd.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                sshd.kill()
+                sshd.wait()
+        subprocess.run(["ip", "netns", "del", netns], capture_output=True, timeout=30)
+        subprocess.run(["ip", "link", "del", veth], capture_output=True, timeout=30)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _wait_ready(machine: Machine, sshd: subprocess.Popen, log: Path) -> None:
+    """Until sshd says it listens (its own log line), then one command over ssh."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while "Server listening" not in log.read_text():
+        if sshd.poll() is not None:
+            raise MachineError(f"machine {machine.name}: sshd ended at start: {log.read_text().strip()[-500:]}")
+        if time.monotonic() > deadline:
+            raise MachineError(f"machine {machine.name}: sshd did not listen within {READY_TIMEOUT_S} s")
+        time.sleep(0.05)
+    machine.run(["true"])
