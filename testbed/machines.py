@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -43,6 +43,10 @@ class Machine:
     name: str
     address: str | None = None
     ssh_config: Path | None = None
+    underlay: str | None = None  # the address other machines' tunnels reach it at
+
+    def with_underlay(self, address: str) -> "Machine":
+        return replace(self, underlay=address)
 
     @property
     def local(self) -> bool:
@@ -150,7 +154,7 @@ def imitated(name: str = "m2") -> Iterator[Machine]:
                                  _mount_script(hide, folder / "sshd_config")],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
-        machine = Machine(name, UNDERLAY_REMOTE, folder / "ssh_config")
+        machine = Machine(name, UNDERLAY_REMOTE, folder / "ssh_config", underlay=UNDERLAY_REMOTE)
         _wait_ready(machine, sshd, folder / "sshd.log")
         yield machine
     finally:

@@ -31,6 +31,7 @@ from spec.graph import Graph, RouterLink, resolve
 from spec.scenario import HostTcp, Scenario
 from testbed import hostconfig
 from testbed.links import LinkDirection
+from testbed.machines import THIS, Machine
 from testbed.paths import PREFIX
 from workloads.apps.base import Host
 
@@ -60,6 +61,8 @@ class Network:
     directions: list[LinkDirection] = field(default_factory=list)
     mtu: int = 1500
     tcp: dict[str, HostTcp] = field(default_factory=dict)     # short name -> its TCP settings, as applied
+    machine_of: dict[str, str] = field(default_factory=dict)  # router -> the machine it runs on (split only)
+    tunnels: list[dict] = field(default_factory=list)         # links between machines (testbed/remote.py)
 
     def hosts_of(self, name: str) -> list[Host]:
         """The hosts of a group, or of every group with that role, in graph order."""
@@ -78,8 +81,28 @@ def _switch_class(kind: str):
     return partial(OVSSwitch, failMode="standalone", datapath="user" if kind == "ovs-user" else "kernel")
 
 
-def build(scenario: Scenario, switch_kind: str) -> Network:
-    """Create and start the network; the caller must call `stop(n)` (also on failure)."""
+def _check_split(graph: Graph, split: dict[str, Machine], switch_kind: str, here: Machine) -> None:
+    if split and here.underlay is None:
+        raise ValueError("split: this machine has no underlay address for the tunnels")
+    for router, machine in split.items():
+        if router not in graph.routers:
+            raise ValueError(f"split: {router!r} is not a router of this topology (routers: {', '.join(graph.routers)})")
+        if machine.local:
+            raise ValueError(f"split: router {router} on machine {machine.name}: give a machine reached by ssh")
+        if machine.underlay is None:
+            raise ValueError(f"split: machine {machine.name} has no underlay address for the tunnels")
+    if split and switch_kind != "linuxbridge":
+        # An Open vSwitch daemon serves one machine's switches; an imitated machine shares this one's.
+        raise ValueError(f"split: the access switches of another machine are Linux bridges; {switch_kind} was asked")
+
+
+def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None = None,
+          here: Machine = THIS) -> Network:
+    """Create and start the network; the caller must call `stop(n)` (also on failure).
+
+    `split` places routers on other machines (router -> Machine): each goes with its groups' switch
+    and hosts; a router link between machines is a VXLAN tunnel over the machines' underlays (`here`
+    is this machine with its underlay address). Not yet run by the point runner (docs/cluster.md)."""
     from mininet.log import setLogLevel
     from mininet.net import Mininet
     from mininet.node import Host as MnHost
@@ -88,6 +111,8 @@ def build(scenario: Scenario, switch_kind: str) -> Network:
     # rules of ours) would drown the progress display; its errors still show.
     setLogLevel("error")
     graph = scenario.graph()
+    split = dict(split or {})
+    _check_split(graph, split, switch_kind, here)
     net = Mininet(topo=None, controller=None, build=False, switch=_switch_class(switch_kind), host=MnHost,
                   autoSetMacs=False, waitConnected=False)
     n = Network(net=net, switch_kind=switch_kind, graph=graph,
@@ -99,24 +124,38 @@ def build(scenario: Scenario, switch_kind: str) -> Network:
             ports[router] = ports.get(router, -1) + 1
             return f"{PREFIX}{router}-eth{ports[router]}"
 
+        if split:  # Mininet Cluster Edition's classes, only where a run asks for them
+            from testbed import remote
+        def on(router: str, switch: bool = False) -> dict:
+            """Mininet parameters of a node that goes with `router`: nothing where it is on this machine."""
+            if router not in split:
+                return {}
+            n.machine_of[router] = split[router].name
+            return {"cls": remote.RemoteLinuxBridge if switch else remote.RemoteHost, "machine": split[router]}
+
+        link_cls = {"cls": remote.VxlanLink} if split else {}  # a veth pair within a machine, as Link's
         for r in graph.routers:
-            n.routers[r] = net.addHost(PREFIX + r, ip=None)
+            n.routers[r] = net.addHost(PREFIX + r, ip=None, **on(r))
         lan: dict[str, str] = {}
         for gi, group in enumerate(graph.groups):
-            sw = net.addSwitch(f"{PREFIX}s{gi + 1}")
+            sw = net.addSwitch(f"{PREFIX}s{gi + 1}", **on(group.router, switch=True))
             lan[group.name] = port(group.router)
-            net.addLink(n.routers[group.router], sw, intfName1=lan[group.name])
+            net.addLink(n.routers[group.router], sw, intfName1=lan[group.name], **link_cls)
             n.subnets[group.name] = graph.subnets()[group.name]
             for i, short in enumerate(group.host_names()):
                 cls = group.delay_class(i)
-                node = net.addHost(PREFIX + short, ip=None)
-                net.addLink(node, sw, intfName1=f"{PREFIX}{short}-eth0")
+                node = net.addHost(PREFIX + short, ip=None, **on(group.router))
+                net.addLink(node, sw, intfName1=f"{PREFIX}{short}-eth0", **link_cls)
                 n.hosts[short] = Host(name=PREFIX + short, ip=host_ip(group_net(gi), i + 1), group=group.name,
                                       index=i, tag=cls.tag if cls else "", node=node)
         core_intf: list[tuple[str, str]] = []
-        for link in graph.links:
+        for k, link in enumerate(graph.links):
             ia, ib = port(link.a), port(link.b)
-            net.addLink(n.routers[link.a], n.routers[link.b], intfName1=ia, intfName2=ib)
+            ends = {PREFIX + r: (split.get(r, here), (split.get(r) or here).underlay) for r in (link.a, link.b)}
+            tunnel = {"vni": k + 1, "underlays": ends, "mtu": n.mtu} if split else {}  # the VNI names the link
+            made = net.addLink(n.routers[link.a], n.routers[link.b], intfName1=ia, intfName2=ib, **link_cls, **tunnel)
+            if getattr(made, "tunnel_record", None):
+                n.tunnels.append({"link": f"{PREFIX}{link.a}-{PREFIX}{link.b}", **made.tunnel_record})
             core_intf.append((ia, ib))
         net.build()
         net.start()
@@ -259,7 +298,9 @@ def stop(n: Network) -> None:
     # A run cancelled while Mininet was starting the switches can leave a Linux bridge that
     # net.stop() did not take down (seen: Ctrl-C in "building network"); ours carry our prefix.
     for sw in n.net.switches:
-        subprocess.run(["ip", "link", "del", sw.name], capture_output=True, timeout=10)
+        machine = getattr(sw, "machine", THIS)  # a bridge of another machine is removed there
+        subprocess.run(machine.argv(["ip", "link", "del", sw.name]), capture_output=True, timeout=10,
+                       stdin=subprocess.DEVNULL)
 
 
 

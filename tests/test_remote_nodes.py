@@ -1,0 +1,116 @@
+"""Mininet Cluster Edition's remote nodes and a VXLAN link between machines (testbed/remote.py),
+on a second machine imitated by a namespace with its own sshd (testbed/machines.py)."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+import pytest
+
+from testbed import machines, remote
+
+pytestmark = pytest.mark.netns
+
+
+@contextmanager
+def _net():
+    from mininet.log import setLogLevel
+    from mininet.net import Mininet
+    setLogLevel("error")
+    net = Mininet(topo=None, controller=None, build=False, autoSetMacs=False, waitConnected=False)
+    try:
+        yield net
+    finally:
+        net.stop()
+
+
+def _underlays(here, there, m2):
+    return {here.name: (machines.THIS, machines.UNDERLAY_LOCAL), there.name: (m2, machines.UNDERLAY_REMOTE)}
+
+
+def test_hosts_and_a_bridge_on_the_other_machine_reach_each_other(no_leftovers):
+    with machines.imitated("m2") as m2, _net() as net:
+        h1 = net.addHost("ctpq1", cls=remote.RemoteHost, machine=m2, ip="10.77.0.1/24")
+        h2 = net.addHost("ctpq2", cls=remote.RemoteHost, machine=m2, ip="10.77.0.2/24")
+        s1 = net.addSwitch("ctpqs1", cls=remote.RemoteLinuxBridge, machine=m2)
+        net.addLink(h1, s1, cls=remote.VxlanLink)  # one machine: a veth pair
+        net.addLink(h2, s1, cls=remote.VxlanLink)
+        net.build()
+        net.start()
+        assert " 0% packet loss" in h1.cmd("ping -c 2 -i 0.2 -W 2 10.77.0.2")
+        # The shells run through ssh, and the bridge sits in the other machine's namespace.
+        assert h1.shell.args[0] == "ssh" and s1.shell.args[0] == "ssh"
+        there = m2.run(["readlink", "/proc/self/ns/net"]).strip()
+        assert s1.cmd("readlink /proc/self/ns/net").strip() == there != os.readlink("/proc/self/ns/net")
+        assert "ctpqs1" in m2.run(["ls", "/sys/class/net"]).split()
+        # A process there: arguments whole, its working folder there.
+        out, _ = h2.popen(["sh", "-c", 'echo "$0"; pwd', "a 'b' c"], cwd="/tmp").communicate(timeout=30)
+        assert out.decode().split("\n")[:2] == ["a 'b' c", "/tmp"]
+
+
+def test_a_vxlan_link_carries_whole_frames_between_machines(no_leftovers):
+    with machines.imitated("m2") as m2, _net() as net:
+        here = net.addHost("ctpq1", ip="10.78.0.1/24")
+        there = net.addHost("ctpq2", cls=remote.RemoteHost, machine=m2, ip="10.78.0.2/24")
+        link = net.addLink(here, there, cls=remote.VxlanLink, vni=7, underlays=_underlays(here, there, m2))
+        net.build()
+        net.start()
+        assert "vxlan id 7 " in here.cmd("ip -d link show ctpq1-eth0")
+        assert "vxlan id 7 " in there.cmd("ip -d link show ctpq2-eth0")
+        assert " 0% packet loss" in here.cmd("ping -c 2 -i 0.2 -W 2 -M do -s 1472 10.78.0.2")  # 1500 bytes
+        assert "1 errors" in here.cmd("ping -c 1 -W 2 -M do -s 1473 10.78.0.2")  # 1501: refused here
+        ends = link.tunnel_record["ends"]
+        assert [(e["machine"], e["underlay_device"], e["underlay_mtu"]) for e in ends] == [
+            ("local", "ctpum2", machines.UNDERLAY_MTU), ("m2", "ctpum2r", machines.UNDERLAY_MTU)]
+
+
+def test_an_underlay_too_small_for_the_frames_is_refused(no_leftovers):
+    with machines.imitated("m2") as m2, _net() as net:
+        here = net.addHost("ctpq1")
+        there = net.addHost("ctpq2", cls=remote.RemoteHost, machine=m2)
+        with pytest.raises(machines.MachineError, match=r"link ctpq1-ctpq2: machine local's underlay ctpum2 has MTU"
+                                                        r" 1550, which carries 1500-byte frames through VXLAN, not"
+                                                        r" the 9000 the nodes use"):
+            net.addLink(here, there, cls=remote.VxlanLink, mtu=9000, underlays=_underlays(here, there, m2))
+
+
+def test_a_tree_split_over_two_machines_routes_across_the_tunnel(no_leftovers):
+    """The destinations' side of a small tree (routers da, dm1, de1 with their bridge and host) on
+    the imitated machine; the bottleneck sa-da is the one link between machines: a VXLAN tunnel.
+    Network only (addresses, routes, MTU, offloads); the engines are not started here."""
+    from spec import scenario as s
+    from testbed import network
+    from testbed.paths import REPO
+    sc = s.load(REPO / "scenarios" / "tree-small.yaml",
+                ["topology.users_per_l1=1", "topology.l1_per_l2=1", "topology.l2_per_core=1"]).points[0][1]
+    with machines.imitated("m2") as m2:
+        split = {r: m2 for r in ("da", "dm1", "de1")}
+        n = network.build(sc, "linuxbridge", split, machines.THIS.with_underlay(machines.UNDERLAY_LOCAL))
+        try:
+            assert n.machine_of == {"da": "m2", "dm1": "m2", "de1": "m2"}
+            assert [(t["link"], t["vni"], [e["machine"] for e in t["ends"]]) for t in n.tunnels] == [
+                ("ctpsa-ctpda", 5, ["local", "m2"])]  # the fifth router link of the graph
+            src, dst = n.hosts_of("sources")[0], n.hosts_of("destinations")[0]
+            assert src.node.shell.args[0] != "ssh" and dst.node.shell.args[0] == "ssh"
+            out = src.node.cmd(f"ping -c 3 -i 0.2 -W 2 -M do -s 1472 {dst.ip}")
+            assert " 0% packet loss" in out, out
+            # The destination's replies leave the other machine through its own routers.
+            assert "ctpde1-eth" in n.routers["de1"].cmd("ip -o link show")
+        finally:
+            network.stop(n)
+
+
+def test_a_split_is_checked_before_anything_is_built():
+    from spec import scenario as s
+    from testbed import network
+    from testbed.paths import REPO
+    sc = s.load(REPO / "scenarios" / "tree-small.yaml").points[0][1]
+    m2 = machines.Machine("m2", "198.18.0.2", None, underlay="198.18.0.2")
+    here = machines.THIS.with_underlay("198.18.0.1")
+    with pytest.raises(ValueError, match=r"split: 'zz' is not a router of this topology \(routers: sa, "):
+        network.build(sc, "linuxbridge", {"zz": m2}, here)
+    with pytest.raises(ValueError, match="split: the access switches of another machine are Linux bridges; ovs-user"):
+        network.build(sc, "ovs-user", {"da": m2}, here)
+    with pytest.raises(ValueError, match="split: this machine has no underlay address"):
+        network.build(sc, "linuxbridge", {"da": m2})
