@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,10 @@ class RouterEngine:
     spin_s: float = 0.0002
     stats_interval_ms: int = 500
     proc: subprocess.Popen | None = field(default=None, init=False)
+    # On another machine (testbed/remote.py): the engine's pid there, and the thread copying the
+    # stats lines it writes to its standard output (through ssh) into `stats_path` here.
+    remote_pid: int | None = field(default=None, init=False)
+    _mirror: threading.Thread | None = field(default=None, init=False)
     # time.monotonic() when the engine said READY: its stats lines' `t` counts from its clock's
     # start, taken right after that line (nfq_loop.rs), so t + clock_start is on the runner's clock.
     clock_start: float | None = field(default=None, init=False)
@@ -109,20 +114,37 @@ class RouterEngine:
             "links": [link.config(num) for num, link in enumerate(self.links)],
         }
 
+    @property
+    def machine(self):
+        """The machine of a router on another machine (testbed/remote.py), else None."""
+        return getattr(self.router, "machine", None)
+
     def start(self, timeout: float = 10.0) -> None:
         binary = paths.engine_binary()
-        if not binary.exists():
-            raise EngineError(f"queue engine not built: {binary} is missing (run `make setup`)")
         self.config_path.write_text(json.dumps(self.config(), indent=1))
         log = open(self.log_path, "w")
-        self.proc = self.router.popen([str(binary), "run", "--config", str(self.config_path),
-                                       "--stats", str(self.stats_path)],
-                                      stdout=subprocess.PIPE, stderr=log, text=True)
+        if self.machine is None:
+            if not binary.exists():
+                raise EngineError(f"queue engine not built: {binary} is missing (run `make setup`)")
+            self.proc = self.router.popen([str(binary), "run", "--config", str(self.config_path),
+                                           "--stats", str(self.stats_path)],
+                                          stdout=subprocess.PIPE, stderr=log, text=True)
+        else:
+            # Another machine has its own checkout at the same path and none of this one's files:
+            # the config goes on the engine's input, its stats come back on its output, and it says
+            # its pid there first (a signal to the local ssh client would not reach it).
+            self.proc = self.router.popen(["sh", "-c", 'echo "PID $$"; exec "$0" "$@"', str(binary), "run",
+                                           "--config", "/dev/stdin", "--stats", "/dev/stdout"],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+            self.proc.stdin.write(self.config_path.read_text())
+            self.proc.stdin.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
             if ready:
                 line = self.proc.stdout.readline()
+                if line.startswith("PID "):
+                    self.remote_pid = int(line.split()[1])
                 if line.strip() == "READY":
                     self.clock_start = time.monotonic()
                     break
@@ -131,12 +153,28 @@ class RouterEngine:
                                   f"{self.log_path.read_text().strip()[-400:]}")
         else:
             raise EngineError(f"engine on {self.router.name} not ready after {timeout:.0f} s")
+        if self.machine is not None:
+            self._mirror = threading.Thread(target=self._copy_stats, name=f"stats-{self.router.name}", daemon=True)
+            self._mirror.start()
         for num, link in enumerate(self.links):
             run(self.router, *link.iptables_rule(num))
+
+    def _copy_stats(self) -> None:
+        """A remote engine's stats lines, as they arrive, into the local stats file (so the watch,
+        the fidelity record and `silent_for` read it as a local engine's)."""
+        with open(self.stats_path, "a") as out:
+            for line in self.proc.stdout:
+                out.write(line)
+                out.flush()
 
     def cpu_seconds(self) -> float | None:
         """CPU time the engine process has used so far (user + system, /proc/PID/stat), with the
         kernel's forwarding inside its verdict calls; None once it is gone."""
+        if self.machine is not None:
+            try:
+                return process_cpu_seconds(self.machine.run(["cat", f"/proc/{self.remote_pid}/stat"]))
+            except (RuntimeError, IndexError, ValueError):
+                return None
         try:
             with open(f"/proc/{self.proc.pid}/stat") as fh:
                 return process_cpu_seconds(fh.read())
@@ -165,12 +203,23 @@ class RouterEngine:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            if self.machine is not None and self.remote_pid is not None:
+                try:  # the engine there; its ssh client here ends with it
+                    self.machine.run(["kill", "-TERM", str(self.remote_pid)])
+                except RuntimeError:
+                    pass  # already gone
+            else:
+                self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
+                if self.machine is not None and self.remote_pid is not None:
+                    subprocess.run(self.machine.argv(["kill", "-KILL", str(self.remote_pid)]), capture_output=True,
+                                   timeout=10, stdin=subprocess.DEVNULL)
                 self.proc.kill()
                 self.proc.wait()
+        if self._mirror is not None:
+            self._mirror.join(timeout)  # the final line is in the local file
 
     def latest_stats(self) -> dict | None:
         """The newest stats record (the final one after stop)."""
