@@ -53,6 +53,9 @@ def check_isolatable(sweep: Sweep, caps: Capabilities) -> None:
     if shutil.which("unshare") is None:
         raise ValueError("running points side by side needs `unshare` (util-linux)")
     for assignment, scenario in sweep.points:
+        if scenario.run.machines:  # one imitation's names and VXLAN ids per machine at a time
+            raise ValueError(f"point {assignment or 'single'} runs routers on other machines (run.machines): "
+                             "run it with --jobs 1")
         switch = caps.choose_switch(scenario.topology.access_switch, scenario.topology.ovs_datapath)
         if switch != "linuxbridge":
             raise ValueError(f"running points side by side needs the Linux bridge as access switch; point "

@@ -354,7 +354,19 @@ class MarkingSpec(_Strict):
 MAX_TIME_LIMIT = 7 * 86400.0  # seconds
 
 
+class MachineSpec(_Strict):
+    """Another machine of a split topology (docs/cluster.md, "Topologies over several machines")."""
+
+    routers: list[str] = Field(min_length=1, description="the routers it runs, each with its groups' hosts and switch")
+    address: str = Field(pattern=r"^(imitated|([A-Za-z0-9_.-]{1,32}@)?[A-Za-z0-9.:-]{1,253})$",
+                         description="`imitated`: a namespace with its own sshd on this machine (for trying a split"
+                                     " here); else [user@]host that ssh reaches as root, its keys set up")
+
+
 class RunSpec(_Strict):
+    machines: dict[str, MachineSpec] = Field(
+        default_factory=dict, description="other machines, by a label of 1-8 lower-case letters and digits: the"
+                                          " routers each runs; the rest runs here (docs/cluster.md)")
     time_limit: float = Field(default=900.0, description="a sweep point still running after this is stopped")
     capture: bool = Field(default=False, description="tcpdump (headers only) at the bottleneck")
     late_threshold: float = Field(default=0.001, description="engine wake-ups later than this count as late")
@@ -374,6 +386,14 @@ class RunSpec(_Strict):
     link_backend: Literal["engine", "kernel"] = Field(
         default="engine", description="who emulates the router links: the queue engine, or the kernel's tc"
                                       " qdiscs where the kernel has them (netem, red; docs/architecture.md)")
+
+    @field_validator("machines")
+    @classmethod
+    def _machine_labels(cls, v: dict[str, MachineSpec]) -> dict[str, MachineSpec]:
+        for label in v:
+            if not re.match(r"^[a-z][a-z0-9]{0,7}$", label):
+                raise ValueError(f"{label!r}: a machine's label is 1-8 lower-case letters and digits, from a letter")
+        return v
 
     @field_validator("time_limit", "late_threshold", "engine_spin", mode="before")
     @classmethod
@@ -463,6 +483,43 @@ class Scenario(_Strict):
                     shown = ", ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in cls)
                     raise ValueError(f"topology: groups.{g.name}.link.up.policy.classes[{i}]: no application uses"
                                      f" port {shown} (the applications' ports: {', '.join(map(str, ports))})")
+        return self
+
+    @model_validator(mode="after")
+    def _machines_fit(self) -> "Scenario":
+        """Routers on other machines exist, each on one machine; what does not run on another machine
+        yet (docs/cluster.md) is refused here, before anything starts."""
+        if not self.run.machines:
+            return self
+        graph, owner = self.graph(), {}
+        for label, m in self.run.machines.items():
+            for r in m.routers:
+                if r not in graph.routers:
+                    raise ValueError(f"run.machines.{label}.routers: {r!r} is not a router of the topology (it has:"
+                                     f" {', '.join(graph.routers)})")
+                if r in owner:
+                    raise ValueError(f"run.machines.{label}.routers: {r} is on machine {owner[r]} already")
+                owner[r] = label
+        if len(owner) == len(graph.routers):
+            raise ValueError("run.machines: every router is on another machine; leave at least one here")
+        remote_hosts = {h for g in graph.groups if g.router in owner for h in g.host_names()}
+        refused = [
+            ("marking.spm", self.marking.spm), ("marking.tcp_state", self.marking.tcp_state is not None),
+            ("tcp.initial_rto", any(t.initial_rto is not None for t in self.host_tcp().values())),
+            ("the project's BPF senders", bool(self.tcp.all_cc() & set(senders.NAMES))),
+            ("run.capture", self.run.capture), ("run.placement: split", self.run.placement == "split"),
+            ("run.keep_awake", self.run.keep_awake), ("run.link_backend: kernel", self.run.link_backend == "kernel"),
+            ("an Open vSwitch access switch", self.topology.access_switch not in ("auto", "linuxbridge")),
+        ]
+        for what, used in refused:
+            if used:
+                raise ValueError(f"run.machines: {what} does not run with hosts on another machine yet (docs/cluster.md)")
+        for i, app in enumerate(self.applications):
+            graph_hosts = {h for g in graph.groups_named(app.clients) for h in g.host_names()} if app.clients else set()
+            server_hosts = {h for g in graph.groups_named(app.servers) for h in g.host_names()} if app.servers else set()
+            if graph_hosts & remote_hosts or (app.kind != "web" and server_hosts & remote_hosts):
+                raise ValueError(f"applications.{i}: its hosts on another machine would run {app.kind} programs there;"
+                                 " only web servers (Apache) run on another machine yet (docs/cluster.md)")
         return self
 
     @model_validator(mode="after")

@@ -15,6 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 APACHE = "/usr/sbin/apache2"
 MODULES = Path("/usr/lib/apache2/modules")
@@ -48,6 +49,9 @@ class ApacheServer:
     http_version: str = "1.0"
     max_workers: int = 512  # 100 clients x 4 parallel connections, with room
     catnip_module: Path | None = None  # mod_catnip.so: announce each response's size (SPM)
+    # The machine of a host on another one (testbed/remote.py): its folder, configuration and logs
+    # are there, at the same paths, and read or written through that machine's ssh.
+    machine: Any = None
     proc: subprocess.Popen | None = field(default=None, init=False)
 
     @property
@@ -125,9 +129,21 @@ DocumentRoot "{self.docroot}"
 """
 
     def prepare(self) -> None:
+        if self.machine is not None:
+            self.machine.run(["mkdir", "-p", "-m", "755", str(self.workdir)])
+            self.machine.write_file(self.config_path, self.config_text())
+            return
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.workdir.chmod(0o755)
         self.config_path.write_text(self.config_text())
+
+    def _read(self, path: Path) -> str | None:
+        if self.machine is not None:
+            return self.machine.read_file(path)
+        try:
+            return path.read_text(errors="replace")
+        except OSError:
+            return None
 
     def argv(self) -> list[str]:
         # -D MARK defines a name no directive uses: it marks the process as ours on its command
@@ -155,22 +171,24 @@ DocumentRoot "{self.docroot}"
     def _log_tail(self) -> str:
         tails = []
         for log in (self.console_log, self.error_log):
-            try:
-                tails.append(log.read_text().strip()[-300:])
-            except OSError:
-                pass
+            # The console log is this machine's (ssh relays it); the error log is the server's machine's.
+            text = self._read(log) if log == self.error_log else _read_local(log)
+            if text:
+                tails.append(text.strip()[-300:])
         return " | ".join(t for t in tails if t) or "(no log output)"
 
     def restarts(self) -> list[str]:
         """The restarts Apache logged (a SIGHUP or SIGUSR1 from outside): each one cuts or drains the
         connections being served, so a workload that lived through one did not measure what it says."""
-        try:
-            log = self.error_log.read_text(errors="replace")
-        except OSError:
+        log = self._read(self.error_log)
+        if log is None:
             return []
         return [line.strip() for line in log.splitlines() if any(code in line for code in RESTART_CODES)]
 
     def stop(self, timeout: float = 10.0) -> None:
+        if self.machine is not None:
+            self._stop_there(timeout)
+            return
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)  # immediate stop; children follow the parent
             try:
@@ -186,6 +204,23 @@ DocumentRoot "{self.docroot}"
             except ProcessLookupError:
                 pass
 
+    def _stop_there(self, timeout: float) -> None:
+        """On another machine: SIGTERM to the parent there by its pid file (a signal to the local ssh
+        client would not reach it), then SIGKILL to whatever still runs with this configuration."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.machine.run(["sh", "-c", 'test -s "$0" && kill -TERM "$(cat "$0")"; true', str(self.pid_path)])
+                self.proc.wait(timeout)
+            except (RuntimeError, subprocess.TimeoutExpired):
+                pass
+        try:
+            self.machine.run(["python3", "-c", _KILL_WORKERS, str(self.config_path)])
+        except RuntimeError:
+            pass
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()  # the ssh client
+            self.proc.wait()
+
     def _workers(self) -> list[int]:
         want = str(self.config_path).encode()
         found = []
@@ -199,3 +234,25 @@ DocumentRoot "{self.docroot}"
             if argv and argv[0].endswith(b"apache2") and want in argv:
                 found.append(int(entry.name))
         return found
+
+
+def _read_local(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+# Run on another machine with a server's configuration path: SIGKILL to every apache2 started with
+# it (what `_workers` finds here).
+_KILL_WORKERS = """
+import os, signal, sys
+want = sys.argv[1].encode()
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+        if argv and argv[0].endswith(b"apache2") and want in argv:
+            os.kill(int(pid), signal.SIGKILL)
+    except OSError:
+        pass
+"""

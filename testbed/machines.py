@@ -15,14 +15,21 @@ import shutil
 import subprocess
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from testbed import paths
 
-# The imitation's underlay: RFC 2544's benchmarking block, clear of the testbed's 10/8 and 172.16/12.
+# The imitation's underlay: RFC 2544's benchmarking block, clear of the testbed's 10/8 and 172.16/12;
+# imitation number i uses 198.18.i.0/30 (this machine .1, the imitation .2).
 UNDERLAY_LOCAL, UNDERLAY_REMOTE, UNDERLAY_PREFIX = "198.18.0.1", "198.18.0.2", 30
+
+
+def underlay_addresses(index: int) -> tuple[str, str]:
+    if not 0 <= index <= 255:
+        raise MachineError(f"imitated machine number {index}: 0-255")
+    return f"198.18.{index}.1", f"198.18.{index}.2"
 # VXLAN over IPv4 adds 50 bytes (inner Ethernet 14, outer IPv4 20, UDP 8, VXLAN 8): the underlay
 # carries the testbed's 1500-byte frames whole.
 UNDERLAY_MTU = 1550
@@ -45,9 +52,6 @@ class Machine:
     ssh_config: Path | None = None
     underlay: str | None = None  # the address other machines' tunnels reach it at
 
-    def with_underlay(self, address: str) -> "Machine":
-        return replace(self, underlay=address)
-
     @property
     def local(self) -> bool:
         return self.address is None
@@ -60,11 +64,12 @@ class Machine:
         ssh = ["ssh", "-F", str(self.ssh_config), "-tt" if tty else "-T", self.address, "--"]
         return ssh + [" ".join(shlex.quote(a) for a in argv)]
 
-    def run(self, argv: list[str], timeout: float = 60) -> str:
-        """Run `argv` there and return its output; raise with its error output if it fails."""
+    def run(self, argv: list[str], timeout: float = 60, input: str | None = None) -> str:  # noqa: A002
+        """Run `argv` there (with `input` on its standard input) and return its output; raise with
+        its error output if it fails."""
         try:
-            res = subprocess.run(self.argv(argv), capture_output=True, text=True, timeout=timeout,
-                                 stdin=subprocess.DEVNULL)
+            res = subprocess.run(self.argv(argv), capture_output=True, text=True, timeout=timeout, input=input,
+                                 stdin=subprocess.DEVNULL if input is None else None)
         except subprocess.TimeoutExpired:
             raise MachineError(f"machine {self.name}: `{shlex.join(argv)}` took longer than {timeout:g} s") from None
         if res.returncode != 0:
@@ -72,6 +77,30 @@ class Machine:
             raise MachineError(f"machine {self.name}{where}: `{shlex.join(argv)}` failed with exit {res.returncode}:"
                                f" {(res.stderr or res.stdout).strip()[-500:]}")
         return res.stdout
+
+
+    def write_file(self, path: Path, text: str) -> None:
+        """Write `text` to `path` there, making its folder."""
+        self.run(["sh", "-c", 'mkdir -p "$(dirname "$0")" && cat > "$0"', str(path)], input=text)
+
+    def read_file(self, path: Path) -> str | None:
+        """The text of `path` there; None if it cannot be read."""
+        try:
+            return self.run(["cat", str(path)])
+        except MachineError:
+            return None
+
+    def copy_tree(self, local: Path, there: Path, timeout: float = 300) -> None:
+        """Copy the folder `local` of this machine to `there` on that one (a tar stream over ssh)."""
+        pack = subprocess.Popen(["tar", "-C", str(local), "-cf", "-", "."], stdout=subprocess.PIPE)
+        try:
+            res = subprocess.run(self.argv(["sh", "-c", 'mkdir -p "$0" && tar -C "$0" -xf -', str(there)]),
+                                 stdin=pack.stdout, capture_output=True, text=True, timeout=timeout)
+        finally:
+            pack.stdout.close()
+            pack.wait()
+        if res.returncode != 0 or pack.returncode != 0:
+            raise MachineError(f"machine {self.name}: copying {local} to {there} failed: {res.stderr.strip()[-300:]}")
 
 
 THIS = Machine("local")
@@ -119,10 +148,15 @@ def imitation_folders() -> list[Path]:
 
 
 @contextmanager
-def imitated(name: str = "m2") -> Iterator[Machine]:
+def imitated(name: str = "m2", index: int = 0) -> Iterator[Machine]:
     """A second machine on this one: network namespace `ctp<name>` with its own sshd on
-    UNDERLAY_REMOTE, reached from here over the veth `ctpu<name>` (UNDERLAY_LOCAL). Removed on exit,
-    also on failure; `catnip clean` finds a killed one's namespace, veth and sshd by the prefix."""
+    198.18.<index>.2, reached from here over the veth `ctpu<name>` (198.18.<index>.1). Removed on
+    exit, also on failure; `catnip clean` finds a killed one's namespace, veth and sshd by the prefix."""
+    local, there = underlay_addresses(index)
+    taken = _sh("ip", "-o", "-4", "addr", "show", "to", f"{local}/{UNDERLAY_PREFIX}").split()
+    if taken:  # two routes to one address would reach the wrong sshd
+        raise MachineError(f"imitated machine {name}: {local}/{UNDERLAY_PREFIX} is in use on {taken[1]} (another"
+                           f" imitation, or one left over: `catnip clean`); give it another index")
     if not Path(SSHD).exists():
         raise MachineError(f"an imitated machine needs the OpenSSH server ({SSHD}): `make setup` installs it")
     netns, veth = f"{paths.PREFIX}{name}", f"{paths.PREFIX}u{name}"
@@ -134,18 +168,18 @@ def imitated(name: str = "m2") -> Iterator[Machine]:
         _sh("ip", "netns", "add", netns)
         _sh("ip", "link", "add", veth, "mtu", str(UNDERLAY_MTU), "type", "veth", "peer", "name", f"{veth}r",
             "mtu", str(UNDERLAY_MTU), "netns", netns)
-        _sh("ip", "addr", "add", f"{UNDERLAY_LOCAL}/{UNDERLAY_PREFIX}", "dev", veth)
+        _sh("ip", "addr", "add", f"{local}/{UNDERLAY_PREFIX}", "dev", veth)
         _sh("ip", "link", "set", veth, "up")
         inside = ["nsenter", f"--net=/run/netns/{netns}"]
-        _sh(*inside, "ip", "addr", "add", f"{UNDERLAY_REMOTE}/{UNDERLAY_PREFIX}", "dev", f"{veth}r")
+        _sh(*inside, "ip", "addr", "add", f"{there}/{UNDERLAY_PREFIX}", "dev", f"{veth}r")
         _sh(*inside, "ip", "link", "set", f"{veth}r", "up")
         _sh(*inside, "ip", "link", "set", "lo", "up")
         for key in ("host_key", "client_key"):
             _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"catnip {name}", "-f", str(folder / key))
         shutil.copy(folder / "client_key.pub", folder / "authorized_keys")
         host_key = (folder / "host_key.pub").read_text().split()[:2]
-        (folder / "known_hosts").write_text(f"{UNDERLAY_REMOTE} {' '.join(host_key)}\n")
-        (folder / "sshd_config").write_text(_sshd_config(folder, UNDERLAY_REMOTE))
+        (folder / "known_hosts").write_text(f"{there} {' '.join(host_key)}\n")
+        (folder / "sshd_config").write_text(_sshd_config(folder, there))
         (folder / "ssh_config").write_text(_ssh_config(folder))
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
         hide = sorted({paths.state_dir(), paths.MACHINE_DIR, paths.data_dir()})
@@ -154,7 +188,7 @@ def imitated(name: str = "m2") -> Iterator[Machine]:
                                  _mount_script(hide, folder / "sshd_config")],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
-        machine = Machine(name, UNDERLAY_REMOTE, folder / "ssh_config", underlay=UNDERLAY_REMOTE)
+        machine = Machine(name, there, folder / "ssh_config", underlay=there)
         _wait_ready(machine, sshd, folder / "sshd.log")
         yield machine
     finally:

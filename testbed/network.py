@@ -81,9 +81,7 @@ def _switch_class(kind: str):
     return partial(OVSSwitch, failMode="standalone", datapath="user" if kind == "ovs-user" else "kernel")
 
 
-def _check_split(graph: Graph, split: dict[str, Machine], switch_kind: str, here: Machine) -> None:
-    if split and here.underlay is None:
-        raise ValueError("split: this machine has no underlay address for the tunnels")
+def _check_split(graph: Graph, split: dict[str, Machine], switch_kind: str) -> None:
     for router, machine in split.items():
         if router not in graph.routers:
             raise ValueError(f"split: {router!r} is not a router of this topology (routers: {', '.join(graph.routers)})")
@@ -96,13 +94,11 @@ def _check_split(graph: Graph, split: dict[str, Machine], switch_kind: str, here
         raise ValueError(f"split: the access switches of another machine are Linux bridges; {switch_kind} was asked")
 
 
-def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None = None,
-          here: Machine = THIS) -> Network:
+def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None = None) -> Network:
     """Create and start the network; the caller must call `stop(n)` (also on failure).
 
     `split` places routers on other machines (router -> Machine): each goes with its groups' switch
-    and hosts; a router link between machines is a VXLAN tunnel over the machines' underlays (`here`
-    is this machine with its underlay address). Not yet run by the point runner (docs/cluster.md)."""
+    and hosts; a router link between machines is a VXLAN tunnel over the machines' underlays."""
     from mininet.log import setLogLevel
     from mininet.net import Mininet
     from mininet.node import Host as MnHost
@@ -112,7 +108,7 @@ def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None
     setLogLevel("error")
     graph = scenario.graph()
     split = dict(split or {})
-    _check_split(graph, split, switch_kind, here)
+    _check_split(graph, split, switch_kind)
     net = Mininet(topo=None, controller=None, build=False, switch=_switch_class(switch_kind), host=MnHost,
                   autoSetMacs=False, waitConnected=False)
     n = Network(net=net, switch_kind=switch_kind, graph=graph,
@@ -151,8 +147,8 @@ def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None
         core_intf: list[tuple[str, str]] = []
         for k, link in enumerate(graph.links):
             ia, ib = port(link.a), port(link.b)
-            ends = {PREFIX + r: (split.get(r, here), (split.get(r) or here).underlay) for r in (link.a, link.b)}
-            tunnel = {"vni": k + 1, "underlays": ends, "mtu": n.mtu} if split else {}  # the VNI names the link
+            ends = {PREFIX + r: split.get(r, THIS) for r in (link.a, link.b)}
+            tunnel = {"vni": k + 1, "machines": ends, "mtu": n.mtu} if split else {}  # the VNI names the link
             made = net.addLink(n.routers[link.a], n.routers[link.b], intfName1=ia, intfName2=ib, **link_cls, **tunnel)
             if getattr(made, "tunnel_record", None):
                 n.tunnels.append({"link": f"{PREFIX}{link.a}-{PREFIX}{link.b}", **made.tunnel_record})

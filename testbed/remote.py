@@ -72,25 +72,24 @@ def machine_of(node) -> Machine | None:
 class VxlanLink(RemoteLink):
     """A veth pair between nodes of one machine; between two machines, a VXLAN device on each
     machine's underlay, moved into its node. `vni` names the tunnel (one per link of a run);
-    `underlays` gives, per node, the machine it is on and that machine's underlay address (a node of
-    this machine has no `machine` attribute); `mtu` is the frame size the nodes use."""
+    `machines` gives the machine of each node by name (this one: machines.THIS); `mtu` is the frame
+    size the nodes use."""
 
-    def __init__(self, node1, node2, vni: int = 1, underlays: dict[str, tuple[Machine, str]] | None = None,
+    def __init__(self, node1, node2, vni: int = 1, machines: dict[str, Machine] | None = None,
                  mtu: int = 1500, **kwargs: Any) -> None:
-        self.vni, self.underlays, self.mtu = vni, dict(underlays or {}), mtu
+        self.vni, self.machines, self.mtu = vni, dict(machines or {}), mtu
         self.tunnel_record: dict | None = None
         super().__init__(node1, node2, **kwargs)
 
     def makeTunnel(self, node1, node2, intfname1, intfname2, addr1=None, addr2=None):  # noqa: N802 (Mininet's)
-        ends = []
-        for node in (node1, node2):
-            if node.name not in self.underlays:
-                raise MachineError(f"link {node1.name}-{node2.name}: no underlay given for {node.name}")
-            ends.append(self.underlays[node.name])
-        (m1, u1), (m2, u2) = ends
+        missing = [n.name for n in (node1, node2) if n.name not in self.machines]
+        if missing:
+            raise MachineError(f"link {node1.name}-{node2.name}: no machine given for {', '.join(missing)}")
+        m1, m2 = self.machines[node1.name], self.machines[node2.name]
+        a1, a2 = _addresses(m1, m2)
         record = {"vni": self.vni, "port": VXLAN_PORT, "overhead": VXLAN_OVERHEAD, "ends": []}
-        for node, intf, addr, (machine, local), remote in ((node1, intfname1, addr1, ends[0], u2),
-                                                           (node2, intfname2, addr2, ends[1], u1)):
+        for node, intf, addr, machine, local, remote in ((node1, intfname1, addr1, m1, a1, a2),
+                                                         (node2, intfname2, addr2, m2, a2, a1)):
             underlay_dev, underlay_mtu = _underlay(machine, remote)
             if underlay_mtu - VXLAN_OVERHEAD < self.mtu:
                 raise MachineError(
@@ -119,6 +118,28 @@ class VxlanLink(RemoteLink):
             self.tunnel_record = None
         else:
             super().stop()
+
+
+def _addresses(m1: Machine, m2: Machine) -> tuple[str, str]:
+    """Each machine's own address toward the other: a machine reached by ssh is reached at its
+    `underlay`; this one at the source address its route toward that machine takes."""
+    if m1.local or m2.local:
+        here, there = (m1, m2) if m1.local else (m2, m1)
+        mine = _route(here, there.underlay)["prefsrc"]
+        return (mine, there.underlay) if m1.local else (there.underlay, mine)
+    _route(m1, m2.underlay)  # two other machines: each must reach the other
+    _route(m2, m1.underlay)
+    return m1.underlay, m2.underlay
+
+
+def _route(machine: Machine, to: str) -> dict:
+    try:
+        route = json.loads(machine.run(["ip", "-j", "route", "get", to]))[0]
+    except (MachineError, ValueError, IndexError) as exc:
+        raise MachineError(f"machine {machine.name}: no route to {to} for a tunnel: {exc}") from None
+    if "prefsrc" not in route:
+        raise MachineError(f"machine {machine.name}: its route to {to} has no source address for a tunnel: {route}")
+    return route
 
 
 def _underlay(machine: Machine, remote: str) -> tuple[str, int]:

@@ -54,6 +54,10 @@ def test_an_imitated_machine_is_another_network_that_sees_none_of_our_files(no_l
             with pytest.raises(machines.MachineError, match=r"machine m2 \(over ssh to 198.18.0.2\): `sh -c 'exit 3'`"
                                                             r" failed with exit 3"):
                 m2.run(["sh", "-c", "exit 3"])
+            # A second imitation on the same underlay would make two routes to one address.
+            with pytest.raises(machines.MachineError, match=r"imitated machine m4: 198.18.0.1/30 is in use on ctpum2"):
+                with machines.imitated("m4", index=0):
+                    pass
             left = cleanup.leftovers()
             assert left["namespaces"] == ["ctpm2"] and "ctpum2" in left["links"], left
             assert any("ctp-machine-m2/sshd_config" in p for p in left["processes"]), left

@@ -25,8 +25,8 @@ def _net():
         net.stop()
 
 
-def _underlays(here, there, m2):
-    return {here.name: (machines.THIS, machines.UNDERLAY_LOCAL), there.name: (m2, machines.UNDERLAY_REMOTE)}
+def _machines(here, there, m2):
+    return {here.name: machines.THIS, there.name: m2}
 
 
 def test_hosts_and_a_bridge_on_the_other_machine_reach_each_other(no_leftovers):
@@ -53,7 +53,7 @@ def test_a_vxlan_link_carries_whole_frames_between_machines(no_leftovers):
     with machines.imitated("m2") as m2, _net() as net:
         here = net.addHost("ctpq1", ip="10.78.0.1/24")
         there = net.addHost("ctpq2", cls=remote.RemoteHost, machine=m2, ip="10.78.0.2/24")
-        link = net.addLink(here, there, cls=remote.VxlanLink, vni=7, underlays=_underlays(here, there, m2))
+        link = net.addLink(here, there, cls=remote.VxlanLink, vni=7, machines=_machines(here, there, m2))
         net.build()
         net.start()
         assert "vxlan id 7 " in here.cmd("ip -d link show ctpq1-eth0")
@@ -72,7 +72,7 @@ def test_an_underlay_too_small_for_the_frames_is_refused(no_leftovers):
         with pytest.raises(machines.MachineError, match=r"link ctpq1-ctpq2: machine local's underlay ctpum2 has MTU"
                                                         r" 1550, which carries 1500-byte frames through VXLAN, not"
                                                         r" the 9000 the nodes use"):
-            net.addLink(here, there, cls=remote.VxlanLink, mtu=9000, underlays=_underlays(here, there, m2))
+            net.addLink(here, there, cls=remote.VxlanLink, mtu=9000, machines=_machines(here, there, m2))
 
 
 def test_a_tree_split_over_two_machines_routes_across_the_tunnel(no_leftovers):
@@ -86,7 +86,7 @@ def test_a_tree_split_over_two_machines_routes_across_the_tunnel(no_leftovers):
                 ["topology.users_per_l1=1", "topology.l1_per_l2=1", "topology.l2_per_core=1"]).points[0][1]
     with machines.imitated("m2") as m2:
         split = {r: m2 for r in ("da", "dm1", "de1")}
-        n = network.build(sc, "linuxbridge", split, machines.THIS.with_underlay(machines.UNDERLAY_LOCAL))
+        n = network.build(sc, "linuxbridge", split)
         try:
             assert n.machine_of == {"da": "m2", "dm1": "m2", "de1": "m2"}
             assert [(t["link"], t["vni"], [e["machine"] for e in t["ends"]]) for t in n.tunnels] == [
@@ -107,13 +107,12 @@ def test_a_split_is_checked_before_anything_is_built():
     from testbed.paths import REPO
     sc = s.load(REPO / "scenarios" / "tree-small.yaml").points[0][1]
     m2 = machines.Machine("m2", "198.18.0.2", None, underlay="198.18.0.2")
-    here = machines.THIS.with_underlay("198.18.0.1")
     with pytest.raises(ValueError, match=r"split: 'zz' is not a router of this topology \(routers: sa, "):
-        network.build(sc, "linuxbridge", {"zz": m2}, here)
+        network.build(sc, "linuxbridge", {"zz": m2})
     with pytest.raises(ValueError, match="split: the access switches of another machine are Linux bridges; ovs-user"):
-        network.build(sc, "ovs-user", {"da": m2}, here)
-    with pytest.raises(ValueError, match="split: this machine has no underlay address"):
-        network.build(sc, "linuxbridge", {"da": m2})
+        network.build(sc, "ovs-user", {"da": m2})
+    with pytest.raises(ValueError, match="split: machine m3 has no underlay address"):
+        network.build(sc, "linuxbridge", {"da": machines.Machine("m3", "198.18.0.2", None)})
 
 
 def test_the_engines_of_a_split_tree_run_where_their_routers_are(no_leftovers, tmp_path):
@@ -129,8 +128,7 @@ def test_the_engines_of_a_split_tree_run_where_their_routers_are(no_leftovers, t
     sc = s.load(REPO / "scenarios" / "tree-small.yaml",
                 ["topology.users_per_l1=1", "topology.l1_per_l2=1", "topology.l2_per_core=1"]).points[0][1]
     with machines.imitated("m2") as m2:
-        n = network.build(sc, "linuxbridge", {r: m2 for r in ("da", "dm1", "de1")},
-                          machines.THIS.with_underlay(machines.UNDERLAY_LOCAL))
+        n = network.build(sc, "linuxbridge", {r: m2 for r in ("da", "dm1", "de1")})
         engines = EngineBackend(tmp_path, sc.seed, sc.run.late_threshold, sc.run.engine_spin)
         try:
             engines.start(list(n.routers.values()), n.directions)

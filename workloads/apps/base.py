@@ -175,6 +175,10 @@ class Application:
     def spawn(self, host: Host, role: str, argv: list[str], name: str, out: Path | None = None,
               stdout_pipe: bool = False) -> Proc:
         """Start a process in a host's namespace, its output in a log of its own."""
+        machine = getattr(host.node, "machine", None)
+        if machine is not None:  # its configuration and output files would be on the other machine
+            raise AppError(f"{self.spec.instance}: the {role} on {host.name} would run on machine {machine.name}:"
+                           f" only web servers (Apache) run on another machine yet (docs/cluster.md)")
         log = self.ctx.workdir / f"{name}.log"
         fh = open(log, "w")
         popen = host.node.popen([str(a) for a in argv], stdout=subprocess.PIPE if stdout_pipe else fh,

@@ -182,10 +182,15 @@ class Web(Application):
         # The run writes CATNIP's pages once (controller/runner.py); the other page sets are
         # written here, by every point that serves them (idempotent, safe side by side).
         write_docroot(sp.served_pages(), self.ctx.docroot)
+        shipped: set[str] = set()
         for host in self.servers:
+            machine = getattr(host.node, "machine", None)  # a host on another machine (testbed/remote.py)
+            if machine is not None and machine.name not in shipped:  # the same documents, at the same path
+                machine.copy_tree(self.ctx.docroot, self.ctx.docroot)
+                shipped.add(machine.name)
             srv = apache.ApacheServer(workdir=self.ctx.workdir / host.name, docroot=self.ctx.docroot,
                                       listen_ip=host.ip, port=sp.port, http_version=sp.http_version,
-                                      catnip_module=self.ctx.catnip_module)
+                                      catnip_module=self.ctx.catnip_module, machine=machine)
             srv.prepare()
             console = open(srv.console_log, "w")
             # With SPM the server runs in the marker's cgroup, where its setsockopt reaches BPF.
