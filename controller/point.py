@@ -40,7 +40,8 @@ from controller import fidelity as fidelity_mod
 from controller.skeleton import RunCancelled, TeardownStack
 from results.store import Store
 from testbed import engine as engine_mod
-from testbed import hostconfig, keep_awake, metadata, netns, network, paths, placement, rto_init, sender, spm, tcpds
+from testbed import (hostconfig, keep_awake, machines, metadata, netns, network, paths, placement, rto_init,
+                     sender, spm, tcpds, tunnels)
 from testbed.capabilities import Capabilities
 from testbed.links import EngineBackend, KernelBackend
 from workloads.apps.base import AppContext, AppError, Application, lookup
@@ -108,11 +109,15 @@ class PointRun:
         self.traced: dict[int, str] = {}  # namespace cookie -> host name, of the senders that trace
         self.trace_from = 0               # the trace's head when this point set its parameters
         self.trace_recorded = False
+        self.underlay_start: list | None = None  # each tunnel's underlay counters (split topologies)
+        self.underlay_end: list | None = None
 
     # --- the point -----------------------------------------------------------------------
     def execute(self, prog: "Progress") -> None:
         sc = self.sc
-        switch = self.caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath)
+        # Another machine's access switches are Linux bridges (spec: run.machines refuses OVS).
+        switch = ("linuxbridge" if sc.run.machines
+                  else self.caps.choose_switch(sc.topology.access_switch, sc.topology.ovs_datapath))
         if sc.run.link_backend == "kernel":
             # Checked before anything is built (what the kernel can carry was checked when the scenario loaded).
             missing = sorted(q for q in sc.kernel_qdiscs() | {"netem"} if not self.caps.qdiscs.get(q))
@@ -126,8 +131,12 @@ class PointRun:
             # Entered first, so the shells (and Apache, the clients) are born off the engines' CPUs.
             stack.enter_context(self.placement.for_this_process())
             self._phase(prog, "building network")
-            self.net = net = network.build(sc, switch)
+            split = self._machines(stack)  # entered first: the network goes down before its machines
+            self.net = net = network.build(sc, switch, split)
             stack.callback(network.stop, net)
+            if net.tunnels:
+                self._phase(prog, "measuring the tunnels between machines")
+                self._measure_tunnels(net)
             stack.callback(self._stop_processes)
             engines = EngineBackend(self.workdir, self.seed, sc.run.late_threshold, sc.run.engine_spin)
             self.backend = (KernelBackend(self.caps.qdiscs, engines) if sc.run.link_backend == "kernel" else engines)
@@ -165,6 +174,7 @@ class PointRun:
             self._record_environment()
             prog.phase = "running workload"
             self.machine_start = fidelity_mod.machine_snapshot()
+            self.underlay_start = [tunnels.underlay_counters(t, net.machines) for t in net.tunnels]
             start_at = time.monotonic() + START_DELAY_S
             for app in self.apps:
                 app.ctx.start_at = start_at
@@ -174,7 +184,7 @@ class PointRun:
             except BaseException:
                 # What was measured before a failure, a time limit or a cancel is kept, with the
                 # engines' counters, the senders' trace and the real-time verdict of the part that ran.
-                self.machine_end = fidelity_mod.machine_snapshot()
+                self._snapshot_end()
                 self._record_apps(partial=True)
                 for step, what in ((self._record_trace, "trace"), (self._collect_counters, "counters")):
                     try:
@@ -182,7 +192,7 @@ class PointRun:
                     except Exception as exc:  # noqa: BLE001 - the original error is the one to report
                         print(f"catnip: {what} of the failed point not recorded: {exc}", file=sys.stderr)
                 raise
-            self.machine_end = fidelity_mod.machine_snapshot()
+            self._snapshot_end()
             self._phase(prog, "collecting")
             try:
                 self._record_apps(partial=False)
@@ -192,6 +202,36 @@ class PointRun:
                     self._record_trace()  # done already unless the applications' records failed
                 finally:
                     self._collect_counters()
+
+    def _snapshot_end(self) -> None:
+        self.machine_end = fidelity_mod.machine_snapshot()
+        self.underlay_end = [tunnels.underlay_counters(t, self.net.machines) for t in self.net.tunnels]
+
+    def _machines(self, stack: TeardownStack) -> dict:
+        """run.machines: router -> the Machine it runs on; an imitated one is made here, for the point."""
+        split = {}
+        for i, (label, m) in enumerate(self.sc.run.machines.items()):
+            machine = (stack.enter_context(machines.imitated(label, index=i)) if m.address == "imitated"
+                       else machines.reached(label, m.address))
+            split.update({r: machine for r in m.routers})
+        return split
+
+    def _measure_tunnels(self, net: network.Network) -> None:
+        """Each tunnel's own round trip, before the engines emulate the links it carries: the
+        fidelity record keeps it beside the emulated delays it adds to."""
+        for t in net.tunnels:
+            a, _ = t["routers"]
+            t["rtt_before_engines"] = tunnels.tunnel_rtt(t, net.routers[a], t["link_addresses"][1])
+
+    def _tunnel_fidelity(self) -> dict:
+        if not self.net.tunnels:
+            return {}
+        measured = []
+        for t, before, after in zip(self.net.tunnels, self.underlay_start or [], self.underlay_end or []):
+            measured.append({**t, "underlay_change": tunnels.counter_change(before, after)})
+        drops = sum(c[k] for t in measured for c in t["underlay_change"].values()
+                    for k in ("rx_errors", "rx_dropped", "tx_errors", "tx_dropped"))
+        return {"tunnels": measured, "tunnel_drops": drops}
 
     def _phase(self, prog: "Progress", phase: str) -> None:
         prog.phase = phase
@@ -332,13 +372,15 @@ class PointRun:
 
     def _place(self, net: network.Network) -> None:
         """run.placement: the engines onto their CPUs, every veth's receive processing off them."""
-        engines = {e.router.name: self.placement.pin_engine(e.proc.pid) for e in self._engines()}
+        # An engine on another machine is placed by that machine's scheduler (placement: split is
+        # refused with run.machines); only this machine's are read back.
+        engines = {e.router.name: self.placement.pin_engine(e.proc.pid) for e in self._engines() if e.machine is None}
         nodes = list({id(n): n for n in [*net.net.hosts, *net.routers.values()]}.values())
         ports = [i.name for sw in net.net.switches for i in sw.intfList() if i.name != "lo"]
         steered = self.placement.steer_receive(nodes, ports)
         # As the kernel holds it, read back: the engines' threads, and a host's shell (started by
         # this thread, as Apache and the clients are: they inherit the same affinity).
-        host = next(iter(net.hosts.values())).node
+        host = next(h for h in net.hosts.values() if getattr(h.node, "machine", None) is None).node
         self.placement_applied = {"engine_threads_on": engines, "hosts_on": sorted(os.sched_getaffinity(host.pid)),
                                   "receive_steered_devices": steered}
 
@@ -488,7 +530,8 @@ class PointRun:
                     "failed_clients": [p.host.name for app in self.apps for p in app.procs
                                        if p.role == "client" and p.popen.returncode not in (0, None)
                                        and id(p) not in self.stopped_by_us],
-                    "late_threshold_us": int(self.sc.run.late_threshold * 1e6), "nodes_lost": lost}
+                    "late_threshold_us": int(self.sc.run.late_threshold * 1e6), "nodes_lost": lost,
+                    **self._tunnel_fidelity()}
         if self.concurrency is not None:
             fidelity["concurrency"] = self.concurrency
         ok = fidelity_mod.realtime_ok(fidelity, self.sc.run.max_late_fraction)

@@ -167,6 +167,13 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
                    + (" (in softirq " + ", ".join(f"{100 * x:.1f}%" for x in soft) + ")" if soft else "")
                    + ("; engines' CPU time " + ", ".join(f"{k} {v:.1f} s" for k, v in eng.items()) if eng else "")
                    + f"; receive backlog drops {f.get('backlog_drops', 0)}")
+    for t in f.get("tunnels") or []:
+        rtt = t.get("rtt_before_engines") or {}
+        drops = sum(v for c in (t.get("underlay_change") or {}).values() for k, v in c.items()
+                    if k.endswith(("_errors", "_dropped")))
+        out.append(f"  Tunnel {t['link']} (VXLAN {t['vni']}, " + " - ".join(e["machine"] for e in t["ends"])
+                   + f"): round trip before the engines {rtt.get('avg_ms', float('nan')):.3f} ms"
+                   + f" (max {rtt.get('max_ms', float('nan')):.3f}); underlay drops and errors {drops}")
     conc = f.get("concurrency")
     if conc:
         busy = conc.get("cpu_busy_before_start")

@@ -358,9 +358,15 @@ class MachineSpec(_Strict):
     """Another machine of a split topology (docs/cluster.md, "Topologies over several machines")."""
 
     routers: list[str] = Field(min_length=1, description="the routers it runs, each with its groups' hosts and switch")
-    address: str = Field(pattern=r"^(imitated|([A-Za-z0-9_.-]{1,32}@)?[A-Za-z0-9.:-]{1,253})$",
-                         description="`imitated`: a namespace with its own sshd on this machine (for trying a split"
-                                     " here); else [user@]host that ssh reaches as root, its keys set up")
+    address: str = Field(description="`imitated`: a namespace with its own sshd on this machine (for trying a"
+                                     " split here); else [user@]host that ssh reaches as root, its keys set up")
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        if not re.match(r"^(imitated|([A-Za-z0-9_][A-Za-z0-9_.-]{0,31}@)?[A-Za-z0-9][A-Za-z0-9.:-]{0,252})$", v):
+            raise ValueError(f"{v[:60]!r}: give `imitated` or [user@]host (letters, digits and .-: only)")
+        return v
 
 
 class RunSpec(_Strict):

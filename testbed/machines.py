@@ -11,6 +11,7 @@ file system) is listed in docs/cluster.md."""
 from __future__ import annotations
 
 import shlex
+import socket
 import shutil
 import subprocess
 import time
@@ -61,7 +62,8 @@ class Machine:
         remote shell, so each is quoted here: an argument with spaces or quotes arrives whole."""
         if self.local:
             return list(argv)
-        ssh = ["ssh", "-F", str(self.ssh_config), "-tt" if tty else "-T", self.address, "--"]
+        options = ["-F", str(self.ssh_config)] if self.ssh_config else ["-o", "BatchMode=yes"]
+        ssh = ["ssh", *options, "-tt" if tty else "-T", self.address, "--"]
         return ssh + [" ".join(shlex.quote(a) for a in argv)]
 
     def run(self, argv: list[str], timeout: float = 60, input: str | None = None) -> str:  # noqa: A002
@@ -104,6 +106,19 @@ class Machine:
 
 
 THIS = Machine("local")
+
+
+def reached(name: str, address: str) -> Machine:
+    """Another machine at `address` ([user@]host) that ssh reaches with this machine's own ssh
+    settings and keys; checked with one command, and its address resolved for the tunnels."""
+    host = address.rsplit("@", 1)[-1]
+    try:
+        underlay = socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
+    except OSError as exc:
+        raise MachineError(f"machine {name}: {host!r} does not resolve to an IPv4 address: {exc}") from None
+    machine = Machine(name, address, None, underlay=underlay)
+    machine.run(["true"], timeout=30)
+    return machine
 
 
 def _sh(*argv: str) -> str:

@@ -63,6 +63,7 @@ class Network:
     tcp: dict[str, HostTcp] = field(default_factory=dict)     # short name -> its TCP settings, as applied
     machine_of: dict[str, str] = field(default_factory=dict)  # router -> the machine it runs on (split only)
     tunnels: list[dict] = field(default_factory=list)         # links between machines (testbed/remote.py)
+    machines: dict[str, Machine] = field(default_factory=dict)  # by name, this one included (split only)
 
     def hosts_of(self, name: str) -> list[Host]:
         """The hosts of a group, or of every group with that role, in graph order."""
@@ -127,6 +128,8 @@ def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None
             if router not in split:
                 return {}
             n.machine_of[router] = split[router].name
+            n.machines.setdefault(split[router].name, split[router])
+            n.machines.setdefault(THIS.name, THIS)
             return {"cls": remote.RemoteLinuxBridge if switch else remote.RemoteHost, "machine": split[router]}
 
         link_cls = {"cls": remote.VxlanLink} if split else {}  # a veth pair within a machine, as Link's
@@ -151,7 +154,8 @@ def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None
             tunnel = {"vni": k + 1, "machines": ends, "mtu": n.mtu} if split else {}  # the VNI names the link
             made = net.addLink(n.routers[link.a], n.routers[link.b], intfName1=ia, intfName2=ib, **link_cls, **tunnel)
             if getattr(made, "tunnel_record", None):
-                n.tunnels.append({"link": f"{PREFIX}{link.a}-{PREFIX}{link.b}", **made.tunnel_record})
+                n.tunnels.append({"link": f"{PREFIX}{link.a}-{PREFIX}{link.b}", "routers": [link.a, link.b],
+                                  "link_addresses": list(_core_ips(k)[:2]), **made.tunnel_record})
             core_intf.append((ia, ib))
         net.build()
         net.start()

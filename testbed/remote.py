@@ -150,3 +150,4 @@ def _underlay(machine: Machine, remote: str) -> tuple[str, int]:
     except (MachineError, ValueError, KeyError, IndexError) as exc:
         raise MachineError(f"machine {machine.name}: no underlay route to {remote}: {exc}") from None
     return route["dev"], int(link["mtu"])
+

@@ -152,3 +152,64 @@ def test_the_engines_of_a_split_tree_run_where_their_routers_are(no_leftovers, t
         assert last is not None and last["final"] is True, e.router.name
     assert sum(v["arrived"]["all"][0] if "all" in v["arrived"] else sum(c[0] for c in v["arrived"].values())
                for v in by_router["ctpda"].latest_stats()["links"].values()) >= 5  # the pings crossed it
+
+
+# --- through the runner -------------------------------------------------------------------------
+
+def _split_scenario():
+    from testbed.paths import REPO
+    return REPO / "scenarios" / "tree-split.yaml"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("run.machines={m2: {routers: [zz], address: imitated}}",
+     "run.machines.m2.routers: 'zz' is not a router of the topology"),
+    ("run.machines={m2: {routers: [da], address: imitated}, m3: {routers: [da], address: imitated}}",
+     "run.machines.m3.routers: da is on machine m2 already"),
+    ("run.machines={m2: {routers: [sa, sm1, se1, da, dm1, de1], address: imitated}}",
+     "run.machines: every router is on another machine"),
+    ("run.machines.m2.address=-oProxyCommand=x", "give `imitated` or \\[user@\\]host"),
+    ("run.keep_awake=true", "run.machines: run.keep_awake does not run with hosts on another machine yet"),
+    ("marking.spm=true", "run.machines: marking.spm does not run with hosts on another machine yet"),
+    ("tcp.congestion_control=catnip_reno", "the project's BPF senders does not run with hosts on another machine"),
+    ("applications=[{kind: bulk, clients: destinations, servers: sources, duration: 5s}]",
+     "applications.0: its hosts on another machine would run bulk programs there"),
+])
+def test_what_does_not_run_split_yet_is_refused_before_anything_starts(override, message):
+    from spec import scenario as s
+    with pytest.raises(s.ScenarioError, match=message):
+        s.load(_split_scenario(), [override])
+
+
+def test_split_points_do_not_run_side_by_side(isolated_data):
+    from tests.conftest import catnip
+    res = catnip("run", str(_split_scenario()), "--jobs", "2", "--set", "sweep.run.time_limit=[1min, 2min]")
+    assert res.returncode != 0 and "runs routers on other machines (run.machines): run it with --jobs 1" in res.stderr
+
+
+def test_a_split_tree_runs_a_web_workload_and_records_its_tunnel(isolated_data, no_leftovers):
+    """The issue's case: the one-branch tree with its destinations' side on the imitated machine,
+    through `catnip run`: every page recorded, the point in real time, the fidelity record naming
+    the tunnel with its round trip before the engines and its underlay's counters."""
+    import json
+    import sqlite3
+    from tests.conftest import catnip, need_engine
+    need_engine()
+    res = catnip("run", str(_split_scenario()), "--run-id", "split", "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads(res.stdout)["status"] == "done"
+    con = sqlite3.connect(isolated_data / "data" / "catnip.db")
+    fidelity = json.loads(con.execute("SELECT fidelity FROM points WHERE run_id='split'").fetchone()[0])
+    (tunnel,) = fidelity["tunnels"]
+    assert tunnel["link"] == "ctpsa-ctpda" and tunnel["vni"] == 5
+    assert [e["machine"] for e in tunnel["ends"]] == ["local", "m2"]
+    rtt = tunnel["rtt_before_engines"]
+    assert rtt["received"] == rtt["pings"] == 20 and 0 < rtt["min_ms"] <= rtt["avg_ms"] < 5, rtt
+    # The workload crossed the underlay: 2 rounds of pages 1 and 3 (CATNIP's) and their ACKs.
+    crossed = tunnel["underlay_change"]["local"]
+    assert crossed["rx_packets"] > 100 and crossed["tx_packets"] > 100, crossed
+    assert fidelity["tunnel_drops"] == 0
+    pages = con.execute("SELECT COUNT(*) FROM pages WHERE run_id='split' AND error IS NULL").fetchone()[0]
+    assert pages == 4
+    report = catnip("report", "split").stdout
+    assert "Tunnel ctpsa-ctpda (VXLAN 5, local - m2): round trip before the engines" in report, report
