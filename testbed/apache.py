@@ -130,6 +130,7 @@ DocumentRoot "{self.docroot}"
 
     def prepare(self) -> None:
         if self.machine is not None:
+            self.workdir.mkdir(parents=True, exist_ok=True)  # here: the console log ssh relays
             self.machine.run(["mkdir", "-p", "-m", "755", str(self.workdir)])
             self.machine.write_file(self.config_path, self.config_text())
             return
