@@ -95,6 +95,17 @@ def _check_split(graph: Graph, split: dict[str, Machine], switch_kind: str) -> N
         raise ValueError(f"split: the access switches of another machine are Linux bridges; {switch_kind} was asked")
 
 
+def _check_tunnel_speed(record: dict, link: RouterLink, policy: Any) -> None:
+    """A tunnel carries the emulated link: an underlay slower than the link's rate would decide the
+    rate itself, unseen. Checked where the underlay's driver gives a nominal speed."""
+    rate = max(resolve(link, d, policy).rate for d in (link.forward, link.reverse))
+    for end in record["ends"]:
+        speed = end.get("underlay_speed_mbps")
+        if speed is not None and rate > speed * 1e6:
+            raise ValueError(f"links {link.a}-{link.b}: its {rate / 1e6:g} Mbit/s would cross machine {end['machine']}'s"
+                             f" underlay {end['underlay_device']} of {speed} Mbit/s: the underlay would set the rate")
+
+
 def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None = None) -> Network:
     """Create and start the network; the caller must call `stop(n)` (also on failure).
 
@@ -154,6 +165,7 @@ def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None
             tunnel = {"vni": k + 1, "machines": ends, "mtu": n.mtu} if split else {}  # the VNI names the link
             made = net.addLink(n.routers[link.a], n.routers[link.b], intfName1=ia, intfName2=ib, **link_cls, **tunnel)
             if getattr(made, "tunnel_record", None):
+                _check_tunnel_speed(made.tunnel_record, link, scenario.router.policy)
                 n.tunnels.append({"link": f"{PREFIX}{link.a}-{PREFIX}{link.b}", "routers": [link.a, link.b],
                                   "link_addresses": list(_core_ips(k)[:2]), **made.tunnel_record})
             core_intf.append((ia, ib))

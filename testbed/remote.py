@@ -90,7 +90,7 @@ class VxlanLink(RemoteLink):
         record = {"vni": self.vni, "port": VXLAN_PORT, "overhead": VXLAN_OVERHEAD, "ends": []}
         for node, intf, addr, machine, local, remote in ((node1, intfname1, addr1, m1, a1, a2),
                                                          (node2, intfname2, addr2, m2, a2, a1)):
-            underlay_dev, underlay_mtu = _underlay(machine, remote)
+            underlay_dev, underlay_mtu, speed = _underlay(machine, remote)
             if underlay_mtu - VXLAN_OVERHEAD < self.mtu:
                 raise MachineError(
                     f"link {node1.name}-{node2.name}: machine {machine.name}'s underlay {underlay_dev} has MTU"
@@ -106,7 +106,8 @@ class VxlanLink(RemoteLink):
                 machine.run(["ip", "link", "del", intf])
                 raise
             record["ends"].append({"node": node.name, "machine": machine.name, "device": intf, "local": local,
-                                   "remote": remote, "underlay_device": underlay_dev, "underlay_mtu": underlay_mtu})
+                                   "remote": remote, "underlay_device": underlay_dev, "underlay_mtu": underlay_mtu,
+                                   "underlay_speed_mbps": speed})
         self.tunnel_record = record
         return record
 
@@ -142,12 +143,17 @@ def _route(machine: Machine, to: str) -> dict:
     return route
 
 
-def _underlay(machine: Machine, remote: str) -> tuple[str, int]:
-    """The device `machine` reaches `remote` through, and its MTU."""
+def _underlay(machine: Machine, remote: str) -> tuple[str, int, int | None]:
+    """The device `machine` reaches `remote` through, its MTU and its nominal speed in Mbit/s
+    (None where the driver gives none)."""
     try:
         route = json.loads(machine.run(["ip", "-j", "route", "get", remote]))[0]
         link = json.loads(machine.run(["ip", "-j", "link", "show", "dev", route["dev"]]))[0]
     except (MachineError, ValueError, KeyError, IndexError) as exc:
         raise MachineError(f"machine {machine.name}: no underlay route to {remote}: {exc}") from None
-    return route["dev"], int(link["mtu"])
+    try:
+        speed = int(machine.run(["cat", f"/sys/class/net/{route['dev']}/speed"]).strip())
+    except (MachineError, ValueError):
+        speed = None
+    return route["dev"], int(link["mtu"]), speed if speed and speed > 0 else None
 

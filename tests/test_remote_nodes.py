@@ -63,6 +63,7 @@ def test_a_vxlan_link_carries_whole_frames_between_machines(no_leftovers):
         ends = link.tunnel_record["ends"]
         assert [(e["machine"], e["underlay_device"], e["underlay_mtu"]) for e in ends] == [
             ("local", "ctpum2", machines.UNDERLAY_MTU), ("m2", "ctpum2r", machines.UNDERLAY_MTU)]
+        assert [e["underlay_speed_mbps"] for e in ends] == [10000, 10000]  # a veth's nominal speed
 
 
 def test_an_underlay_too_small_for_the_frames_is_refused(no_leftovers):
@@ -213,3 +214,15 @@ def test_a_split_tree_runs_a_web_workload_and_records_its_tunnel(isolated_data, 
     assert pages == 4
     report = catnip("report", "split").stdout
     assert "Tunnel ctpsa-ctpda (VXLAN 5, local - m2): round trip before the engines" in report, report
+
+
+def test_a_link_faster_than_its_tunnels_underlay_is_refused(no_leftovers):
+    """The imitation's underlay is a veth of nominal 10,000 Mbit/s: a 20 Gbit/s bottleneck across it
+    would be shaped by the underlay, not the engine."""
+    from spec import scenario as s
+    from testbed import network
+    sc = s.load(_split_scenario(), ["topology.bottleneck.rate=20Gbit"]).points[0][1]
+    with machines.imitated("m2") as m2:
+        with pytest.raises(ValueError, match=r"links sa-da: its 20000 Mbit/s would cross machine local's underlay"
+                                             r" ctpum2 of 10000 Mbit/s"):
+            network.build(sc, "linuxbridge", {r: m2 for r in ("da", "dm1", "de1")})
