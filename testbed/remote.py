@@ -65,10 +65,6 @@ class RemoteLinuxBridge(OverSsh, LinuxBridge):
     daemon runs in, which on an imitated machine is this machine's)."""
 
 
-def machine_of(node) -> Machine | None:
-    return getattr(node, "machine", None)
-
-
 class VxlanLink(RemoteLink):
     """A veth pair between nodes of one machine; between two machines, a VXLAN device on each
     machine's underlay, moved into its node. `vni` names the tunnel (one per link of a run);
