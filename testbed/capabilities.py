@@ -18,7 +18,8 @@ from pathlib import Path
 from testbed import paths
 
 QDISCS = ("htb", "tbf", "pfifo", "bfifo", "clsact", "netem", "red", "gred", "prio", "fq", "fq_codel")
-TOOLS = ("ip", "tc", "iptables", "ethtool", "tcpdump", "nstat", "ovs-vsctl", "apache2", "bpftool", "clang")
+# sshd: an imitated second machine for split topologies (testbed/machines.py); not needed otherwise.
+TOOLS = ("ip", "tc", "iptables", "ethtool", "tcpdump", "nstat", "ovs-vsctl", "apache2", "bpftool", "clang", "sshd")
 
 
 def _run(args: list[str], timeout: float = 10) -> subprocess.CompletedProcess:
