@@ -30,8 +30,9 @@ PACKAGES=(
   chromium
   openssh-server
 )
-# openssh-server: an imitated second machine runs its own sshd in a namespace (testbed/machines.py,
-# docs/cluster.md); the system's ssh service is not used.
+# openssh-server: an imitated second machine runs its own sshd in a namespace (testbed/machines.py),
+# and another machine of a split topology is reached by ssh (docs/cluster.md). Debian starts its ssh
+# service where it can; the testbed leaves that service as Debian set it.
 # chromium: kaleido draws the static figures (SVG/PDF/PNG) with it. Only for `make test`: the
 # driver for the dashboard's headless browser tests, `vagrant validate`.
 TEST_PACKAGES=(chromium-driver vagrant)
@@ -47,15 +48,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   say "Debian packages present"
-fi
-# Installing openssh-server here may have started the system's ssh service: stop and disable it
-# (only when this script installed it; a machine reached by ssh already had it).
-if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
-  if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
-    systemctl disable --now ssh.service >/dev/null 2>&1 || true
-  elif [ -x /etc/init.d/ssh ]; then
-    /etc/init.d/ssh stop >/dev/null 2>&1 || true
-  fi
 fi
 # The Debian apache2 package may have started the system service; the testbed never uses it
 # and its port-80 listener in the root namespace is not ours to keep.

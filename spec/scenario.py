@@ -364,7 +364,7 @@ class MachineSpec(_Strict):
     @field_validator("address")
     @classmethod
     def _address(cls, v: str) -> str:
-        if not re.match(r"^(imitated|([A-Za-z0-9_][A-Za-z0-9_.-]{0,31}@)?[A-Za-z0-9][A-Za-z0-9.:-]{0,252})$", v):
+        if not re.fullmatch(r"imitated|([A-Za-z0-9_][A-Za-z0-9_.-]{0,31}@)?[A-Za-z0-9][A-Za-z0-9.:-]{0,252}", v):
             raise ValueError(f"{v[:60]!r}: give `imitated` or [user@]host (letters, digits and .-: only)")
         return v
 
@@ -397,8 +397,10 @@ class RunSpec(_Strict):
     @classmethod
     def _machine_labels(cls, v: dict[str, MachineSpec]) -> dict[str, MachineSpec]:
         for label in v:
-            if not re.match(r"^[a-z][a-z0-9]{0,7}$", label):
+            if not re.fullmatch(r"[a-z][a-z0-9]{0,7}", label):
                 raise ValueError(f"{label!r}: a machine's label is 1-8 lower-case letters and digits, from a letter")
+            if label == "local":  # testbed/machines.THIS
+                raise ValueError("'local': that label names this machine; give the other machine another")
         return v
 
     @field_validator("time_limit", "late_threshold", "engine_spin", mode="before")
@@ -508,6 +510,11 @@ class Scenario(_Strict):
                 owner[r] = label
         if len(owner) == len(graph.routers):
             raise ValueError("run.machines: every router is on another machine; leave at least one here")
+        for link in graph.links:
+            a, b = owner.get(link.a), owner.get(link.b)
+            if a and b and a != b:  # each tunnel has this machine at one end, where its route is known
+                raise ValueError(f"run.machines: the link {link.a}-{link.b} joins machines {a} and {b}; a link between"
+                                 " two other machines does not run yet (docs/cluster.md)")
         remote_hosts = {h for g in graph.groups if g.router in owner for h in g.host_names()}
         refused = [
             ("marking.spm", self.marking.spm), ("marking.tcp_state", self.marking.tcp_state is not None),

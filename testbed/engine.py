@@ -135,16 +135,16 @@ class RouterEngine:
             # its pid there first (a signal to the local ssh client would not reach it).
             self.proc = self.router.popen(["sh", "-c", 'echo "PID $$"; exec "$0" "$@"', str(binary), "run",
                                            "--config", "/dev/stdin", "--stats", "/dev/stdout"],
-                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
-            self.proc.stdin.write(self.config_path.read_text())
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+            self.proc.stdin.write(self.config_path.read_bytes())
             self.proc.stdin.close()
+            self._wait_ready_there(timeout)
+            return
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
             if ready:
                 line = self.proc.stdout.readline()
-                if line.startswith("PID "):
-                    self.remote_pid = int(line.split()[1])
                 if line.strip() == "READY":
                     self.clock_start = time.monotonic()
                     break
@@ -153,18 +153,47 @@ class RouterEngine:
                                   f"{self.log_path.read_text().strip()[-400:]}")
         else:
             raise EngineError(f"engine on {self.router.name} not ready after {timeout:.0f} s")
-        if self.machine is not None:
-            self._mirror = threading.Thread(target=self._copy_stats, name=f"stats-{self.router.name}", daemon=True)
-            self._mirror.start()
+        self._add_rules()
+
+    def _add_rules(self) -> None:
         for num, link in enumerate(self.links):
             run(self.router, *link.iptables_rule(num))
 
-    def _copy_stats(self) -> None:
+    def _wait_ready_there(self, timeout: float) -> None:
+        """An engine on another machine: its pid there, then READY, read from the raw pipe (a
+        buffered reader could hold READY unseen until the next stats line, 0.5 s later); what came
+        after READY starts the local stats file, and a thread copies the rest as it arrives."""
+        fd, pending = self.proc.stdout.fileno(), b""
+        deadline = time.monotonic() + timeout
+        while self.clock_start is None:
+            if time.monotonic() > deadline:
+                raise EngineError(f"engine on {self.router.name} not ready after {timeout:.0f} s")
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            chunk = os.read(fd, 65536) if ready else b""
+            pending += chunk
+            while b"\n" in pending and self.clock_start is None:
+                line, pending = pending.split(b"\n", 1)
+                if line.startswith(b"PID "):
+                    self.remote_pid = int(line.split()[1])
+                elif line.strip() == b"READY":
+                    self.clock_start = time.monotonic()
+            if ready and not chunk and self.clock_start is None:  # end of file: it exited
+                self.proc.wait(5)
+                raise EngineError(f"engine on {self.router.name} exited ({self.proc.returncode}): "
+                                  f"{self.log_path.read_text().strip()[-400:]}")
+        with open(self.stats_path, "ab") as out:
+            out.write(pending)
+        self._mirror = threading.Thread(target=self._copy_stats, args=(fd,), name=f"stats-{self.router.name}",
+                                        daemon=True)
+        self._mirror.start()
+        self._add_rules()
+
+    def _copy_stats(self, fd: int) -> None:
         """A remote engine's stats lines, as they arrive, into the local stats file (so the watch,
         the fidelity record and `silent_for` read it as a local engine's)."""
-        with open(self.stats_path, "a") as out:
-            for line in self.proc.stdout:
-                out.write(line)
+        with open(self.stats_path, "ab") as out:
+            while chunk := os.read(fd, 65536):
+                out.write(chunk)
                 out.flush()
 
     def cpu_seconds(self) -> float | None:
@@ -214,8 +243,11 @@ class RouterEngine:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 if self.machine is not None and self.remote_pid is not None:
-                    subprocess.run(self.machine.argv(["kill", "-KILL", str(self.remote_pid)]), capture_output=True,
-                                   timeout=10, stdin=subprocess.DEVNULL)
+                    try:
+                        subprocess.run(self.machine.argv(["kill", "-KILL", str(self.remote_pid)]),
+                                       capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+                    except subprocess.TimeoutExpired:
+                        pass  # the local ssh client goes below all the same
                 self.proc.kill()
                 self.proc.wait()
         if self._mirror is not None:

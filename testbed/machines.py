@@ -10,9 +10,12 @@ file system) is listed in docs/cluster.md."""
 
 from __future__ import annotations
 
+import os
+import select
 import shlex
 import socket
 import shutil
+import signal
 import subprocess
 import time
 from contextlib import contextmanager
@@ -62,7 +65,8 @@ class Machine:
         remote shell, so each is quoted here: an argument with spaces or quotes arrives whole."""
         if self.local:
             return list(argv)
-        options = ["-F", str(self.ssh_config)] if self.ssh_config else ["-o", "BatchMode=yes"]
+        options = (["-F", str(self.ssh_config)] if self.ssh_config
+                   else ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"])
         ssh = ["ssh", *options, "-tt" if tty else "-T", self.address, "--"]
         return ssh + [" ".join(shlex.quote(a) for a in argv)]
 
@@ -157,6 +161,29 @@ def _mount_script(hide: list[Path], sshd_config: Path) -> str:
         f" exec {SSHD} -D -e -f {shlex.quote(str(sshd_config))}")
 
 
+@contextmanager
+def held(machine: Machine, timeout: float = 30) -> Iterator[Machine]:
+    """Another machine's own machine lock (paths.machine_lock_path there), held while the point uses
+    it, so no other run takes that machine meanwhile: `flock` there, for as long as our ssh lives."""
+    lock = str(paths.machine_lock_path())
+    proc = subprocess.Popen(machine.argv(["sh", "-c", 'mkdir -p "$(dirname "$0")" && exec flock -n "$0" sh -c'
+                                         ' "echo LOCKED; exec cat"', lock]),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        if not ready or proc.stdout.readline().strip() != "LOCKED":
+            raise MachineError(f"machine {machine.name}: another run holds its machine lock ({lock} there), or it did"
+                               f" not answer within {timeout:g} s")
+        yield machine
+    finally:
+        proc.stdin.close()  # `cat` ends, the lock goes with it
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def imitation_folders() -> list[Path]:
     """The folders of imitated machines (keys, configs, sshd's log): a killed test's are leftovers."""
     return sorted(Path("/run").glob(f"{MACHINE_MARK}*"))
@@ -167,18 +194,21 @@ def imitated(name: str = "m2", index: int = 0) -> Iterator[Machine]:
     """A second machine on this one: network namespace `ctp<name>` with its own sshd on
     198.18.<index>.2, reached from here over the veth `ctpu<name>` (198.18.<index>.1). Removed on
     exit, also on failure; `catnip clean` finds a killed one's namespace, veth and sshd by the prefix."""
+    if not Path(SSHD).exists():
+        raise MachineError(f"an imitated machine needs the OpenSSH server ({SSHD}): `make setup` installs it")
     local, there = underlay_addresses(index)
+    netns, veth = f"{paths.PREFIX}{name}", f"{paths.PREFIX}u{name}"
+    folder = Path(f"/run/{MACHINE_MARK}{name}")  # outside what the imitation hides, so its sshd sees it
+    # Another imitation (or one left over) of this name or on this underlay is never touched.
+    if Path(f"/run/netns/{netns}").exists() or folder.exists():
+        raise MachineError(f"imitated machine {name}: namespace {netns} or folder {folder} exists already (another"
+                           f" imitation, or one left over: `catnip clean`)")
     taken = _sh("ip", "-o", "-4", "addr", "show", "to", f"{local}/{UNDERLAY_PREFIX}").split()
     if taken:  # two routes to one address would reach the wrong sshd
         raise MachineError(f"imitated machine {name}: {local}/{UNDERLAY_PREFIX} is in use on {taken[1]} (another"
                            f" imitation, or one left over: `catnip clean`); give it another index")
-    if not Path(SSHD).exists():
-        raise MachineError(f"an imitated machine needs the OpenSSH server ({SSHD}): `make setup` installs it")
-    netns, veth = f"{paths.PREFIX}{name}", f"{paths.PREFIX}u{name}"
-    folder = Path(f"/run/{MACHINE_MARK}{name}")  # outside what the imitation hides, so its sshd sees it
     sshd = None
     try:
-        shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(mode=0o700, parents=True)
         _sh("ip", "netns", "add", netns)
         _sh("ip", "link", "add", veth, "mtu", str(UNDERLAY_MTU), "type", "veth", "peer", "name", f"{veth}r",
@@ -198,22 +228,30 @@ def imitated(name: str = "m2", index: int = 0) -> Iterator[Machine]:
         (folder / "ssh_config").write_text(_ssh_config(folder))
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
         hide = sorted({paths.state_dir(), paths.MACHINE_DIR, paths.data_dir()})
-        log = open(folder / "sshd.log", "w")
-        sshd = subprocess.Popen([*inside, "unshare", "--mount", "--propagation", "private", "sh", "-c",
-                                 _mount_script(hide, folder / "sshd_config")],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
+        with open(folder / "sshd.log", "w") as log:
+            sshd = subprocess.Popen([*inside, "unshare", "--mount", "--propagation", "private", "sh", "-c",
+                                     _mount_script(hide, folder / "sshd_config")],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
         machine = Machine(name, there, folder / "ssh_config", underlay=there)
         _wait_ready(machine, sshd, folder / "sshd.log")
         yield machine
     finally:
         if sshd is not None and sshd.poll() is None:
-            sshd.terminate()  # sshd -D: its sessions' processes end with their connections
+            sshd.terminate()
             try:
                 sshd.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 sshd.kill()
                 sshd.wait()
+        # The sessions' processes outlive the listener (OpenSSH): whatever still runs in the
+        # imitation's namespace goes with it.
+        pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True, timeout=30).stdout
+        for pid in pids.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
         subprocess.run(["ip", "netns", "del", netns], capture_output=True, timeout=30)
         subprocess.run(["ip", "link", "del", veth], capture_output=True, timeout=30)
         shutil.rmtree(folder, ignore_errors=True)

@@ -37,3 +37,13 @@ def underlay_counters(tunnel: dict, machines: dict[str, Machine]) -> dict[str, d
 
 def counter_change(before: dict, after: dict) -> dict[str, dict[str, int]]:
     return {m: {k: after[m][k] - before[m].get(k, 0) for k in after[m]} for m in after if m in before}
+
+
+# An underlay's receive drops also count frames a real NIC was given that no one wanted (other
+# protocols, other hosts' traffic): recorded, not counted as the tunnel's losses.
+DROP_COUNTERS = ("rx_errors", "tx_errors", "tx_dropped")
+
+
+def drops(measured: list[dict]) -> int:
+    """The packets the tunnels' underlays failed to carry over the workload, both ends, both ways."""
+    return sum(c[k] for t in measured for c in t["underlay_change"].values() for k in DROP_COUNTERS)

@@ -285,7 +285,6 @@ def test_resume_after_the_coordinator_was_killed_runs_only_what_is_not_done(isol
     runner. `--resume` closes it as interrupted, keeps the finished point as it was and runs the
     other one into the same run."""
     need_engine()
-    from distributed import Client
     db = isolated_data / "data" / "catnip.db"
     args = [QUICK, *SMALL, "--set", "sweep.router.policy=[{kind: droptail}, {kind: catnip_good}]",
             "--cluster", local_cluster.scheduler_address]
@@ -303,13 +302,14 @@ def test_resume_after_the_coordinator_was_killed_runs_only_what_is_not_done(isol
             proc.kill()
     before = {p["point"]: dict(p) for p in _points(db) if p["status"] == "done"}
     assert len(before) == 1, [dict(p) for p in _points(db)]
-    # The killed coordinator's other point may still run on its worker (nothing tells it to stop):
-    # wait until the scheduler holds no task, as a user restarting the coordinator would find it.
-    with Client(local_cluster) as client:
-        deadline = time.monotonic() + 300
-        while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
-            assert time.monotonic() < deadline, "the orphaned point did not end"
-            time.sleep(0.5)
+    # The killed coordinator's other point may still run on its worker (the scheduler forgets the
+    # task, the worker's thread does not): wait until no point process is left, as a user
+    # restarting the coordinator later would find it.
+    from testbed import cleanup
+    deadline = time.monotonic() + 300
+    while any("controller.cluster_point" in cmd for _, cmd in cleanup.our_processes()) or cleanup.run_in_progress():
+        assert time.monotonic() < deadline, "the orphaned point did not end"
+        time.sleep(0.5)
     res = catnip("run", *args, "--resume", "again", "--json")
     assert res.returncode == 0, res.stderr[-3000:]
     assert "run again: 1 point run(s) already done, 1 to go" in res.stderr, res.stderr[-3000:]

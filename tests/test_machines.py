@@ -33,7 +33,7 @@ def test_an_imitation_without_sshd_is_a_one_line_error(monkeypatch):
 
 
 @pytest.mark.netns
-def test_an_imitated_machine_is_another_network_that_sees_none_of_our_files(no_leftovers):
+def test_an_imitated_machine_is_another_network_that_sees_none_of_our_files(isolated_data, no_leftovers):
     marker = paths.data_dir() / "ctp-machines-test.txt"
     paths.data_dir().mkdir(parents=True, exist_ok=True)
     marker.write_text("here only")
@@ -54,6 +54,17 @@ def test_an_imitated_machine_is_another_network_that_sees_none_of_our_files(no_l
             with pytest.raises(machines.MachineError, match=r"machine m2 \(over ssh to 198.18.0.2\): `sh -c 'exit 3'`"
                                                             r" failed with exit 3"):
                 m2.run(["sh", "-c", "exit 3"])
+            # Its own machine lock, held once: a second run cannot take that machine meanwhile.
+            with machines.held(m2):
+                with pytest.raises(machines.MachineError, match=r"machine m2: another run holds its machine lock"):
+                    with machines.held(m2, timeout=10):
+                        pass
+            with machines.held(m2):  # released with the first
+                pass
+            # Neither the same name nor the same underlay twice.
+            with pytest.raises(machines.MachineError, match=r"imitated machine m2: namespace ctpm2 or folder"):
+                with machines.imitated("m2", index=1):
+                    pass
             # A second imitation on the same underlay would make two routes to one address.
             with pytest.raises(machines.MachineError, match=r"imitated machine m4: 198.18.0.1/30 is in use on ctpum2"):
                 with machines.imitated("m4", index=0):
