@@ -40,19 +40,31 @@ class _Router:
 def line(no_leftovers):
     need_root()
     with NetLine("ctpt-tc", net=67) as ln:
-        server = subprocess.Popen([*ln.ns("c"), "iperf3", "-s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            wait_until(lambda: listening(ln.ns("c"), 5201, server), 10, "iperf3 -s listening on 5201")
-            yield ln
-        finally:
-            server.kill()
-            server.wait()
+        yield ln
+
+
+_PORTS = iter(range(5201, 5300))
 
 
 def _bulk(line: NetLine, seconds: int = 8) -> float:
-    out = subprocess.run([*line.ns("s"), "iperf3", "-c", line.receiver_ip, "-P", "4", "-t", str(seconds), "-J"],
-                         capture_output=True, text=True, timeout=seconds + 30, check=True).stdout
-    return json.loads(out)["end"]["sum_received"]["bits_per_second"]
+    """4 flows for `seconds` through the line, each measurement with a server of its own: one
+    iperf3 server for both once reported no result for the second (it was still closing the first
+    test's session on a loaded machine)."""
+    port = next(_PORTS)
+    server = subprocess.Popen([*line.ns("c"), "iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: listening(line.ns("c"), port, server), 10, f"iperf3 -s listening on {port}")
+        res = subprocess.run([*line.ns("s"), "iperf3", "-c", line.receiver_ip, "-p", str(port), "-P", "4", "-t",
+                              str(seconds), "-J"], capture_output=True, text=True, timeout=seconds + 30)
+        report = json.loads(res.stdout or "{}")
+        assert res.returncode == 0 and "sum_received" in report.get("end", {}), (
+            f"iperf3 exit {res.returncode}: {report.get('error') or res.stderr.strip()[-300:]}")
+        return report["end"]["sum_received"]["bits_per_second"]
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait()
 
 
 def test_kernel_droptail_matches_the_engine(line, tmp_path):
