@@ -139,12 +139,7 @@ DocumentRoot "{self.docroot}"
         self.config_path.write_text(self.config_text())
 
     def _read(self, path: Path) -> str | None:
-        if self.machine is not None:
-            return self.machine.read_file(path)
-        try:
-            return path.read_text(errors="replace")
-        except OSError:
-            return None
+        return self.machine.read_file(path) if self.machine is not None else _read_local(path)
 
     def argv(self) -> list[str]:
         # -D MARK defines a name no directive uses: it marks the process as ours on its command

@@ -264,8 +264,8 @@ class Web(Application):
     def collect(self) -> AppResult:
         # Another machine's servers: their restarts, read now, fail the point with its records kept.
         restarted = [f"web: Apache on {host.name} restarted while the workload ran (signalled from outside):"
-                     f" {srv.restarts()[0]}; log {srv.error_log} on machine {srv.machine.name}"
-                     for host, srv in self.apaches if srv.machine is not None and srv.restarts()]
+                     f" {lines[0]}; log {srv.error_log} on machine {srv.machine.name}"
+                     for host, srv in self.apaches if srv.machine is not None and (lines := srv.restarts())]
         objects, pages, samples = [], [], []
         ends: dict[str, dict] = {}
         for client, server, out in self.outputs.values():
