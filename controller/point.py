@@ -84,6 +84,16 @@ def trace_samples(entries: list[dict], host_names: dict[int, str]) -> list[dict]
     return rows
 
 
+def _session_seconds(machine) -> float:
+    """How long one command over ssh takes there, the quickest of three."""
+    times = []
+    for _ in range(3):
+        t = time.monotonic()
+        machine.run(["true"])
+        times.append(time.monotonic() - t)
+    return min(times)
+
+
 class PointRun:
     """One sweep point on one freshly built network."""
 
@@ -111,6 +121,7 @@ class PointRun:
         self.trace_recorded = False
         self.underlay_start: list | None = None  # each tunnel's underlay counters (split topologies)
         self.underlay_end: list | None = None
+        self.clocks: dict[str, dict] = {}  # another machine's name -> its clock offset, at start and end
 
     # --- the point -----------------------------------------------------------------------
     def execute(self, prog: "Progress") -> None:
@@ -175,7 +186,7 @@ class PointRun:
             prog.phase = "running workload"
             self.machine_start = fidelity_mod.machine_snapshot()
             self.underlay_start = self._underlay_counters()
-            start_at = time.monotonic() + START_DELAY_S
+            start_at = time.monotonic() + START_DELAY_S + self._remote_start_s()
             for app in self.apps:
                 app.ctx.start_at = start_at
                 app.start_clients()
@@ -206,6 +217,11 @@ class PointRun:
     def _snapshot_end(self) -> None:
         self.machine_end = fidelity_mod.machine_snapshot()
         self.underlay_end = self._underlay_counters()
+        for label, c in self.clocks.items():
+            try:
+                c["end"] = c["machine"].clock_offset(python=paths.python())
+            except machines.MachineError as exc:  # recorded as unmeasured; the point's records still go in
+                print(f"catnip: machine {label}'s clock not read at the end: {exc}", file=sys.stderr)
 
     def _underlay_counters(self) -> list | None:
         """Each tunnel's underlay counters now; None when another machine did not answer (the point's
@@ -220,11 +236,38 @@ class PointRun:
         """run.machines: router -> the Machine it runs on; an imitated one is made here, for the point."""
         split = {}
         for i, (label, m) in enumerate(self.sc.run.machines.items()):
-            machine = (stack.enter_context(machines.imitated(label, index=i)) if m.address == "imitated"
+            machine = (stack.enter_context(machines.imitated(label, index=i, clock_shift=m.clock_shift))
+                       if m.address == "imitated"
                        else machines.reached(label, m.address))
             stack.enter_context(machines.held(machine))
             split.update({r: machine for r in m.routers})
+            # Its programs run on our clock (workloads/apps/elsewhere.py), by the offset measured here.
+            self.clocks[label] = {"start": machine.clock_offset(python=paths.python()), "machine": machine,
+                                  "session_s": _session_seconds(machine)}
         return split
+
+    def _remote_start_s(self) -> float:
+        """The common start's extra delay for the clients on other machines: each is one ssh session
+        to open (one process per host and application at most), at the time one took here."""
+        extra = 0.0
+        for label, c in self.clocks.items():
+            hosts = {h.name for app in self.apps for h in app.clients + app.servers
+                     if getattr(getattr(h.node, "machine", None), "name", None) == label}
+            extra += c["session_s"] * len(hosts) * len(self.apps)
+        return extra
+
+    def _clock_fidelity(self) -> dict:
+        """Each other machine's clock offset at the start and the end of the point: the programs
+        there ran on the start's, so the change is how far their instants drifted from ours."""
+        out = {}
+        for label, c in self.clocks.items():
+            start, end = c["start"], c.get("end")
+            out[label] = {"offset_start_s": start["offset"], "uncertainty_start_s": start["uncertainty"],
+                          "offset_end_s": end["offset"] if end else None,
+                          "uncertainty_end_s": end["uncertainty"] if end else None,
+                          "drift_s": end["offset"] - start["offset"] if end else None,
+                          "ssh_session_s": c["session_s"]}
+        return {"clocks": out} if out else {}
 
     def _measure_tunnels(self, net: network.Network) -> None:
         """Each tunnel's own round trip, before the engines emulate the links it carries: the
@@ -335,7 +378,8 @@ class PointRun:
                              seed=seed, time_limit=self.sc.run.time_limit, python=paths.python(),
                              repo=paths.REPO, start_at=0.0, docroot=paths.docroot(),
                              server_preexec=spm.joiner(self.marker.cgroup) if self.marker else None,
-                             catnip_module=spm.MOD_CATNIP if self.marker else None)
+                             catnip_module=spm.MOD_CATNIP if self.marker else None,
+                             clock_offsets={label: c["start"]["offset"] for label, c in self.clocks.items()})
             servers = self.net.hosts_of(spec.servers) if spec.servers else []
             self.apps.append(cls(spec, ctx, self.net.hosts_of(spec.clients), servers))
 
@@ -458,6 +502,7 @@ class PointRun:
                 self.stopped_by_us.update(id(p) for p in app.procs if p.popen.poll() is None)
                 app.stop()  # outputs complete before they are read
             try:
+                app.sync_files()  # what programs on other machines wrote, complete here
                 result = app.collect()
             except Exception as exc:  # noqa: BLE001 - the other applications' data is still kept
                 missing.append(f"{app.spec.instance}: its results could not be read ({exc})")
@@ -541,7 +586,7 @@ class PointRun:
                                        if p.role == "client" and p.popen.returncode not in (0, None)
                                        and id(p) not in self.stopped_by_us],
                     "late_threshold_us": int(self.sc.run.late_threshold * 1e6), "nodes_lost": lost,
-                    **self._tunnel_fidelity()}
+                    **self._tunnel_fidelity(), **self._clock_fidelity()}
         if self.concurrency is not None:
             fidelity["concurrency"] = self.concurrency
         ok = fidelity_mod.realtime_ok(fidelity, self.sc.run.max_late_fraction)

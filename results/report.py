@@ -176,6 +176,11 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
         out.append(f"  Tunnel {t['link']} (VXLAN {t['vni']}, " + " - ".join(e["machine"] for e in t["ends"])
                    + f"): round trip before the engines {rtt.get('avg_ms', float('nan')):.3f} ms"
                    + f" (max {rtt.get('max_ms', float('nan')):.3f}); underlay errors and send drops {lost}")
+    for label, c in (f.get("clocks") or {}).items():
+        drift = c.get("drift_s")
+        out.append(f"  Clock of machine {label}: {c['offset_start_s']:+.6f} s from ours"
+                   f" (+- {1e3 * c['uncertainty_start_s']:.3f} ms); its programs ran on ours, and drifted "
+                   + ("an unmeasured amount" if drift is None else f"{1e3 * drift:+.3f} ms") + " by the end")
     conc = f.get("concurrency")
     if conc:
         busy = conc.get("cpu_busy_before_start")

@@ -361,6 +361,17 @@ class MachineSpec(_Strict):
     address: str = Field(description="`imitated`: a namespace with its own sshd on this machine (for trying a"
                                      " split here); else [user@]host that ssh reaches as root, its keys set up")
 
+    clock_shift: int = Field(default=0, ge=-86_400, le=86_400,
+                             description="`imitated` only: whole seconds its monotonic clock runs ahead of this"
+                                         " machine's (a time namespace), as a real machine's would; 0: none")
+
+    @model_validator(mode="after")
+    def _shift_imitated(self) -> "MachineSpec":
+        if self.clock_shift and self.address != "imitated":
+            raise ValueError("clock_shift: only an imitated machine's clock can be shifted; a real machine's offset"
+                             " is measured at every point")
+        return self
+
     @field_validator("address")
     @classmethod
     def _address(cls, v: str) -> str:
@@ -515,7 +526,6 @@ class Scenario(_Strict):
             if a and b and a != b:  # each tunnel has this machine at one end, where its route is known
                 raise ValueError(f"run.machines: the link {link.a}-{link.b} joins machines {a} and {b}; a link between"
                                  " two other machines does not run yet (docs/cluster.md)")
-        remote_hosts = {h for g in graph.groups if g.router in owner for h in g.host_names()}
         refused = [
             ("marking.spm", self.marking.spm), ("marking.tcp_state", self.marking.tcp_state is not None),
             ("tcp.initial_rto", any(t.initial_rto is not None for t in self.host_tcp().values())),
@@ -527,12 +537,6 @@ class Scenario(_Strict):
         for what, used in refused:
             if used:
                 raise ValueError(f"run.machines: {what} does not run with hosts on another machine yet (docs/cluster.md)")
-        for i, app in enumerate(self.applications):
-            graph_hosts = {h for g in graph.groups_named(app.clients) for h in g.host_names()} if app.clients else set()
-            server_hosts = {h for g in graph.groups_named(app.servers) for h in g.host_names()} if app.servers else set()
-            if graph_hosts & remote_hosts or (app.kind != "web" and server_hosts & remote_hosts):
-                raise ValueError(f"applications.{i}: its hosts on another machine would run {app.kind} programs there;"
-                                 " only web servers (Apache) run on another machine yet (docs/cluster.md)")
         return self
 
     @model_validator(mode="after")

@@ -96,6 +96,40 @@ class Machine:
         except MachineError:
             return None
 
+    def clock_offset(self, rounds: int = 16, python: str = "python3") -> dict[str, float]:
+        """How far its CLOCK_MONOTONIC (Python's time.monotonic()) is ahead of ours, in seconds: the
+        other machine reads its clock `rounds` times over one ssh session, each read bracketed by two
+        of ours; the read with the shortest round trip is taken (as NTP does), its clock against the
+        middle of that round trip. `uncertainty` is half that round trip: the true offset is within
+        it whatever the asymmetry of the two directions. On this machine: 0."""
+        if self.local:
+            return {"offset": 0.0, "uncertainty": 0.0, "rounds": 0}
+        echo = "import sys, time\nfor _ in sys.stdin:\n    print(repr(time.monotonic()), flush=True)"
+        proc = subprocess.Popen(self.argv([python, "-c", echo]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, bufsize=1)
+        samples = []  # (round trip, their clock less the middle of ours)
+        try:
+            for _ in range(rounds + 1):  # the first round also waits for the interpreter: left out
+                before = time.monotonic()
+                proc.stdin.write("\n")
+                proc.stdin.flush()
+                ready, _, _ = select.select([proc.stdout], [], [], 30)
+                line = proc.stdout.readline() if ready else ""
+                after = time.monotonic()
+                if not line:
+                    why = proc.stderr.read().strip()[-300:] if proc.poll() is not None else "no answer in 30 s"
+                    raise MachineError(f"machine {self.name}: its clock could not be read over ssh: {why}")
+                samples.append((after - before, float(line) - (before + after) / 2))
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        best = min(samples[1:])
+        return {"offset": best[1], "uncertainty": best[0] / 2, "rounds": rounds}
+
     def copy_tree(self, local: Path, there: Path, timeout: float = 300) -> None:
         """Copy the folder `local` of this machine to `there` on that one (a tar stream over ssh)."""
         pack = subprocess.Popen(["tar", "-C", str(local), "-cf", "-", "."], stdout=subprocess.PIPE)
@@ -190,10 +224,12 @@ def imitation_folders() -> list[Path]:
 
 
 @contextmanager
-def imitated(name: str = "m2", index: int = 0) -> Iterator[Machine]:
+def imitated(name: str = "m2", index: int = 0, clock_shift: int = 0) -> Iterator[Machine]:
     """A second machine on this one: network namespace `ctp<name>` with its own sshd on
     198.18.<index>.2, reached from here over the veth `ctpu<name>` (198.18.<index>.1). Removed on
-    exit, also on failure; `catnip clean` finds a killed one's namespace, veth and sshd by the prefix."""
+    exit, also on failure; `catnip clean` finds a killed one's namespace, veth and sshd by the prefix.
+    `clock_shift` (whole seconds) puts its sshd's sessions in a time namespace whose monotonic clock
+    runs that far ahead of ours, as a real machine's would be (time_namespaces(7))."""
     if not Path(SSHD).exists():
         raise MachineError(f"an imitated machine needs the OpenSSH server ({SSHD}): `make setup` installs it")
     local, there = underlay_addresses(index)
@@ -229,7 +265,10 @@ def imitated(name: str = "m2", index: int = 0) -> Iterator[Machine]:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
         hide = sorted({paths.state_dir(), paths.MACHINE_DIR, paths.data_dir()})
         with open(folder / "sshd.log", "w") as log:
-            sshd = subprocess.Popen([*inside, "unshare", "--mount", "--propagation", "private", "sh", "-c",
+            # With --time and no --fork, sh and the sshd it becomes stay in our time namespace; the
+            # sessions sshd forks are in the new one.
+            shift = ["--time", "--monotonic", str(int(clock_shift))] if clock_shift else []
+            sshd = subprocess.Popen([*inside, "unshare", "--mount", "--propagation", "private", *shift, "sh", "-c",
                                      _mount_script(hide, folder / "sshd_config")],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)

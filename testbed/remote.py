@@ -43,6 +43,13 @@ class OverSsh(RemoteMixin):
         self.machine = machine
         super().__init__(name, server=machine.address, user="root", serverIP=machine.address, **params)
 
+    def popen(self, *args, **kwargs):
+        # `mnexec -d` forks when its caller leads its process group, as the command of an ssh session
+        # does: the ssh client here would end at once with status 0 while the program ran on. With
+        # `-a` alone the program is the session's, so its ssh client ends with it and says its status.
+        kwargs.setdefault("mncmd", ["mnexec", "-a", str(self.pid)])
+        return super().popen(*args, **kwargs)
+
     def _popen(self, cmd, sudo: bool = True, tt: bool = True, **params):  # noqa: ARG002 (no sudo: root)
         if isinstance(cmd, str):
             cmd = cmd.split()

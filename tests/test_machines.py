@@ -99,3 +99,31 @@ def test_a_killed_imitation_is_left_over_and_cleaned(no_leftovers):
     while cleanup.leftovers() and time.monotonic() < deadline:  # the sshd's SIGTERM takes effect
         time.sleep(0.1)
     assert cleanup.leftovers() == {}
+
+
+@pytest.mark.netns
+def test_the_clock_offset_of_a_machine_is_measured_to_well_under_a_millisecond(no_leftovers):
+    """An imitation shares this clock (offset 0), unless its sessions run in a time namespace: then
+    the shift is found, both within the measurement's own uncertainty."""
+    assert machines.THIS.clock_offset() == {"offset": 0.0, "uncertainty": 0.0, "rounds": 0}
+    for shift in (0, -3000):
+        with machines.imitated("m2", clock_shift=shift) as m2:
+            clock = m2.clock_offset(python=sys.executable)
+        assert clock["rounds"] == 16 and 0 < clock["uncertainty"] < 0.001, clock  # 0.03 ms measured here
+        assert abs(clock["offset"] - shift) <= clock["uncertainty"], clock
+
+
+def test_a_program_on_the_controllers_clock_reads_it_less_the_offset():
+    code = "import time; print(repr(time.monotonic()))"
+    before = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "workloads.onclock", "100.5", "-c", code], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    after = time.monotonic()
+    assert out.returncode == 0, out.stderr
+    assert before - 100.5 <= float(out.stdout) <= after - 100.5
+    bad = subprocess.run([sys.executable, "-m", "workloads.onclock", "1s", "-c", code], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "OFFSET '1s' is not a number of seconds" in bad.stderr
+    exits = subprocess.run([sys.executable, "-m", "workloads.onclock", "0", "-c", "import sys; sys.exit(3)"],
+                           cwd=REPO, capture_output=True, timeout=60)
+    assert exits.returncode == 3  # the program's own status

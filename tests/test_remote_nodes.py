@@ -49,6 +49,47 @@ def test_hosts_and_a_bridge_on_the_other_machine_reach_each_other(no_leftovers):
         assert out.decode().split("\n")[:2] == ["a 'b' c", "/tmp"]
 
 
+def test_a_program_on_another_machine_gets_its_files_runs_on_our_clock_and_is_stopped(isolated_data, no_leftovers):
+    """workloads/apps/elsewhere.py through Application.spawn: the config reaches the other machine
+    (whose copy of the data folder is its own), the output comes back here, the instants the program
+    reads are ours though its clock runs 5,000 s ahead, and a server there ends when the application
+    stops it (a signal to the local ssh client would not reach it)."""
+    import time
+    from testbed import paths
+    from workloads.apps.base import AppContext, Application, AppSpec, Host, read_jsonl, wait_for_line
+    with machines.imitated("m2", clock_shift=5000) as m2, _net() as net:
+        node = net.addHost("ctpq1", cls=remote.RemoteHost, machine=m2)
+        net.build()
+        clock = m2.clock_offset(python=paths.python())
+        assert abs(clock["offset"] - 5000) < clock["uncertainty"] + 0.001, clock
+        ctx = AppContext(workdir=paths.data_dir() / "toy", seed=1, time_limit=60, python=paths.python(),
+                         repo=paths.REPO, start_at=time.monotonic() + 1.5, clock_offsets={"m2": clock["offset"]})
+        host = Host("ctpq1", "10.0.0.1", "g", 0, node=node)
+        app = Application(AppSpec(kind="toy", clients="g"), ctx, [host], [])
+        try:
+            config = app.write_config("toy", {"start_at": ctx.start_at})
+            assert m2.read_file(config) is None  # not there until it is sent
+            out = ctx.workdir / "toy.jsonl"
+            waits = ("import json, sys, time; start = json.load(open(sys.argv[1]))['start_at'];"
+                     " time.sleep(max(0, start - time.monotonic()));"
+                     " open(sys.argv[2], 'w').write(json.dumps({'t': time.monotonic()}) + '\\n')")
+            client = app.spawn(host, "client", [ctx.python, "-c", waits, config, out], "toy", out=out)
+            server = app.spawn(host, "server", [ctx.python, "-c", "import time; print('READY', flush=True);"
+                                                " time.sleep(600)"], "srv", stdout_pipe=True)
+            wait_for_line(server, "READY", time.monotonic() + 30)
+            assert client.popen.wait(30) == 0, client.log.read_text()
+            app.sync_files()
+            (rec,) = read_jsonl(out)
+            assert ctx.start_at <= rec["t"] < ctx.start_at + 1, (rec, ctx.start_at)  # ours, not 5000 s on
+            pid = int(m2.read_file(server.pid_file))
+            assert server.popen.poll() is None
+        finally:
+            app.stop()
+        assert server.popen.poll() is not None
+        with pytest.raises(machines.MachineError):  # gone there, not only its ssh client here
+            m2.run(["kill", "-0", str(pid)])
+
+
 def test_a_vxlan_link_carries_whole_frames_between_machines(no_leftovers):
     with machines.imitated("m2") as m2, _net() as net:
         here = net.addHost("ctpq1", ip="10.78.0.1/24")
@@ -178,13 +219,13 @@ def _split_scenario():
     ("run.keep_awake=true", "run.machines: run.keep_awake does not run with hosts on another machine yet"),
     ("marking.spm=true", "run.machines: marking.spm does not run with hosts on another machine yet"),
     ("tcp.congestion_control=catnip_reno", "the project's BPF senders does not run with hosts on another machine"),
-    ("applications=[{kind: bulk, clients: destinations, servers: sources, duration: 5s}]",
-     "applications.0: its hosts on another machine would run bulk programs there"),
+    ("run.machines.m2.address=root@h2.example --set run.machines.m2.clock_shift=10",
+     "clock_shift: only an imitated machine's clock can be shifted"),
 ])
 def test_what_does_not_run_split_yet_is_refused_before_anything_starts(override, message):
     from spec import scenario as s
     with pytest.raises(s.ScenarioError, match=message):
-        s.load(_split_scenario(), [override])
+        s.load(_split_scenario(), override.split(" --set "))
 
 
 def test_split_points_do_not_run_side_by_side_or_on_a_cluster(isolated_data):
@@ -222,6 +263,36 @@ def test_a_split_tree_runs_a_web_workload_and_records_its_tunnel(isolated_data, 
     assert pages == 4
     report = catnip("report", "split").stdout
     assert "Tunnel ctpsa-ctpda (VXLAN 5, local - m2): round trip before the engines" in report, report
+
+
+def test_clients_and_servers_of_every_kind_run_on_the_other_machine_on_our_clock(isolated_data, no_leftovers):
+    """Telnet clients, a burst server (with its statistics file) and Apache on the destinations'
+    side, on an imitated machine whose clock runs 5,000 s ahead: every unit recorded, each sample's
+    instant inside the point's workload on this machine's clock, the offset in the fidelity record."""
+    import json
+    import sqlite3
+    from tests.conftest import catnip, need_engine
+    need_engine()
+    apps = ('applications=[{kind: web, clients: sources, servers: destinations, http_version: "1.0", parallel: 4,'
+            ' pages: [1, 3], rounds: 2, think_time: {model: zero}},'
+            ' {kind: telnet, clients: destinations, servers: sources, keystrokes: 20, mean: 50ms},'
+            ' {kind: burst, clients: sources, servers: destinations, bursts: [8KB], idles: [0.2s], repeat: 2}]')
+    res = catnip("run", str(_split_scenario()), "--run-id", "apps", "--json", "--set", apps,
+                 "--set", "run.machines.m2.clock_shift=5000")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads(res.stdout)["status"] == "done"
+    con = sqlite3.connect(isolated_data / "data" / "catnip.db")
+    counts = dict(con.execute("SELECT metric, COUNT(*) FROM samples WHERE run_id='apps' AND error IS NULL"
+                              " GROUP BY metric").fetchall())
+    # burst_cwnd comes from the server's statistics file, written on the other machine.
+    assert counts == {"page_time": 4, "echo_delay": 20, "burst_time": 2, "burst_cwnd": 2, "burst_retrans": 2}, counts
+    first, last = con.execute("SELECT MIN(start), MAX(\"end\") FROM pages WHERE run_id='apps'").fetchone()
+    t_min, t_max = con.execute("SELECT MIN(t), MAX(t) FROM samples WHERE run_id='apps' AND app != 'web'").fetchone()
+    assert first - 5 < t_min and t_max < last + 5, (first, last, t_min, t_max)  # not 5,000 s on
+    clock = json.loads(con.execute("SELECT fidelity FROM points WHERE run_id='apps'").fetchone()[0])["clocks"]["m2"]
+    assert abs(clock["offset_start_s"] - 5000) < 0.01 and abs(clock["drift_s"]) < 0.01, clock
+    import re
+    assert re.search(r"Clock of machine m2: \+(4999\.99|5000\.00)\d+ s from ours", catnip("report", "apps").stdout)
 
 
 def test_a_link_faster_than_its_tunnels_underlay_is_refused(no_leftovers):

@@ -18,13 +18,17 @@ from __future__ import annotations
 import json
 import select
 import shlex
+import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from workloads.apps import elsewhere
 
 
 class AppError(RuntimeError):
@@ -79,6 +83,9 @@ class AppContext:
     docroot: Path | None = None
     server_preexec: Any = None        # run in a server process before exec (e.g. join the SPM marker's cgroup)
     catnip_module: Path | None = None  # mod_catnip.so when the servers announce document sizes (SPM)
+    # Another machine's CLOCK_MONOTONIC less ours, by its name (testbed/machines.Machine.clock_offset):
+    # the programs on its hosts run on our clock (workloads/apps/elsewhere.py).
+    clock_offsets: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,6 +95,8 @@ class Proc:
     popen: subprocess.Popen
     log: Path
     out: Path | None = None
+    machine: Any = None          # the other machine it runs on (None: this one)
+    pid_file: Path | None = None  # its pid there (workloads/apps/elsewhere.py)
 
 
 @dataclass
@@ -107,6 +116,7 @@ class Application:
     def __init__(self, spec: AppSpec, ctx: AppContext, clients: list[Host], servers: list[Host]):
         self.spec, self.ctx, self.clients, self.servers = spec, ctx, clients, servers
         self.procs: list[Proc] = []
+        self.mirrors: dict[str, elsewhere.Mirror] = {}  # another machine's name -> this folder's mirror there
         ctx.workdir.mkdir(parents=True, exist_ok=True)
 
     # --- the steps the runner calls -------------------------------------------------------
@@ -149,19 +159,50 @@ class Application:
         same window as samples of this application (metric `window_link`)."""
         return None
 
+    def sync_files(self) -> None:
+        """Bring the files the programs on other machines wrote into this machine's copy of the
+        folder (the runner calls it before `collect`)."""
+        for mirror in self.mirrors.values():
+            mirror.sync()
+
     def stop(self) -> None:
-        """Terminate every process still running (clients first); safe to call twice."""
+        """Terminate every process still running (clients first), then complete the files of those
+        on other machines; safe to call twice."""
         for role in ("client", "server"):
             group = [p for p in self.procs if p.role == role and p.popen.poll() is None]
-            for p in group:
-                p.popen.terminate()
+            self._signal(group, "TERM")
             deadline = time.monotonic() + 5
             for p in group:
                 try:
                     p.popen.wait(max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
+                    self._signal([p], "KILL")
                     p.popen.kill()
                     p.popen.wait()
+        mirrors, self.mirrors = self.mirrors, {}
+        for mirror in mirrors.values():
+            try:
+                mirror.close()
+            except elsewhere.MirrorError as exc:  # its files stay incomplete: collect finds them missing
+                print(f"{self.spec.instance}: {exc}", file=sys.stderr)
+
+    @staticmethod
+    def _signal(procs: list[Proc], name: str) -> None:
+        """SIGTERM or SIGKILL: to a local process itself; to those on another machine by their pids
+        there, one command per machine (their local ssh clients end with them)."""
+        there: dict[str, list[Proc]] = {}
+        for p in procs:
+            if p.machine is None:
+                p.popen.send_signal(getattr(signal, f"SIG{name}"))
+            else:
+                there.setdefault(p.machine.name, []).append(p)
+        for group in there.values():
+            try:
+                elsewhere.stop_there(group[0].machine, [p.pid_file for p in group], name)
+            except RuntimeError as exc:  # unreachable: their ssh clients are ended here all the same
+                print(f"{group[0].machine.name}: {exc}", file=sys.stderr)
+                for p in group:
+                    p.popen.kill()
 
     # --- helpers for plug-ins -------------------------------------------------------------
     def pairs(self) -> list[tuple[Host, Host]]:
@@ -176,18 +217,36 @@ class Application:
               stdout_pipe: bool = False) -> Proc:
         """Start a process in a host's namespace, its output in a log of its own."""
         machine = getattr(host.node, "machine", None)
-        if machine is not None:  # its configuration and output files would be on the other machine
-            raise AppError(f"{self.spec.instance}: the {role} on {host.name} would run on machine {machine.name}:"
-                           f" only web servers (Apache) run on another machine yet (docs/cluster.md)")
         log = self.ctx.workdir / f"{name}.log"
         fh = open(log, "w")
-        popen = host.node.popen([str(a) for a in argv], stdout=subprocess.PIPE if stdout_pipe else fh,
+        command, pid_file = [str(a) for a in argv], None
+        if machine is not None:
+            command, pid_file = self._there(machine, argv, name)
+        popen = host.node.popen(command, stdout=subprocess.PIPE if stdout_pipe else fh,
                                 stderr=fh if stdout_pipe else subprocess.STDOUT, cwd=str(self.ctx.repo),
                                 text=stdout_pipe)
         fh.close()
-        proc = Proc(host, role, popen, log, out)
+        proc = Proc(host, role, popen, log, out, machine, pid_file)
         self.procs.append(proc)
         return proc
+
+    def _there(self, machine: Any, argv: list[Any], name: str) -> tuple[list[str], Path]:
+        """A program for another machine's host: its files sent, on our clock, its pid kept there."""
+        if machine.name not in self.ctx.clock_offsets:
+            raise AppError(f"{self.spec.instance}: machine {machine.name}'s clock offset was not measured")
+        mirror = self.mirrors.get(machine.name)
+        if mirror is None:
+            mirror = self.mirrors[machine.name] = elsewhere.Mirror(
+                machine, self.ctx.workdir, self.ctx.python, self.ctx.repo,
+                self.ctx.workdir / f"mirror-{machine.name}.log")
+        shipped = [a for a in argv if isinstance(a, Path) and a.parent == self.ctx.workdir and a.is_file()]
+        for path in shipped:
+            mirror.ship(path)
+        if shipped:
+            mirror.sync()  # written there before the program reads them
+        pid_file = self.ctx.workdir / elsewhere.PID_FOLDER / f"{name}.pid"
+        command = elsewhere.on_clock([str(a) for a in argv], self.ctx.python, self.ctx.clock_offsets[machine.name])
+        return elsewhere.with_pid_file(command, pid_file), pid_file
 
     def write_config(self, name: str, cfg: dict) -> Path:
         path = self.ctx.workdir / f"{name}.json"
