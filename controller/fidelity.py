@@ -102,6 +102,9 @@ def machine_fidelity(start: dict[str, Any], end: dict[str, Any], nice_is_idle: b
 def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:
     # A packet a tunnel between machines lost (its underlay's drops or errors) is a loss no emulated
     # queue decided, as a receive backlog's is.
+    # So is one another machine's receive backlog dropped; its counters unread (None) count as unknown.
+    others = (fidelity.get("machines") or {}).values()
     return (fidelity["late_fraction"] <= max_late_fraction and fidelity["kernel_queue_drops"] == 0
             and fidelity.get("backlog_drops", 0) == 0 and fidelity.get("tunnel_drops", 0) == 0
+            and all(m is not None and m.get("backlog_drops", 0) == 0 for m in others)
             and not fidelity["engines_without_final_stats"])

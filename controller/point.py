@@ -122,6 +122,8 @@ class PointRun:
         self.underlay_start: list | None = None  # each tunnel's underlay counters (split topologies)
         self.underlay_end: list | None = None
         self.clocks: dict[str, dict] = {}  # another machine's name -> its clock offset, at start and end
+        self.others_start: dict[str, dict | None] = {}  # another machine's name -> its machine snapshot
+        self.others_end: dict[str, dict | None] = {}
 
     # --- the point -----------------------------------------------------------------------
     def execute(self, prog: "Progress") -> None:
@@ -161,6 +163,10 @@ class PointRun:
                 awake = keep_awake.KeepAwake()
                 stack.callback(awake.stop)
                 self.placement_applied["keep_awake_cpus"] = awake.start(every_cpu)
+                for label, c in self.clocks.items():  # each other machine's CPUs too
+                    there = keep_awake.KeepAwakeThere(c["machine"], paths.python(), paths.REPO)
+                    stack.callback(there.stop)
+                    self.placement_applied.setdefault("keep_awake_cpus_by_machine", {})[label] = there.cpus
             # Each host's congestion control, sysctls, initcwnd and fq are set as the network is
             # built (Network.tcp); the project senders' per-host parameters are set here.
             self._set_sender_params(stack)
@@ -185,6 +191,7 @@ class PointRun:
             self._record_environment()
             prog.phase = "running workload"
             self.machine_start = fidelity_mod.machine_snapshot()
+            self.others_start = self._other_snapshots()
             self.underlay_start = self._underlay_counters()
             start_at = time.monotonic() + START_DELAY_S + self._remote_start_s()
             for app in self.apps:
@@ -216,6 +223,7 @@ class PointRun:
 
     def _snapshot_end(self) -> None:
         self.machine_end = fidelity_mod.machine_snapshot()
+        self.others_end = self._other_snapshots()
         self.underlay_end = self._underlay_counters()
         for label, c in self.clocks.items():
             try:
@@ -255,6 +263,30 @@ class PointRun:
                      if getattr(getattr(h.node, "machine", None), "name", None) == label}
             extra += c["session_s"] * len(hosts) * len(self.apps)
         return extra
+
+    def _other_snapshots(self) -> dict[str, dict | None]:
+        """Each other machine's CPU times and receive backlog drops now (fidelity.machine_snapshot
+        from its /proc); None for one that did not answer."""
+        out: dict[str, dict | None] = {}
+        for label, c in self.clocks.items():
+            try:
+                stat = c["machine"].run(["cat", "/proc/stat"])
+                softnet = c["machine"].run(["sh", "-c", "cat /proc/net/softnet_stat 2>/dev/null; true"])
+                out[label] = fidelity_mod.machine_snapshot(stat, softnet)
+            except machines.MachineError as exc:
+                print(f"catnip: machine {label}'s CPU and backlog counters not read: {exc}", file=sys.stderr)
+                out[label] = None
+        return out
+
+    def _others_fidelity(self) -> dict:
+        """Each other machine's busy, softirq and steal shares and backlog drops over the workload,
+        as this machine's are recorded; None where a snapshot is missing (then not real time)."""
+        out = {}
+        for label in self.clocks:
+            start, end = self.others_start.get(label), self.others_end.get(label)
+            out[label] = (fidelity_mod.machine_fidelity(start, end, nice_is_idle=self.sc.run.keep_awake)
+                          if start and end else None)
+        return {"machines": out} if out else {}
 
     def _clock_fidelity(self) -> dict:
         """Each other machine's clock offset at the start and the end of the point: the programs
@@ -586,7 +618,7 @@ class PointRun:
                                        if p.role == "client" and p.popen.returncode not in (0, None)
                                        and id(p) not in self.stopped_by_us],
                     "late_threshold_us": int(self.sc.run.late_threshold * 1e6), "nodes_lost": lost,
-                    **self._tunnel_fidelity(), **self._clock_fidelity()}
+                    **self._tunnel_fidelity(), **self._clock_fidelity(), **self._others_fidelity()}
         if self.concurrency is not None:
             fidelity["concurrency"] = self.concurrency
         ok = fidelity_mod.realtime_ok(fidelity, self.sc.run.max_late_fraction)

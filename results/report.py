@@ -176,6 +176,11 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
         out.append(f"  Tunnel {t['link']} (VXLAN {t['vni']}, " + " - ".join(e["machine"] for e in t["ends"])
                    + f"): round trip before the engines {rtt.get('avg_ms', float('nan')):.3f} ms"
                    + f" (max {rtt.get('max_ms', float('nan')):.3f}); underlay errors and send drops {lost}")
+    for label, m in (f.get("machines") or {}).items():
+        out.append(f"  Machine {label}: " + ("CPU and backlog counters not read" if m is None else
+                   "busy " + ", ".join(f"CPU {c} {100 * b:.0f}%" for c, b in zip(m["cpus"], m["cpu_busy_each"]))
+                   + " (stolen " + ", ".join(f"{100 * x:.1f}%" for x in m["cpu_steal_each"]) + ")"
+                   + f"; receive backlog drops {m['backlog_drops']}"))
     for label, c in (f.get("clocks") or {}).items():
         drift = c.get("drift_s")
         out.append(f"  Clock of machine {label}: {c['offset_start_s']:+.6f} s from ours"

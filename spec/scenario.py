@@ -531,7 +531,7 @@ class Scenario(_Strict):
             ("tcp.initial_rto", any(t.initial_rto is not None for t in self.host_tcp().values())),
             ("the project's BPF senders", bool(self.tcp.all_cc() & set(senders.NAMES))),
             ("run.capture", self.run.capture), ("run.placement: split", self.run.placement == "split"),
-            ("run.keep_awake", self.run.keep_awake), ("run.link_backend: kernel", self.run.link_backend == "kernel"),
+            ("run.link_backend: kernel", self.run.link_backend == "kernel"),
             ("an Open vSwitch access switch", self.topology.access_switch not in ("auto", "linuxbridge")),
         ]
         for what, used in refused:

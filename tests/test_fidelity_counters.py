@@ -49,7 +49,10 @@ def _record(**kw) -> dict:
 @pytest.mark.parametrize("record, ok", [
     (_record(), True), (_record(backlog_drops=0), True), (_record(backlog_drops=1), False),
     (_record(kernel_queue_drops=2), False), (_record(late_fraction=0.002), False),
-    (_record(engines_without_final_stats=["r1"]), False)])
+    (_record(engines_without_final_stats=["r1"]), False),
+    # Another machine of a split topology: its backlog's drops count as ours; unread counters fail too.
+    (_record(machines={"m2": {"backlog_drops": 0}}), True), (_record(machines={"m2": {"backlog_drops": 2}}), False),
+    (_record(machines={"m2": None}), False), (_record(tunnel_drops=1), False), (_record(tunnel_drops=None), False)])
 def test_real_time_needs_no_lost_packet(record, ok):
     assert fidelity.realtime_ok(record, 0.001) is ok
 

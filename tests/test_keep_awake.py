@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from controller import fidelity
 from controller.parallel import CpuGauge
 from testbed.keep_awake import KeepAwake
@@ -61,3 +63,36 @@ def test_the_loops_are_idle_class_on_their_cpu_and_their_time_is_nice():
         procs = list(awake.procs)
         awake.stop()
     assert all(p.poll() is not None for p in procs) and awake.procs == []
+
+
+@pytest.mark.netns
+def test_another_machine_keeps_its_cpus_awake_until_the_point_lets_go(no_leftovers):
+    """KeepAwakeThere: the loops run on the other machine (an imitation's CPUs are this machine's, so
+    they are seen here too), SCHED_IDLE on one CPU each, and end when the point stops them."""
+    import sys
+    from pathlib import Path
+    from testbed import machines
+    from testbed.keep_awake import LOOP, KeepAwakeThere
+    from testbed.paths import REPO
+
+    def loops() -> list[int]:
+        found = []
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                if proc.joinpath("cmdline").read_bytes().split(b"\0")[1:3] == [b"-c", LOOP.encode()]:
+                    found.append(int(proc.name))
+            except (OSError, IndexError):
+                continue
+        return found
+
+    with machines.imitated("m2") as m2:
+        there = KeepAwakeThere(m2, sys.executable, REPO)
+        try:
+            assert there.cpus == sorted(os.sched_getaffinity(0))
+            pids = loops()
+            assert len(pids) == len(there.cpus), pids
+            assert {os.sched_getscheduler(p) for p in pids} == {os.SCHED_IDLE}
+            assert sorted(min(os.sched_getaffinity(p)) for p in pids) == there.cpus
+        finally:
+            there.stop()
+        assert there.proc.returncode == 0 and loops() == []

@@ -216,7 +216,7 @@ def _split_scenario():
     ("run.machines={local: {routers: [da], address: imitated}}", "'local': that label names this machine"),
     ("run.machines={m2: {routers: [da], address: imitated}, m3: {routers: [sa], address: imitated}}",
      "the link sa-da joins machines m3 and m2; a link between two other machines does not run yet"),
-    ("run.keep_awake=true", "run.machines: run.keep_awake does not run with hosts on another machine yet"),
+    ("run.capture=true", "run.machines: run.capture does not run with hosts on another machine yet"),
     ("marking.spm=true", "run.machines: marking.spm does not run with hosts on another machine yet"),
     ("tcp.congestion_control=catnip_reno", "the project's BPF senders does not run with hosts on another machine"),
     ("run.machines.m2.address=root@h2.example --set run.machines.m2.clock_shift=10",
@@ -278,7 +278,7 @@ def test_clients_and_servers_of_every_kind_run_on_the_other_machine_on_our_clock
             ' {kind: telnet, clients: destinations, servers: sources, keystrokes: 20, mean: 50ms},'
             ' {kind: burst, clients: sources, servers: destinations, bursts: [8KB], idles: [0.2s], repeat: 2}]')
     res = catnip("run", str(_split_scenario()), "--run-id", "apps", "--json", "--set", apps,
-                 "--set", "run.machines.m2.clock_shift=5000")
+                 "--set", "run.machines.m2.clock_shift=5000", "--set", "run.keep_awake=true")
     assert res.returncode == 0, res.stderr[-3000:]
     assert json.loads(res.stdout)["status"] == "done"
     con = sqlite3.connect(isolated_data / "data" / "catnip.db")
@@ -289,10 +289,18 @@ def test_clients_and_servers_of_every_kind_run_on_the_other_machine_on_our_clock
     first, last = con.execute("SELECT MIN(start), MAX(\"end\") FROM pages WHERE run_id='apps'").fetchone()
     t_min, t_max = con.execute("SELECT MIN(t), MAX(t) FROM samples WHERE run_id='apps' AND app != 'web'").fetchone()
     assert first - 5 < t_min and t_max < last + 5, (first, last, t_min, t_max)  # not 5,000 s on
-    clock = json.loads(con.execute("SELECT fidelity FROM points WHERE run_id='apps'").fetchone()[0])["clocks"]["m2"]
+    fidelity = json.loads(con.execute("SELECT fidelity FROM points WHERE run_id='apps'").fetchone()[0])
+    clock = fidelity["clocks"]["m2"]
     assert abs(clock["offset_start_s"] - 5000) < 0.01 and abs(clock["drift_s"]) < 0.01, clock
+    # The other machine's own CPU shares and receive backlog drops (an imitation's are this kernel's).
+    other = fidelity["machines"]["m2"]
+    assert other["cpus"] and len(other["cpu_busy_each"]) == len(other["cpus"]) and other["backlog_drops"] == 0
+    # run.keep_awake: a loop per CPU there too, read back (an imitation's CPUs are this machine's).
+    assert fidelity["placement"]["keep_awake_cpus_by_machine"] == {"m2": other["cpus"]}, fidelity["placement"]
     import re
-    assert re.search(r"Clock of machine m2: \+(4999\.99|5000\.00)\d+ s from ours", catnip("report", "apps").stdout)
+    report = catnip("report", "apps").stdout
+    assert re.search(r"Clock of machine m2: \+(4999\.99|5000\.00)\d+ s from ours", report), report
+    assert re.search(r"Machine m2: busy CPU 0 \d+%.*; receive backlog drops 0", report), report
 
 
 def test_a_link_faster_than_its_tunnels_underlay_is_refused(no_leftovers):
