@@ -44,6 +44,7 @@ from testbed import (hostconfig, keep_awake, machines, metadata, netns, network,
                      sender, spm, tcpds, tunnels)
 from testbed.capabilities import Capabilities
 from testbed.links import EngineBackend, KernelBackend
+from workloads.apps import elsewhere
 from workloads.apps.base import AppContext, AppError, Application, lookup
 
 if TYPE_CHECKING:
@@ -109,6 +110,8 @@ class PointRun:
         self.backend: EngineBackend | KernelBackend | None = None
         self.apps: list[Application] = []
         self.capture: subprocess.Popen | None = None
+        self.capture_machine = None  # the other machine the bottleneck's router is on, if it is
+        self.capture_pid_file: Path | None = None
         self.marker: spm.SpmMarker | None = None
         self.ds_marker: tcpds.TcpStateMarker | None = None
         self.rto: rto_init.InitialRto | None = None
@@ -423,9 +426,18 @@ class PointRun:
         path.parent.mkdir(parents=True, exist_ok=True)
         # --immediate-mode: libpcap otherwise hands packets over in batches (up to a second late),
         # and those still in its buffer when the capture is stopped are lost (seen: a run's last burst).
-        self.capture = data[0].router.popen(["tcpdump", "-i", data[0].interface, "-s", "128", "-U", "--immediate-mode",
-                                             "-w", str(path)],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        argv = ["tcpdump", "-i", data[0].interface, "-s", "128", "-U", "--immediate-mode", "-w", str(path)]
+        machine = getattr(data[0].router, "machine", None)
+        if machine is None:
+            self.capture = data[0].router.popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        else:
+            # A router on another machine: the capture comes back on tcpdump's output (-w -) into the
+            # same local file, and tcpdump is stopped there by its pid (ssh would not pass SIGINT on).
+            self.capture_pid_file = paths.state_dir() / f"capture-{self.run_id}-p{self.index}.pid"
+            with open(path, "wb") as out:
+                self.capture = data[0].router.popen(elsewhere.with_pid_file(argv[:-1] + ["-"], self.capture_pid_file),
+                                                    stdout=out, stderr=subprocess.DEVNULL)
+            self.capture_machine = machine
         self.store.update_point(self.run_id, self.index, capture=str(path))
 
     def _record_environment(self) -> None:
@@ -674,8 +686,19 @@ class PointRun:
 
     def _stop_capture(self) -> None:
         if self.capture and self.capture.poll() is None:
-            self.capture.send_signal(signal.SIGINT)
+            if self.capture_machine is not None:  # it writes its last packets and ends, its ssh with it
+                elsewhere.stop_there(self.capture_machine, [self.capture_pid_file], "INT")
+            else:
+                self.capture.send_signal(signal.SIGINT)
             try:
                 self.capture.wait(5)
             except subprocess.TimeoutExpired:
+                if self.capture_machine is not None:
+                    elsewhere.stop_there(self.capture_machine, [self.capture_pid_file], "KILL")
                 self.capture.kill()
+        if self.capture_machine is not None and self.capture_pid_file is not None:
+            try:
+                self.capture_machine.run(["rm", "-f", str(self.capture_pid_file)])
+            except machines.MachineError:
+                pass  # the machine is gone: so is its run state
+            self.capture_pid_file = None

@@ -530,7 +530,7 @@ class Scenario(_Strict):
             ("marking.spm", self.marking.spm), ("marking.tcp_state", self.marking.tcp_state is not None),
             ("tcp.initial_rto", any(t.initial_rto is not None for t in self.host_tcp().values())),
             ("the project's BPF senders", bool(self.tcp.all_cc() & set(senders.NAMES))),
-            ("run.capture", self.run.capture), ("run.placement: split", self.run.placement == "split"),
+            ("run.placement: split", self.run.placement == "split"),
             ("run.link_backend: kernel", self.run.link_backend == "kernel"),
             ("an Open vSwitch access switch", self.topology.access_switch not in ("auto", "linuxbridge")),
         ]

@@ -216,7 +216,7 @@ def _split_scenario():
     ("run.machines={local: {routers: [da], address: imitated}}", "'local': that label names this machine"),
     ("run.machines={m2: {routers: [da], address: imitated}, m3: {routers: [sa], address: imitated}}",
      "the link sa-da joins machines m3 and m2; a link between two other machines does not run yet"),
-    ("run.capture=true", "run.machines: run.capture does not run with hosts on another machine yet"),
+    ("run.placement=split", "run.machines: run.placement: split does not run with hosts on another machine yet"),
     ("marking.spm=true", "run.machines: marking.spm does not run with hosts on another machine yet"),
     ("tcp.congestion_control=catnip_reno", "the project's BPF senders does not run with hosts on another machine"),
     ("run.machines.m2.address=root@h2.example --set run.machines.m2.clock_shift=10",
@@ -278,7 +278,7 @@ def test_clients_and_servers_of_every_kind_run_on_the_other_machine_on_our_clock
             ' {kind: telnet, clients: destinations, servers: sources, keystrokes: 20, mean: 50ms},'
             ' {kind: burst, clients: sources, servers: destinations, bursts: [8KB], idles: [0.2s], repeat: 2}]')
     res = catnip("run", str(_split_scenario()), "--run-id", "apps", "--json", "--set", apps,
-                 "--set", "run.machines.m2.clock_shift=5000", "--set", "run.keep_awake=true")
+                 "--set", "run.machines.m2.clock_shift=5000", "--set", "run.keep_awake=true", "--set", "run.capture=true")
     assert res.returncode == 0, res.stderr[-3000:]
     assert json.loads(res.stdout)["status"] == "done"
     con = sqlite3.connect(isolated_data / "data" / "catnip.db")
@@ -295,6 +295,12 @@ def test_clients_and_servers_of_every_kind_run_on_the_other_machine_on_our_clock
     # The other machine's own CPU shares and receive backlog drops (an imitation's are this kernel's).
     other = fidelity["machines"]["m2"]
     assert other["cpus"] and len(other["cpu_busy_each"]) == len(other["cpus"]) and other["backlog_drops"] == 0
+    # run.capture at the bottleneck's data direction, whose router (da) is on the other machine: the
+    # capture came back into the local file, complete (tcpdump stopped there, its last packets written).
+    import subprocess
+    (pcap,) = con.execute("SELECT capture FROM points WHERE run_id='apps'").fetchone()
+    read = subprocess.run(["tcpdump", "-nr", pcap], capture_output=True, text=True, timeout=60)
+    assert read.returncode == 0 and len(read.stdout.splitlines()) > 50, read.stderr
     # run.keep_awake: a loop per CPU there too, read back (an imitation's CPUs are this machine's).
     assert fidelity["placement"]["keep_awake_cpus_by_machine"] == {"m2": other["cpus"]}, fidelity["placement"]
     import re
