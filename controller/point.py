@@ -258,13 +258,15 @@ class PointRun:
         return split
 
     def _remote_start_s(self) -> float:
-        """The common start's extra delay for the clients on other machines: each is one ssh session
-        to open (one process per host and application at most), at the time one took here."""
+        """The common start's extra delay for the programs on other machines: an application whose
+        clients are there opens one ssh session for its agent (workloads/apps/elsewhere.py) unless
+        its servers opened it, at the time one took here."""
         extra = 0.0
         for label, c in self.clocks.items():
-            hosts = {h.name for app in self.apps for h in app.clients + app.servers
-                     if getattr(getattr(h.node, "machine", None), "name", None) == label}
-            extra += c["session_s"] * len(hosts) * len(self.apps)
+            for app in self.apps:
+                if label not in app.agents and any(getattr(getattr(h.node, "machine", None), "name", None) == label
+                                                   for h in app.clients):
+                    extra += c["session_s"]
         return extra
 
     def _other_snapshots(self) -> dict[str, dict | None]:

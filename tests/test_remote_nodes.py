@@ -52,8 +52,8 @@ def test_hosts_and_a_bridge_on_the_other_machine_reach_each_other(no_leftovers):
 def test_a_program_on_another_machine_gets_its_files_runs_on_our_clock_and_is_stopped(isolated_data, no_leftovers):
     """workloads/apps/elsewhere.py through Application.spawn: the config reaches the other machine
     (whose copy of the data folder is its own), the output comes back here, the instants the program
-    reads are ours though its clock runs 5,000 s ahead, and a server there ends when the application
-    stops it (a signal to the local ssh client would not reach it)."""
+    reads are ours though its clock runs 5,000 s ahead, its READY line comes through, and a server
+    there ends when the application stops it."""
     import time
     from testbed import paths
     from workloads.apps.base import AppContext, Application, AppSpec, Host, read_jsonl, wait_for_line
@@ -70,9 +70,10 @@ def test_a_program_on_another_machine_gets_its_files_runs_on_our_clock_and_is_st
             config = app.write_config("toy", {"start_at": ctx.start_at})
             assert m2.read_file(config) is None  # not there until it is sent
             out = ctx.workdir / "toy.jsonl"
-            waits = ("import json, sys, time; start = json.load(open(sys.argv[1]))['start_at'];"
+            waits = ("import json, os, sys, time; start = json.load(open(sys.argv[1]))['start_at'];"
                      " time.sleep(max(0, start - time.monotonic()));"
-                     " open(sys.argv[2], 'w').write(json.dumps({'t': time.monotonic()}) + '\\n')")
+                     " open(sys.argv[2], 'w').write(json.dumps({'t': time.monotonic(),"
+                     " 'ns': os.readlink('/proc/self/ns/net')}) + '\\n')")
             client = app.spawn(host, "client", [ctx.python, "-c", waits, config, out], "toy", out=out)
             server = app.spawn(host, "server", [ctx.python, "-c", "import time; print('READY', flush=True);"
                                                 " time.sleep(600)"], "srv", stdout_pipe=True)
@@ -81,8 +82,9 @@ def test_a_program_on_another_machine_gets_its_files_runs_on_our_clock_and_is_st
             app.sync_files()
             (rec,) = read_jsonl(out)
             assert ctx.start_at <= rec["t"] < ctx.start_at + 1, (rec, ctx.start_at)  # ours, not 5000 s on
-            pid = int(m2.read_file(server.pid_file))
-            assert server.popen.poll() is None
+            assert rec["ns"] == node.cmd("readlink /proc/self/ns/net").strip()  # in the host's namespace
+            pid = server.popen.pid  # there
+            assert server.popen.poll() is None and m2.run(["kill", "-0", str(pid)]) == ""
         finally:
             app.stop()
         assert server.popen.poll() is not None

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import select
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -95,8 +94,7 @@ class Proc:
     popen: subprocess.Popen
     log: Path
     out: Path | None = None
-    machine: Any = None          # the other machine it runs on (None: this one)
-    pid_file: Path | None = None  # its pid there (workloads/apps/elsewhere.py)
+    machine: Any = None   # the other machine it runs on (None: this one; popen is then elsewhere.RemoteProcess)
 
 
 @dataclass
@@ -116,7 +114,7 @@ class Application:
     def __init__(self, spec: AppSpec, ctx: AppContext, clients: list[Host], servers: list[Host]):
         self.spec, self.ctx, self.clients, self.servers = spec, ctx, clients, servers
         self.procs: list[Proc] = []
-        self.mirrors: dict[str, elsewhere.Mirror] = {}  # another machine's name -> this folder's mirror there
+        self.agents: dict[str, elsewhere.Agent] = {}  # another machine's name -> this application's agent there
         ctx.workdir.mkdir(parents=True, exist_ok=True)
 
     # --- the steps the runner calls -------------------------------------------------------
@@ -162,47 +160,35 @@ class Application:
     def sync_files(self) -> None:
         """Bring the files the programs on other machines wrote into this machine's copy of the
         folder (the runner calls it before `collect`)."""
-        for mirror in self.mirrors.values():
-            mirror.sync()
+        for agent in self.agents.values():
+            agent.sync()
 
     def stop(self) -> None:
         """Terminate every process still running (clients first), then complete the files of those
         on other machines; safe to call twice."""
         for role in ("client", "server"):
             group = [p for p in self.procs if p.role == role and p.popen.poll() is None]
-            self._signal(group, "TERM")
+            for p in group:
+                try:
+                    p.popen.terminate()
+                except elsewhere.AgentError:
+                    pass  # its agent is gone, and the program with it
             deadline = time.monotonic() + 5
             for p in group:
                 try:
                     p.popen.wait(max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    self._signal([p], "KILL")
-                    p.popen.kill()
-                    p.popen.wait()
-        mirrors, self.mirrors = self.mirrors, {}
-        for mirror in mirrors.values():
+                    try:
+                        p.popen.kill()
+                    except elsewhere.AgentError:
+                        pass
+                    p.popen.wait(10)
+        agents, self.agents = self.agents, {}
+        for agent in agents.values():
             try:
-                mirror.close()
-            except elsewhere.MirrorError as exc:  # its files stay incomplete: collect finds them missing
+                agent.close()
+            except elsewhere.AgentError as exc:  # its files stay incomplete: collect finds them missing
                 print(f"{self.spec.instance}: {exc}", file=sys.stderr)
-
-    @staticmethod
-    def _signal(procs: list[Proc], name: str) -> None:
-        """SIGTERM or SIGKILL: to a local process itself; to those on another machine by their pids
-        there, one command per machine (their local ssh clients end with them)."""
-        there: dict[str, list[Proc]] = {}
-        for p in procs:
-            if p.machine is None:
-                p.popen.send_signal(getattr(signal, f"SIG{name}"))
-            else:
-                there.setdefault(p.machine.name, []).append(p)
-        for group in there.values():
-            try:
-                elsewhere.stop_there(group[0].machine, [p.pid_file for p in group], name)
-            except RuntimeError as exc:  # unreachable: their ssh clients are ended here all the same
-                print(f"{group[0].machine.name}: {exc}", file=sys.stderr)
-                for p in group:
-                    p.popen.kill()
 
     # --- helpers for plug-ins -------------------------------------------------------------
     def pairs(self) -> list[tuple[Host, Host]]:
@@ -218,35 +204,36 @@ class Application:
         """Start a process in a host's namespace, its output in a log of its own."""
         machine = getattr(host.node, "machine", None)
         log = self.ctx.workdir / f"{name}.log"
-        fh = open(log, "w")
-        command, pid_file = [str(a) for a in argv], None
         if machine is not None:
-            command, pid_file = self._there(machine, argv, name)
-        popen = host.node.popen(command, stdout=subprocess.PIPE if stdout_pipe else fh,
-                                stderr=fh if stdout_pipe else subprocess.STDOUT, cwd=str(self.ctx.repo),
-                                text=stdout_pipe)
-        fh.close()
-        proc = Proc(host, role, popen, log, out, machine, pid_file)
+            popen = self._there(machine, host, argv, log, stdout_pipe, name)
+        else:
+            with open(log, "w") as fh:
+                popen = host.node.popen([str(a) for a in argv], stdout=subprocess.PIPE if stdout_pipe else fh,
+                                        stderr=fh if stdout_pipe else subprocess.STDOUT, cwd=str(self.ctx.repo),
+                                        text=stdout_pipe)
+        proc = Proc(host, role, popen, log, out, machine)
         self.procs.append(proc)
         return proc
 
-    def _there(self, machine: Any, argv: list[Any], name: str) -> tuple[list[str], Path]:
-        """A program for another machine's host: its files sent, on our clock, its pid kept there."""
+    def _there(self, machine: Any, host: Host, argv: list[Any], log: Path, pipe: bool,
+               name: str) -> elsewhere.RemoteProcess:
+        """A program on another machine's host, through this application's agent there: its files
+        sent first, in the host's namespaces, on our clock."""
         if machine.name not in self.ctx.clock_offsets:
             raise AppError(f"{self.spec.instance}: machine {machine.name}'s clock offset was not measured")
-        mirror = self.mirrors.get(machine.name)
-        if mirror is None:
-            mirror = self.mirrors[machine.name] = elsewhere.Mirror(
+        agent = self.agents.get(machine.name)
+        if agent is None:
+            agent = self.agents[machine.name] = elsewhere.Agent(
                 machine, self.ctx.workdir, self.ctx.python, self.ctx.repo,
-                self.ctx.workdir / f"mirror-{machine.name}.log")
-        shipped = [a for a in argv if isinstance(a, Path) and a.parent == self.ctx.workdir and a.is_file()]
-        for path in shipped:
-            mirror.ship(path)
-        if shipped:
-            mirror.sync()  # written there before the program reads them
-        pid_file = self.ctx.workdir / elsewhere.PID_FOLDER / f"{name}.pid"
+                self.ctx.workdir / f"agent-{machine.name}.log")
+        for a in argv:
+            if isinstance(a, Path) and a.parent == self.ctx.workdir and a.is_file():
+                agent.ship(a)  # written there before the program starts: the agent takes frames in order
         command = elsewhere.on_clock([str(a) for a in argv], self.ctx.python, self.ctx.clock_offsets[machine.name])
-        return elsewhere.with_pid_file(command, pid_file), pid_file
+        try:
+            return agent.run(["mnexec", "-a", str(host.node.pid), *command], self.ctx.repo, log, pipe, pipe, name)
+        except elsewhere.AgentError as exc:
+            raise AppError(f"{self.spec.instance}: {exc}") from None
 
     def write_config(self, name: str, cfg: dict) -> Path:
         path = self.ctx.workdir / f"{name}.json"
