@@ -231,7 +231,7 @@ class PointRun:
         for label, c in self.clocks.items():
             try:
                 c["end"] = c["machine"].clock_offset(python=paths.python())
-            except machines.MachineError as exc:  # recorded as unmeasured; the point's records still go in
+            except (machines.MachineError, ValueError, OSError) as exc:  # unmeasured; the records still go in
                 print(f"catnip: machine {label}'s clock not read at the end: {exc}", file=sys.stderr)
 
     def _underlay_counters(self) -> list | None:

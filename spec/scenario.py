@@ -361,7 +361,7 @@ class MachineSpec(_Strict):
     address: str = Field(description="`imitated`: a namespace with its own sshd on this machine (for trying a"
                                      " split here); else [user@]host that ssh reaches as root, its keys set up")
 
-    clock_shift: int = Field(default=0, ge=-86_400, le=86_400,
+    clock_shift: int = Field(default=0, ge=0, le=86_400,
                              description="`imitated` only: whole seconds its monotonic clock runs ahead of this"
                                          " machine's (a time namespace), as a real machine's would; 0: none")
 

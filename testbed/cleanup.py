@@ -25,7 +25,8 @@ BPF_PIN_DIR = Path("/sys/fs/bpf/catnip")
 def _markers() -> list[str]:
     """Markers that name our programs: enough on their own."""
     return [str(paths.engine_binary()), "workloads.client", "workloads.transfers", "workloads.telnet",
-            "workloads.burst", "workloads.ftp", f"mininet:{PREFIX}", machines.MACHINE_MARK]
+            "workloads.burst", "workloads.ftp", "workloads.agent", "workloads.onclock", "testbed.keep_awake",
+            f"mininet:{PREFIX}", machines.MACHINE_MARK]
 
 
 def _path_markers() -> list[str]:

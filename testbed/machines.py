@@ -202,7 +202,8 @@ def held(machine: Machine, timeout: float = 30) -> Iterator[Machine]:
     lock = str(paths.machine_lock_path())
     proc = subprocess.Popen(machine.argv(["sh", "-c", 'mkdir -p "$(dirname "$0")" && exec flock -n "$0" sh -c'
                                          ' "echo LOCKED; exec cat"', lock]),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # held through the teardown after a Ctrl-C
     try:
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
         if not ready or proc.stdout.readline().strip() != "LOCKED":
@@ -228,8 +229,12 @@ def imitated(name: str = "m2", index: int = 0, clock_shift: int = 0) -> Iterator
     """A second machine on this one: network namespace `ctp<name>` with its own sshd on
     198.18.<index>.2, reached from here over the veth `ctpu<name>` (198.18.<index>.1). Removed on
     exit, also on failure; `catnip clean` finds a killed one's namespace, veth and sshd by the prefix.
-    `clock_shift` (whole seconds) puts its sshd's sessions in a time namespace whose monotonic clock
-    runs that far ahead of ours, as a real machine's would be (time_namespaces(7))."""
+    `clock_shift` (whole seconds, 0 or more) puts its sshd's sessions in a time namespace whose
+    monotonic clock runs that far ahead of ours, as a real machine's would (time_namespaces(7); a
+    shift back could make the clock negative on a machine up for less than it, which the kernel
+    refuses)."""
+    if clock_shift < 0:
+        raise MachineError(f"imitated machine {name}: clock_shift {clock_shift}: 0 or more seconds")
     if not Path(SSHD).exists():
         raise MachineError(f"an imitated machine needs the OpenSSH server ({SSHD}): `make setup` installs it")
     local, there = underlay_addresses(index)

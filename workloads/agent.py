@@ -41,7 +41,7 @@ LOOK_S = 0.05
 class Agent:
     def __init__(self, folder: str, out) -> None:
         self.folder, self.out = folder, out
-        self.sent: dict[str, int] = {}  # name -> bytes sent
+        self.sent: dict[str, tuple[int, int]] = {}  # name -> (inode, bytes sent)
         self.shipped: set[str] = set()
         self.programs: dict[int, subprocess.Popen] = {}
 
@@ -51,19 +51,19 @@ class Agent:
             if entry.name.startswith(".") or entry.name in self.shipped or not entry.is_file(follow_symlinks=False):
                 continue
             try:
-                size = entry.stat(follow_symlinks=False).st_size
-                at = self.sent.get(entry.name, 0)
-                if size < at:
-                    at = 0  # it shrank (written anew): all of it again
-                if size == at and entry.name in self.sent:
+                st = entry.stat(follow_symlinks=False)
+                inode, at = self.sent.get(entry.name, (None, 0))
+                if st.st_ino != inode or st.st_size < at:
+                    at = -1  # new, replaced or shrunk: all of it again (an empty one empties the copy)
+                elif st.st_size == at:
                     continue
                 with open(entry.path, "rb") as fh:
-                    fh.seek(at)
-                    data = fh.read(size - at)  # up to the size seen; a line half written ends with the next look
+                    fh.seek(max(at, 0))
+                    data = fh.read(st.st_size - max(at, 0))  # up to the size seen; a half line ends with the next look
             except FileNotFoundError:
                 continue
-            self.frame({"file": entry.name, "at": at, "size": len(data)}, data)
-            self.sent[entry.name] = at + len(data)
+            self.frame({"file": entry.name, "at": max(at, 0), "size": len(data)}, data)
+            self.sent[entry.name] = (st.st_ino, max(at, 0) + len(data))
         self.out.flush()
 
     def take(self, header: dict, data: bytes) -> None:

@@ -7,8 +7,10 @@ separated by exponential gaps, each file on a new TCP connection.
 Runs inside the hosts' network namespaces. A connection carries one request line, then the file:
 "GET SIZE\\n" and the server sends SIZE bytes (download), or "PUT SIZE\\n" followed by SIZE bytes
 from the client (upload), after which the server answers "OK T\\n", T its time.monotonic() when the
-last byte arrived (CLOCK_MONOTONIC is one clock for every namespace of the machine). The server
-prints READY once it listens.
+last byte arrived (CLOCK_MONOTONIC is one clock for every namespace of the machine; with the
+server on another machine both ends run on the controller's clock, workloads/onclock.py, and the
+time carries the offset's uncertainty and drift, docs/cluster.md). The server prints READY once it
+listens.
 
 The client runs one stream per direction (`directions`: ["down"], ["up"] or both, concurrently),
 each with its own sizes and gaps drawn from the seed: it waits a gap after `start_at`, transfers

@@ -180,9 +180,10 @@ class Application:
                 except subprocess.TimeoutExpired:
                     try:
                         p.popen.kill()
-                    except elsewhere.AgentError:
-                        pass
-                    p.popen.wait(10)
+                        p.popen.wait(10)
+                    except (elsewhere.AgentError, subprocess.TimeoutExpired) as exc:
+                        # On another machine: its agent's end below kills it there.
+                        print(f"{self.spec.instance}: {p.host.name}'s {p.role} did not end: {exc}", file=sys.stderr)
         agents, self.agents = self.agents, {}
         for agent in agents.values():
             try:
@@ -226,11 +227,11 @@ class Application:
             agent = self.agents[machine.name] = elsewhere.Agent(
                 machine, self.ctx.workdir, self.ctx.python, self.ctx.repo,
                 self.ctx.workdir / f"agent-{machine.name}.log")
-        for a in argv:
-            if isinstance(a, Path) and a.parent == self.ctx.workdir and a.is_file():
-                agent.ship(a)  # written there before the program starts: the agent takes frames in order
-        command = elsewhere.on_clock([str(a) for a in argv], self.ctx.python, self.ctx.clock_offsets[machine.name])
         try:
+            for a in argv:
+                if isinstance(a, Path) and a.parent == self.ctx.workdir and a.is_file():
+                    agent.ship(a)  # written there before the program starts: the agent takes frames in order
+            command = elsewhere.on_clock([str(a) for a in argv], self.ctx.python, self.ctx.clock_offsets[machine.name])
             return agent.run(["mnexec", "-a", str(host.node.pid), *command], self.ctx.repo, log, pipe, pipe, name)
         except elsewhere.AgentError as exc:
             raise AppError(f"{self.spec.instance}: {exc}") from None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal as signals
 import subprocess
 import threading
@@ -40,10 +41,14 @@ class RemoteProcess:
         self.returncode: int | None = None
         self.error: str | None = None
         self.stdout = None
-        self._write_end: int | None = None
+        self._queue: queue.SimpleQueue | None = None
         if pipe:
-            read_end, self._write_end = os.pipe()
+            # Its own thread writes into the pipe: a plug-in that stops reading one program's output
+            # must not stall the agent's reader, and with it every other program's files and ends.
+            read_end, write_end = os.pipe()
             self.stdout = os.fdopen(read_end, "r" if text else "rb")
+            self._queue = queue.SimpleQueue()
+            threading.Thread(target=self._feed, args=(write_end,), name=f"out-{name}", daemon=True).start()
         self._started = threading.Event()
         self._ended = threading.Event()
 
@@ -65,15 +70,25 @@ class RemoteProcess:
     def kill(self) -> None:
         self.send_signal(signals.SIGKILL)
 
+    def _feed(self, fd: int) -> None:
+        try:
+            while (data := self._queue.get()) is not None:
+                os.write(fd, data)
+        except OSError:
+            pass  # nobody reads it any more
+        finally:
+            os.close(fd)  # its reader here sees the end of its output
+
     # --- called by the agent's reader ---
     def _output(self, data: bytes) -> None:
-        if self._write_end is not None:
-            os.write(self._write_end, data)
+        if self._queue is not None and data:
+            self._queue.put(data)
 
     def _end(self, code: int) -> None:
-        if self._write_end is not None:
-            os.close(self._write_end)  # its reader here sees the end of its output
-            self._write_end = None
+        if self.returncode is not None:
+            return
+        if self._queue is not None:
+            self._queue.put(None)
         self.returncode = code
         self._started.set()
         self._ended.set()
@@ -87,7 +102,8 @@ class Agent:
         self._log = open(log, "w")  # noqa: SIM115 - open while the agent runs
         self.proc = subprocess.Popen(machine.argv(["sh", "-c", 'cd "$0" && exec "$1" -m workloads.agent "$2"',
                                                    str(repo), python, str(folder)]),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+                                     start_new_session=True)  # Ctrl-C is the runner's to handle: teardown uses it
         self._lock = threading.Lock()  # one frame at a time on its input
         self._cond = threading.Condition()
         self._synced = self._asked = self._next = 0
@@ -110,6 +126,8 @@ class Agent:
         if log.parent != self.folder:
             raise AgentError(f"{log}: a program's log is a file of {self.folder}")
         with self._cond:
+            if self._ended:
+                raise AgentError(self._why(f"is gone; {name} not started"))
             self._next += 1
             proc = self.programs[self._next] = RemoteProcess(self, self._next, name, pipe, text)
         self._send({"run": proc.ident, "argv": argv, "cwd": str(cwd), "log": log.name, "pipe": pipe})
@@ -204,24 +222,27 @@ class Agent:
             with self._cond:
                 self._ended = True
                 self._cond.notify_all()
+                left = list(self.programs.values())
             # The agent is gone, and its programs with it (it kills them at the end of its input;
             # if the ssh session broke, they are ended there by the run's cleanup): none runs on here.
-            for proc in self.programs.values():
-                if proc.returncode is None:
-                    proc._end(255)
+            for proc in left:
+                proc._end(255)
 
 
 def on_clock(argv: list[str], python: str, offset: float) -> list[str]:
     """A Python program's command line, run on the controller's clock (workloads/onclock.py); any
     other program's as it is (the plug-ins give absolute instants to Python programs only)."""
-    if len(argv) >= 3 and argv[0] == python and argv[1] in ("-m", "-c"):
+    if argv and argv[0] == python:
+        if len(argv) < 3 or argv[1] not in ("-m", "-c"):
+            raise AgentError(f"{argv[:3]}: a Python program for another machine is `python -m MODULE ...` or"
+                             " `python -c CODE ...`, so that it runs on the controller's clock")
         return [python, "-m", "workloads.onclock", repr(offset), *argv[1:]]
     return list(argv)
 
 
 def with_pid_file(argv: list[str], pid_file: Path) -> list[str]:
     """`argv`, writing its pid to `pid_file` first (the shell becomes the program)."""
-    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(pid_file), *argv]
+    return ["sh", "-c", 'mkdir -p "$(dirname "$0")" && echo $$ > "$0" && exec "$@"', str(pid_file), *argv]
 
 
 def stop_there(machine: Any, pid_files: list[Path], signal_name: str) -> None:

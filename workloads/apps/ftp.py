@@ -19,7 +19,8 @@ peer = the other end; tag = the receiving host's tag); flow = "CLIENT/DIR/N/SIZE
 
 * `file_time` (s): from the connection start (just before connect) to the last byte at the
   receiver (for uploads the server's time of its last byte; CLOCK_MONOTONIC is one clock for all
-  namespaces); t = the connection start.
+  namespaces, and across machines both ends are on the controller's clock within the offset's
+  uncertainty and drift: fidelity `clocks`, docs/cluster.md); t = the connection start.
 * `file_bytes` (bytes): the bytes the receiver got (the size when complete).
 A failed file is a pair of samples with `error` (file_bytes: what arrived, None if unknown for an
 upload): a measurement, not missing data.
