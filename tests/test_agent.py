@@ -119,3 +119,24 @@ def test_programs_start_fail_print_and_end_by_signal_and_the_end_of_input_kills_
     for gone in (pid, stubborn):
         with pytest.raises(ProcessLookupError):
             os.kill(gone, 0)
+
+
+def test_a_ready_line_behind_another_in_one_chunk_is_seen():
+    """A server's READY can arrive in one chunk behind another line (the agent relays output in
+    chunks): workloads/apps/base.wait_for_line reads the pipe itself, not a buffered stream."""
+    import subprocess
+    from pathlib import Path
+    from workloads.apps.base import AppError, Host, Proc, wait_for_line
+
+    def server(code: str) -> Proc:
+        popen = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        return Proc(Host("h1", "10.0.0.1", "g", 0), "server", popen, Path("/dev/null"))
+
+    late = server("import sys, time; sys.stdout.write('warming up\\nREADY\\n'); sys.stdout.flush(); time.sleep(30)")
+    try:
+        wait_for_line(late, "READY", time.monotonic() + 5)
+    finally:
+        late.popen.kill()
+        late.popen.wait()
+    with pytest.raises(AppError, match=r"h1: server exited \(0\) before READY"):
+        wait_for_line(server("print('no')"), "READY", time.monotonic() + 5)

@@ -16,6 +16,7 @@ host's namespace (a Mininet node), so a toy application fits in a few lines (tes
 from __future__ import annotations
 
 import json
+import os
 import select
 import shlex
 import subprocess
@@ -243,21 +244,29 @@ class Application:
 
 
 def wait_for_line(proc: Proc, word: str, deadline: float) -> None:
-    """Wait until a process started with stdout_pipe prints a line starting with `word`."""
-    stream = proc.popen.stdout
+    """Wait until a process started with stdout_pipe prints a line starting with `word`. Its output
+    is read from the pipe itself: a line buffered in the stream behind another would be unseen by
+    select (two lines in one chunk, as from a program on another machine)."""
+    fd, pending = proc.popen.stdout.fileno(), b""
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             raise AppError(f"{proc.host.name}: no {word} line from {proc.role} within the time allowed;"
                            f" log {proc.log}: {tail(proc.log)}")
-        ready, _, _ = select.select([stream], [], [], min(left, 0.5))
-        if ready:
-            line = stream.readline()
-            if line.startswith(word):
-                return
-            if not line and proc.popen.poll() is not None:
-                raise AppError(f"{proc.host.name}: {proc.role} exited ({proc.popen.returncode}) before {word};"
-                               f" log {proc.log}: {tail(proc.log)}")
+        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:  # the end of its output: it exited
+            try:
+                proc.popen.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+            raise AppError(f"{proc.host.name}: {proc.role} exited ({proc.popen.poll()}) before {word};"
+                           f" log {proc.log}: {tail(proc.log)}")
+        *lines, pending = (pending + chunk).split(b"\n")
+        if any(line.decode(errors="replace").startswith(word) for line in lines):
+            return
 
 
 def wait_listening(host: Host, port: int, deadline: float, proc: Proc | None = None) -> None:
