@@ -27,6 +27,7 @@ whose applications lost data (a client died, pages missing) fails with what was 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import signal
@@ -40,8 +41,8 @@ from controller import fidelity as fidelity_mod
 from controller.skeleton import RunCancelled, TeardownStack
 from results.store import Store
 from testbed import engine as engine_mod
-from testbed import (hostconfig, keep_awake, machines, metadata, netns, network, paths, placement, rto_init,
-                     sender, spm, tcpds, tunnels)
+from testbed import (hostconfig, keep_awake, machine_helper, machines, metadata, netns, network, paths, placement,
+                     rto_init, sender, spm, tcpds, tunnels)
 from testbed.capabilities import Capabilities
 from testbed.links import EngineBackend, KernelBackend
 from workloads.apps import elsewhere
@@ -125,6 +126,7 @@ class PointRun:
         self.underlay_start: list | None = None  # each tunnel's underlay counters (split topologies)
         self.underlay_end: list | None = None
         self.clocks: dict[str, dict] = {}  # another machine's name -> its clock offset, at start and end
+        self.helpers: dict[str, machine_helper.MachineHelper] = {}  # another machine's name -> the point's helper there
         self.others_start: dict[str, dict | None] = {}  # another machine's name -> its machine snapshot
         self.others_end: dict[str, dict | None] = {}
 
@@ -251,11 +253,24 @@ class PointRun:
                        if m.address == "imitated"
                        else machines.reached(label, m.address))
             stack.enter_context(machines.held(machine))
+            # The point's helper there: its run cgroup, into which every command for that machine
+            # starts from now on, and what lives in that machine's kernel (testbed/machine_helper.py).
+            helper = machine_helper.MachineHelper(machine, f"{self.run_id[-4:]}-p{self.index}-{label}",
+                                                  paths.python(), str(paths.REPO))
+            stack.callback(self._close_helper, helper)
+            self.helpers[label] = helper
+            if helper.cgroup:
+                machine = dataclasses.replace(machine, cgroup=helper.cgroup)
             split.update({r: machine for r in m.routers})
             # Its programs run on our clock (workloads/apps/elsewhere.py), by the offset measured here.
             self.clocks[label] = {"start": machine.clock_offset(python=paths.python()), "machine": machine,
                                   "session_s": _session_seconds(machine)}
         return split
+
+    @staticmethod
+    def _close_helper(helper) -> None:
+        for problem in helper.close():
+            print(f"catnip: machine {helper.machine.name}: {problem}", file=sys.stderr)
 
     def _remote_start_s(self) -> float:
         """The common start's extra delay for the programs on other machines: an application whose
@@ -361,12 +376,21 @@ class PointRun:
             self.ds_marker.attach(f"{h.name}-eth0", ["nsenter", "-t", str(h.node.pid), "-n"])
 
     def _set_initial_rto(self, stack: TeardownStack) -> None:
-        self.rto = rto_init.InitialRto(name=f"{self.run_id[-4:]}-p{self.index}")
-        stack.callback(self._unload_bpf, self.rto, "initial RTO")
-        self.rto.load()
+        """Each host's value, in its own machine's kernel: here by this process, on another machine
+        by the point's helper there (testbed/machine_helper.py)."""
         for short, h in self.net.hosts.items():
-            if self.net.tcp[short].initial_rto is not None:
-                self.rto.set(h.node.pid, self.net.tcp[short].initial_rto)
+            seconds = self.net.tcp[short].initial_rto
+            if seconds is None:
+                continue
+            machine = getattr(h.node, "machine", None)
+            if machine is not None:
+                self.helpers[machine.name].ask({"initial_rto": h.node.pid, "seconds": seconds})
+                continue
+            if self.rto is None:
+                self.rto = rto_init.InitialRto(name=f"{self.run_id[-4:]}-p{self.index}")
+                stack.callback(self._unload_bpf, self.rto, "initial RTO")
+                self.rto.load()
+            self.rto.set(h.node.pid, seconds)
 
     @staticmethod
     def _unload_bpf(obj, what: str) -> None:

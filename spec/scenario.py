@@ -528,7 +528,6 @@ class Scenario(_Strict):
                                  " two other machines does not run yet (docs/cluster.md)")
         refused = [
             ("marking.spm", self.marking.spm), ("marking.tcp_state", self.marking.tcp_state is not None),
-            ("tcp.initial_rto", any(t.initial_rto is not None for t in self.host_tcp().values())),
             ("the project's BPF senders", bool(self.tcp.all_cc() & set(senders.NAMES))),
             ("run.placement: split", self.run.placement == "split"),
             ("run.link_backend: kernel", self.run.link_backend == "kernel"),

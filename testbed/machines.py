@@ -55,6 +55,8 @@ class Machine:
     address: str | None = None
     ssh_config: Path | None = None
     underlay: str | None = None  # the address other machines' tunnels reach it at
+    # The point's run cgroup there (testbed/machine_helper.py): every command starts in it.
+    cgroup: str | None = None
 
     @property
     def local(self) -> bool:
@@ -68,6 +70,8 @@ class Machine:
         options = (["-F", str(self.ssh_config)] if self.ssh_config
                    else ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"])
         ssh = ["ssh", *options, "-tt" if tty else "-T", self.address, "--"]
+        if self.cgroup:
+            argv = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.cgroup, *argv]
         return ssh + [" ".join(shlex.quote(a) for a in argv)]
 
     def run(self, argv: list[str], timeout: float = 60, input: str | None = None) -> str:  # noqa: A002

@@ -92,6 +92,60 @@ def test_a_program_on_another_machine_gets_its_files_runs_on_our_clock_and_is_st
             m2.run(["kill", "-0", str(pid)])
 
 
+def test_the_other_machines_helper_sets_the_initial_rto_there_and_its_cgroup_holds_the_nodes(no_leftovers):
+    """testbed/machine_helper.py: the point's helper on the other machine makes a run cgroup there,
+    every command for that machine starts in it (Machine.cgroup), and it sets `tcp.initial_rto` for
+    a host there in that machine's kernel. Nothing is loaded here and only the host there is given
+    6 s, so its SYN's 6 s is the far side's doing; the other host keeps Linux's 1 s. At the end of
+    its input the helper removes its program and its cgroup."""
+    import dataclasses
+    import re
+    import shutil
+    import time
+    from pathlib import Path
+    from testbed import machine_helper, paths, run_cgroup, spm
+    if not shutil.which("bpftool") or run_cgroup.hierarchy() is None:
+        pytest.skip("needs bpftool and a cgroup-v2 hierarchy (scripts/setup.sh, the kernel)")
+    connect = ("import socket, time\ns = socket.socket(); s.setblocking(False)\n"
+               "try: s.connect(('10.79.0.9', 80))\nexcept BlockingIOError: pass\ntime.sleep(30)\n")
+
+    def syn_rto(node) -> int | None:
+        m = re.search(r"\brto:(\d+)", node.cmd("ss -tni state syn-sent"))
+        return int(m.group(1)) if m else None
+
+    with machines.imitated("m2") as m2:
+        helper = machine_helper.MachineHelper(m2, "ctptest", paths.python(), str(paths.REPO))
+        cgroup = helper.cgroup
+        try:
+            there = dataclasses.replace(m2, cgroup=cgroup)
+            with _net() as net:
+                h1 = net.addHost("ctpq1", cls=remote.RemoteHost, machine=there, ip="10.79.0.1/24")
+                h2 = net.addHost("ctpq2", cls=remote.RemoteHost, machine=there, ip="10.79.0.2/24")
+                net.addLink(h1, h2, cls=remote.VxlanLink)
+                net.build()
+                net.start()
+                assert Path(f"/proc/{h1.pid}/cgroup").read_text().strip().endswith(Path(cgroup).name)
+                helper.ask({"initial_rto": h1.pid, "seconds": 6})
+                procs = []
+                try:
+                    for h in (h1, h2):  # a SYN to a MAC nobody has stays unanswered
+                        h.cmd(f"ip neigh add 10.79.0.9 lladdr 02:00:00:00:00:09 dev {h.defaultIntf()}")
+                        procs.append(h.popen(["python3", "-c", connect]))
+                    got: dict = {}
+                    deadline = time.monotonic() + 15
+                    while len(got) < 2 and time.monotonic() < deadline:
+                        got = {h.name: r for h in (h1, h2) if (r := syn_rto(h)) is not None}
+                    assert got == {"ctpq1": 6000, "ctpq2": 1000}, got
+                finally:
+                    for p in procs:
+                        p.kill()
+                        p.wait(10)
+        finally:
+            problems = helper.close()
+        assert problems == [] and not Path(cgroup).exists()
+        assert not (spm.PIN_ROOT / "rto-ctptest").exists()
+
+
 def test_a_vxlan_link_carries_whole_frames_between_machines(no_leftovers):
     with machines.imitated("m2") as m2, _net() as net:
         here = net.addHost("ctpq1", ip="10.78.0.1/24")
