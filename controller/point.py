@@ -127,6 +127,7 @@ class PointRun:
         self.underlay_end: list | None = None
         self.clocks: dict[str, dict] = {}  # another machine's name -> its clock offset, at start and end
         self.helpers: dict[str, machine_helper.MachineHelper] = {}  # another machine's name -> the point's helper there
+        self.ds_there: list[str] = []  # the other machines whose helper loaded TCP-state marking
         self.others_start: dict[str, dict | None] = {}  # another machine's name -> its machine snapshot
         self.others_end: dict[str, dict | None] = {}
 
@@ -362,18 +363,32 @@ class PointRun:
             self.marker.attach_tc(intf, ["nsenter", "-t", str(server.node.pid), "-n"])
 
     def _load_tcp_state_marker(self, stack: TeardownStack) -> None:
-        """TCP-DS at every host (each one sends: data, echoes or ACKs)."""
+        """TCP-DS at every host (each one sends: data, echoes or ACKs), in each host's machine's
+        kernel: here, and on another machine by the point's helper there."""
         m = self.sc.marking.tcp_state
-        self.ds_marker = tcpds.TcpStateMarker(tcpds.TcpdsRules(
-            high_thresh=m.high_thresh, med_thresh=m.med_thresh, randomized=m.randomized,
-            always_high=tuple(tuple(r) for r in m.always_high)), name=f"{self.run_id[-4:]}-p{self.index}")
-        stack.callback(self._unload_bpf, self.ds_marker, "TCP-state marker")
-        self.ds_marker.load()
-        for short, (high, med) in self.sc.tcp_state_thresholds().items():
-            self.ds_marker.set_host(self.net.hosts[short].ip, high, med)
+        rules = tcpds.TcpdsRules(high_thresh=m.high_thresh, med_thresh=m.med_thresh, randomized=m.randomized,
+                                 always_high=tuple(tuple(r) for r in m.always_high))
+        thresholds = [(self.net.hosts[short].ip, high, med)
+                      for short, (high, med) in self.sc.tcp_state_thresholds().items()]
+        there: dict[str, list] = {}
         for h in self.net.hosts.values():
             hostconfig.one_packet_per_skb(h.node, f"{h.name}-eth0")  # the marker sees each wire segment
+            machine = getattr(h.node, "machine", None)
+            if machine is not None:
+                there.setdefault(machine.name, []).append([h.node.pid, f"{h.name}-eth0"])
+                continue
+            if self.ds_marker is None:
+                self.ds_marker = tcpds.TcpStateMarker(rules, name=f"{self.run_id[-4:]}-p{self.index}")
+                stack.callback(self._unload_bpf, self.ds_marker, "TCP-state marker")
+                self.ds_marker.load()
+                for address, high, med in thresholds:
+                    self.ds_marker.set_host(address, high, med)
             self.ds_marker.attach(f"{h.name}-eth0", ["nsenter", "-t", str(h.node.pid), "-n"])
+        for label, attach in there.items():
+            self.helpers[label].ask({"tcp_state": {
+                "rules": [rules.high_thresh, rules.med_thresh, rules.randomized, [list(r) for r in rules.always_high]],
+                "hosts": [list(t) for t in thresholds], "attach": attach}})
+            self.ds_there.append(label)
 
     def _set_initial_rto(self, stack: TeardownStack) -> None:
         """Each host's value, in its own machine's kernel: here by this process, on another machine
@@ -611,7 +626,7 @@ class PointRun:
             except spm.SpmError as exc:  # the run's other records are worth keeping
                 marking = {"error": str(exc)}
             self.store.update_point(self.run_id, self.index, marking=marking)
-        if self.ds_marker or self.rto:
+        if self.ds_marker or self.rto or self.ds_there:
             marking = {}
             for what, read in (("tcp_state", self.ds_marker and self.ds_marker.counters),
                                ("initial_rto_answers", self.rto and self.rto.answers)):
@@ -620,6 +635,18 @@ class PointRun:
                         marking[what] = read()
                     except spm.SpmError as exc:  # the run's other records are worth keeping
                         marking[what] = {"error": str(exc)}
+            # Another machine's marker counts its hosts' segments: kept by machine, and summed in.
+            for label in self.ds_there:
+                try:
+                    counts = self.helpers[label].ask({"tcp_state_counters": True})
+                except machine_helper.HelperError as exc:
+                    marking.setdefault("tcp_state_by_machine", {})[label] = {"error": str(exc)}
+                    continue
+                marking.setdefault("tcp_state_by_machine", {})[label] = counts
+                total = marking.setdefault("tcp_state", {})
+                if "error" not in total:
+                    for key, value in counts.items():
+                        total[key] = total.get(key, 0) + value
             self.store.update_point(self.run_id, self.index, marking=marking)
         lost = [h.name for h in net.hosts.values() if not hostconfig.shell_alive(h.node)]
         for h in net.hosts.values():

@@ -527,7 +527,7 @@ class Scenario(_Strict):
                 raise ValueError(f"run.machines: the link {link.a}-{link.b} joins machines {a} and {b}; a link between"
                                  " two other machines does not run yet (docs/cluster.md)")
         refused = [
-            ("marking.spm", self.marking.spm), ("marking.tcp_state", self.marking.tcp_state is not None),
+            ("marking.spm", self.marking.spm),
             ("the project's BPF senders", bool(self.tcp.all_cc() & set(senders.NAMES))),
             ("run.placement: split", self.run.placement == "split"),
             ("run.link_backend: kernel", self.run.link_backend == "kernel"),

@@ -14,6 +14,10 @@ Protocol: the helper prints "READY CGROUP" (the cgroup's path, or "-" without on
 each request line (JSON) with one line, {"ok": ...} or {"error": TEXT}:
 - {"initial_rto": PID, "seconds": S}: connections opened in PID's network namespace start with
   that RTO (the program is loaded at the first request).
+- {"tcp_state": {"rules": [HIGH, MED, RANDOMIZED, [[LO, HI], ...]], "hosts": [[IP, HIGH, MED], ...],
+  "attach": [[PID, INTERFACE], ...]}}: TCP-state marking (testbed/tcpds.py) loaded there, the
+  hosts' own thresholds set, and its programs attached to each interface in PID's namespace.
+- {"tcp_state_counters": true}: its counters.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import subprocess
 import sys
 from typing import Any
 
-from testbed import rto_init, run_cgroup
+from testbed import rto_init, run_cgroup, tcpds
 
 READY_TIMEOUT_S = 30
 
@@ -77,9 +81,28 @@ class MachineHelper:
         return self.proc.stdout.readline().strip() if ready else ""
 
 
+def _tcp_state(req: dict, name: str) -> tcpds.TcpStateMarker:
+    high, med, randomized, always_high = req["rules"]
+    marker = tcpds.TcpStateMarker(tcpds.TcpdsRules(high_thresh=int(high), med_thresh=int(med),
+                                                   randomized=bool(randomized),
+                                                   always_high=tuple((int(a), int(b)) for a, b in always_high)),
+                                  name=name)
+    marker.load()
+    try:
+        for address, host_high, host_med in req["hosts"]:
+            marker.set_host(address, int(host_high), int(host_med))
+        for pid, intf in req["attach"]:
+            marker.attach(intf, ["nsenter", "-t", str(int(pid)), "-n"])
+    except BaseException:
+        marker.unload()
+        raise
+    return marker
+
+
 def serve(name: str) -> int:
     """The helper's side, in its own run cgroup."""
     rto: rto_init.InitialRto | None = None
+    marker: tcpds.TcpStateMarker | None = None
     problems: list[str] = []
     with run_cgroup.joined() as group:
         try:
@@ -93,14 +116,24 @@ def serve(name: str) -> int:
                             rto.load()
                         rto.set(int(req["initial_rto"]), float(req["seconds"]))
                         reply: dict = {"ok": True}
+                    elif "tcp_state" in req:
+                        if marker is not None:
+                            raise ValueError("TCP-state marking is loaded already")
+                        marker = _tcp_state(req["tcp_state"], name)
+                        reply = {"ok": True}
+                    elif "tcp_state_counters" in req:
+                        if marker is None:
+                            raise ValueError("no TCP-state marking loaded")
+                        reply = {"ok": marker.counters()}
                     else:
                         reply = {"error": f"unknown request {sorted(req)}"}
                 except (ValueError, KeyError, RuntimeError, OSError) as exc:
                     reply = {"error": f"{type(exc).__name__}: {exc}"}
                 print(json.dumps(reply), flush=True)
         finally:
-            if rto is not None:
-                problems = rto.unload()
+            for loaded in (rto, marker):
+                if loaded is not None:
+                    problems += loaded.unload()
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0

@@ -146,6 +146,44 @@ def test_the_other_machines_helper_sets_the_initial_rto_there_and_its_cgroup_hol
         assert not (spm.PIN_ROOT / "rto-ctptest").exists()
 
 
+def test_the_other_machines_helper_marks_its_hosts_by_tcp_state(no_leftovers):
+    """TCP-state marking (testbed/tcpds.py) loaded by the helper in the other machine's kernel and
+    attached to its hosts' interfaces there, nothing here: a transfer between two hosts there is
+    counted by that marker (its SYNs, data and ACKs by level), and its pins go at the helper's end."""
+    import dataclasses
+    import shutil
+    from testbed import machine_helper, paths, run_cgroup, spm
+    if not shutil.which("bpftool") or run_cgroup.hierarchy() is None:
+        pytest.skip("needs bpftool and a cgroup-v2 hierarchy (scripts/setup.sh, the kernel)")
+    with machines.imitated("m2") as m2:
+        helper = machine_helper.MachineHelper(m2, "ctptest", paths.python(), str(paths.REPO))
+        try:
+            there = dataclasses.replace(m2, cgroup=helper.cgroup)
+            with _net() as net:
+                h1 = net.addHost("ctpq1", cls=remote.RemoteHost, machine=there, ip="10.79.0.1/24")
+                h2 = net.addHost("ctpq2", cls=remote.RemoteHost, machine=there, ip="10.79.0.2/24")
+                net.addLink(h1, h2, cls=remote.VxlanLink)
+                net.build()
+                net.start()
+                helper.ask({"tcp_state": {"rules": [4, 8, False, []], "hosts": [["10.79.0.1", 2, 4]],
+                                          "attach": [[h1.pid, "ctpq1-eth0"], [h2.pid, "ctpq2-eth0"]]}})
+                serve = h2.popen(["python3", "-c", "import socket; s = socket.create_server(('10.79.0.2', 5001));"
+                                  " c, _ = s.accept(); n = 0\nwhile (d := c.recv(65536)): n += len(d)\nprint(n)"])
+                out = h1.cmd("python3 -c \"import socket, time\nfor _ in range(50):\n    try:\n"
+                             "        s = socket.create_connection(('10.79.0.2', 5001)); break\n"
+                             "    except OSError: time.sleep(0.1)\ns.sendall(b'x' * 200000); s.close()\"")
+                got, _ = serve.communicate(timeout=30)
+                assert got.decode().strip() == "200000", (out, got)
+                counts = helper.ask({"tcp_state_counters": True})
+                # Linux's initial window of 10 is above the HIGH and MED thresholds: the data is LOW.
+                data = counts["data_high"] + counts["data_med"] + counts["data_low"]
+                acks = counts["ack_high"] + counts["ack_med"] + counts["ack_low"]
+                assert counts["syn"] >= 2 and data > 0 and acks > 0, counts
+        finally:
+            problems = helper.close()
+        assert problems == [] and not (spm.PIN_ROOT / "tcpds-ctptest").exists()
+
+
 def test_a_vxlan_link_carries_whole_frames_between_machines(no_leftovers):
     with machines.imitated("m2") as m2, _net() as net:
         here = net.addHost("ctpq1", ip="10.78.0.1/24")
