@@ -25,6 +25,33 @@ def _net():
         net.stop()
 
 
+@contextmanager
+def _two_hosts_with_a_helper():
+    """Two linked hosts on an imitated machine, started in the cgroup of the point's helper there
+    (testbed/machine_helper.py): yields (helper, h1, h2); the helper is closed at the end, and
+    what it could not remove fails the test."""
+    import dataclasses
+    import shutil
+    from pathlib import Path
+    from testbed import machine_helper, paths, run_cgroup
+    if not shutil.which("bpftool") or run_cgroup.hierarchy() is None:
+        pytest.skip("needs bpftool and a cgroup-v2 hierarchy (scripts/setup.sh, the kernel)")
+    with machines.imitated("m2") as m2:
+        helper = machine_helper.MachineHelper(m2, "ctptest", paths.python(), str(paths.REPO))
+        try:
+            there = dataclasses.replace(m2, cgroup=helper.cgroup)
+            with _net() as net:
+                h1 = net.addHost("ctpq1", cls=remote.RemoteHost, machine=there, ip="10.79.0.1/24")
+                h2 = net.addHost("ctpq2", cls=remote.RemoteHost, machine=there, ip="10.79.0.2/24")
+                net.addLink(h1, h2, cls=remote.VxlanLink)
+                net.build()
+                net.start()
+                yield helper, h1, h2
+        finally:
+            problems = helper.close()
+        assert problems == [] and not Path(helper.cgroup).exists()
+
+
 def _machines(here, there, m2):
     return {here.name: machines.THIS, there.name: m2}
 
@@ -98,14 +125,10 @@ def test_the_other_machines_helper_sets_the_initial_rto_there_and_its_cgroup_hol
     a host there in that machine's kernel. Nothing is loaded here and only the host there is given
     6 s, so its SYN's 6 s is the far side's doing; the other host keeps Linux's 1 s. At the end of
     its input the helper removes its program and its cgroup."""
-    import dataclasses
     import re
-    import shutil
     import time
     from pathlib import Path
-    from testbed import machine_helper, paths, run_cgroup, spm
-    if not shutil.which("bpftool") or run_cgroup.hierarchy() is None:
-        pytest.skip("needs bpftool and a cgroup-v2 hierarchy (scripts/setup.sh, the kernel)")
+    from testbed import spm
     connect = ("import socket, time\ns = socket.socket(); s.setblocking(False)\n"
                "try: s.connect(('10.79.0.9', 80))\nexcept BlockingIOError: pass\ntime.sleep(30)\n")
 
@@ -113,75 +136,47 @@ def test_the_other_machines_helper_sets_the_initial_rto_there_and_its_cgroup_hol
         m = re.search(r"\brto:(\d+)", node.cmd("ss -tni state syn-sent"))
         return int(m.group(1)) if m else None
 
-    with machines.imitated("m2") as m2:
-        helper = machine_helper.MachineHelper(m2, "ctptest", paths.python(), str(paths.REPO))
-        cgroup = helper.cgroup
+    with _two_hosts_with_a_helper() as (helper, h1, h2):
+        assert Path(f"/proc/{h1.pid}/cgroup").read_text().strip().endswith(Path(helper.cgroup).name)
+        helper.ask({"initial_rto": h1.pid, "seconds": 6})
+        procs = []
         try:
-            there = dataclasses.replace(m2, cgroup=cgroup)
-            with _net() as net:
-                h1 = net.addHost("ctpq1", cls=remote.RemoteHost, machine=there, ip="10.79.0.1/24")
-                h2 = net.addHost("ctpq2", cls=remote.RemoteHost, machine=there, ip="10.79.0.2/24")
-                net.addLink(h1, h2, cls=remote.VxlanLink)
-                net.build()
-                net.start()
-                assert Path(f"/proc/{h1.pid}/cgroup").read_text().strip().endswith(Path(cgroup).name)
-                helper.ask({"initial_rto": h1.pid, "seconds": 6})
-                procs = []
-                try:
-                    for h in (h1, h2):  # a SYN to a MAC nobody has stays unanswered
-                        h.cmd(f"ip neigh add 10.79.0.9 lladdr 02:00:00:00:00:09 dev {h.defaultIntf()}")
-                        procs.append(h.popen(["python3", "-c", connect]))
-                    got: dict = {}
-                    deadline = time.monotonic() + 15
-                    while len(got) < 2 and time.monotonic() < deadline:
-                        got = {h.name: r for h in (h1, h2) if (r := syn_rto(h)) is not None}
-                    assert got == {"ctpq1": 6000, "ctpq2": 1000}, got
-                finally:
-                    for p in procs:
-                        p.kill()
-                        p.wait(10)
+            for h in (h1, h2):  # a SYN to a MAC nobody has stays unanswered
+                h.cmd(f"ip neigh add 10.79.0.9 lladdr 02:00:00:00:00:09 dev {h.defaultIntf()}")
+                procs.append(h.popen(["python3", "-c", connect]))
+            got: dict = {}
+            deadline = time.monotonic() + 15
+            while len(got) < 2 and time.monotonic() < deadline:
+                got = {h.name: r for h in (h1, h2) if (r := syn_rto(h)) is not None}
+            assert got == {"ctpq1": 6000, "ctpq2": 1000}, got
         finally:
-            problems = helper.close()
-        assert problems == [] and not Path(cgroup).exists()
-        assert not (spm.PIN_ROOT / "rto-ctptest").exists()
+            for p in procs:
+                p.kill()
+                p.wait(10)
+    assert not (spm.PIN_ROOT / "rto-ctptest").exists()
 
 
 def test_the_other_machines_helper_marks_its_hosts_by_tcp_state(no_leftovers):
     """TCP-state marking (testbed/tcpds.py) loaded by the helper in the other machine's kernel and
     attached to its hosts' interfaces there, nothing here: a transfer between two hosts there is
     counted by that marker (its SYNs, data and ACKs by level), and its pins go at the helper's end."""
-    import dataclasses
-    import shutil
-    from testbed import machine_helper, paths, run_cgroup, spm
-    if not shutil.which("bpftool") or run_cgroup.hierarchy() is None:
-        pytest.skip("needs bpftool and a cgroup-v2 hierarchy (scripts/setup.sh, the kernel)")
-    with machines.imitated("m2") as m2:
-        helper = machine_helper.MachineHelper(m2, "ctptest", paths.python(), str(paths.REPO))
-        try:
-            there = dataclasses.replace(m2, cgroup=helper.cgroup)
-            with _net() as net:
-                h1 = net.addHost("ctpq1", cls=remote.RemoteHost, machine=there, ip="10.79.0.1/24")
-                h2 = net.addHost("ctpq2", cls=remote.RemoteHost, machine=there, ip="10.79.0.2/24")
-                net.addLink(h1, h2, cls=remote.VxlanLink)
-                net.build()
-                net.start()
-                helper.ask({"tcp_state": {"rules": [4, 8, False, []], "hosts": [["10.79.0.1", 2, 4]],
-                                          "attach": [[h1.pid, "ctpq1-eth0"], [h2.pid, "ctpq2-eth0"]]}})
-                serve = h2.popen(["python3", "-c", "import socket; s = socket.create_server(('10.79.0.2', 5001));"
-                                  " c, _ = s.accept(); n = 0\nwhile (d := c.recv(65536)): n += len(d)\nprint(n)"])
-                out = h1.cmd("python3 -c \"import socket, time\nfor _ in range(50):\n    try:\n"
-                             "        s = socket.create_connection(('10.79.0.2', 5001)); break\n"
-                             "    except OSError: time.sleep(0.1)\ns.sendall(b'x' * 200000); s.close()\"")
-                got, _ = serve.communicate(timeout=30)
-                assert got.decode().strip() == "200000", (out, got)
-                counts = helper.ask({"tcp_state_counters": True})
-                # Linux's initial window of 10 is above the HIGH and MED thresholds: the data is LOW.
-                data = counts["data_high"] + counts["data_med"] + counts["data_low"]
-                acks = counts["ack_high"] + counts["ack_med"] + counts["ack_low"]
-                assert counts["syn"] >= 2 and data > 0 and acks > 0, counts
-        finally:
-            problems = helper.close()
-        assert problems == [] and not (spm.PIN_ROOT / "tcpds-ctptest").exists()
+    from testbed import spm
+    with _two_hosts_with_a_helper() as (helper, h1, h2):
+        helper.ask({"tcp_state": {"rules": [4, 8, False, []], "hosts": [["10.79.0.1", 2, 4]],
+                                  "attach": [[h1.pid, "ctpq1-eth0"], [h2.pid, "ctpq2-eth0"]]}})
+        serve = h2.popen(["python3", "-c", "import socket; s = socket.create_server(('10.79.0.2', 5001));"
+                          " c, _ = s.accept(); n = 0\nwhile (d := c.recv(65536)): n += len(d)\nprint(n)"])
+        out = h1.cmd("python3 -c \"import socket, time\nfor _ in range(50):\n    try:\n"
+                     "        s = socket.create_connection(('10.79.0.2', 5001)); break\n"
+                     "    except OSError: time.sleep(0.1)\ns.sendall(b'x' * 200000); s.close()\"")
+        got, _ = serve.communicate(timeout=30)
+        assert got.decode().strip() == "200000", (out, got)
+        counts = helper.ask({"tcp_state_counters": True})
+        # Linux's initial window of 10 is above the HIGH and MED thresholds: the data is LOW.
+        data = counts["data_high"] + counts["data_med"] + counts["data_low"]
+        acks = counts["ack_high"] + counts["ack_med"] + counts["ack_low"]
+        assert counts["syn"] >= 2 and data > 0 and acks > 0, counts
+    assert not (spm.PIN_ROOT / "tcpds-ctptest").exists()
 
 
 def test_a_vxlan_link_carries_whole_frames_between_machines(no_leftovers):
