@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from typing import Any
 
@@ -59,8 +60,15 @@ class OverSsh(RemoteMixin):
         if cwd is not None:  # Popen's cwd would apply to the local ssh client
             cmd = ["sh", "-c", 'cd "$0" && exec "$@"', str(cwd), *cmd]
         params.setdefault("stdin", subprocess.DEVNULL)
-        # Insulated from the runner's Ctrl-C like a local node's shell; the network's stop ends it.
-        return subprocess.Popen(self.machine.argv(list(cmd), tty=tt), preexec_fn=os.setpgrp, **params)
+        # Insulated from the runner's Ctrl-C like a local node's shell; the network's stop ends it
+        # with SIGHUP, which ssh leaves ignored if it starts ignored (a runner under nohup): the
+        # default is restored, or the stop waits for a client that never ends.
+        return subprocess.Popen(self.machine.argv(list(cmd), tty=tt), preexec_fn=_own_group_hup_default, **params)
+
+
+def _own_group_hup_default() -> None:
+    os.setpgrp()
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 class RemoteHost(OverSsh, Host):
