@@ -45,7 +45,6 @@ from testbed import (hostconfig, keep_awake, machine_helper, machines, metadata,
                      rto_init, sender, spm, tcpds, tunnels)
 from testbed.capabilities import Capabilities
 from testbed.links import EngineBackend, KernelBackend
-from workloads.apps import elsewhere
 from workloads.apps.base import AppContext, AppError, Application, lookup
 
 if TYPE_CHECKING:
@@ -476,7 +475,7 @@ class PointRun:
             # same local file, and tcpdump is stopped there by its pid (ssh would not pass SIGINT on).
             self.capture_pid_file = paths.state_dir() / f"capture-{self.run_id}-p{self.index}.pid"
             with open(path, "wb") as out:
-                self.capture = data[0].router.popen(elsewhere.with_pid_file(argv[:-1] + ["-"], self.capture_pid_file),
+                self.capture = data[0].router.popen(machines.with_pid_file(argv[:-1] + ["-"], self.capture_pid_file),
                                                     stdout=out, stderr=subprocess.DEVNULL)
             self.capture_machine = machine
         self.store.update_point(self.run_id, self.index, capture=str(path))
@@ -740,14 +739,14 @@ class PointRun:
     def _stop_capture(self) -> None:
         if self.capture and self.capture.poll() is None:
             if self.capture_machine is not None:  # it writes its last packets and ends, its ssh with it
-                elsewhere.stop_there(self.capture_machine, [self.capture_pid_file], "INT")
+                self.capture_machine.signal_pid_files([self.capture_pid_file], "INT")
             else:
                 self.capture.send_signal(signal.SIGINT)
             try:
                 self.capture.wait(5)
             except subprocess.TimeoutExpired:
                 if self.capture_machine is not None:
-                    elsewhere.stop_there(self.capture_machine, [self.capture_pid_file], "KILL")
+                    self.capture_machine.signal_pid_files([self.capture_pid_file], "KILL")
                 self.capture.kill()
         if self.capture_machine is not None and self.capture_pid_file is not None:
             try:

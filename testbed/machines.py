@@ -89,6 +89,13 @@ class Machine:
         return res.stdout
 
 
+    def signal_pid_files(self, pid_files: list[Path], signal_name: str) -> None:
+        """Signal the programs of these pid files there (written by `with_pid_file`), in one
+        command; those gone are skipped."""
+        if pid_files:
+            self.run(["sh", "-c", 'for f; do [ -s "$f" ] && kill -' + signal_name + ' "$(cat "$f")" 2>/dev/null;'
+                      ' done; true', "stop", *map(str, pid_files)])
+
     def write_file(self, path: Path, text: str) -> None:
         """Write `text` to `path` there, making its folder."""
         self.run(["sh", "-c", 'mkdir -p "$(dirname "$0")" && cat > "$0"', str(path)], input=text)
@@ -148,6 +155,12 @@ class Machine:
 
 
 THIS = Machine("local")
+
+
+def with_pid_file(argv: list[str], pid_file: Path) -> list[str]:
+    """`argv`, writing its pid to `pid_file` first (the shell becomes the program): a signal to the
+    local ssh client of a program on another machine would not reach it."""
+    return ["sh", "-c", 'mkdir -p "$(dirname "$0")" && echo $$ > "$0" && exec "$@"', str(pid_file), *argv]
 
 
 def reached(name: str, address: str) -> Machine:

@@ -238,15 +238,3 @@ def on_clock(argv: list[str], python: str, offset: float) -> list[str]:
                              " `python -c CODE ...`, so that it runs on the controller's clock")
         return [python, "-m", "workloads.onclock", repr(offset), *argv[1:]]
     return list(argv)
-
-
-def with_pid_file(argv: list[str], pid_file: Path) -> list[str]:
-    """`argv`, writing its pid to `pid_file` first (the shell becomes the program)."""
-    return ["sh", "-c", 'mkdir -p "$(dirname "$0")" && echo $$ > "$0" && exec "$@"', str(pid_file), *argv]
-
-
-def stop_there(machine: Any, pid_files: list[Path], signal_name: str) -> None:
-    """Signal the programs of these pid files on `machine`, in one command; those gone are skipped."""
-    if pid_files:
-        machine.run(["sh", "-c", 'for f; do [ -s "$f" ] && kill -' + signal_name + ' "$(cat "$f")" 2>/dev/null;'
-                     ' done; true', "stop", *map(str, pid_files)])
