@@ -107,7 +107,7 @@ def run_point(spec: dict[str, Any]) -> dict[str, Any]:
                             f" coordinator's ({spec['code']}); update its checkout")
     worker = get_worker()
     paths.state_dir().mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="cluster-", dir=paths.state_dir()))
+    work = Path(tempfile.mkdtemp(prefix=paths.cluster_work_prefix(), dir=paths.state_dir()))
     cancel = Event(cancel_event(spec["run_id"]))
     try:
         (work / "spec.json").write_text(json.dumps(spec))
@@ -118,6 +118,7 @@ def run_point(spec: dict[str, Any]) -> dict[str, Any]:
             proc = subprocess.Popen([paths.python(), "-m", "controller.cluster_point", str(work / "spec.json")],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True,
                                     env=env, cwd=paths.REPO, preexec_fn=_die_with_parent)
+        (work / "point.pid").write_text(str(proc.pid))
         reader = threading.Thread(target=_forward_progress, daemon=True,
                                   args=(worker, proc.stdout, spec["first_point"], spec["run_id"]))
         reader.start()
@@ -147,3 +148,7 @@ def run_point(spec: dict[str, Any]) -> dict[str, Any]:
                 "host": socket.gethostname(), "exit": proc.returncode, "log_tail": log[-5:]}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        # A killed worker's folders on this machine: nobody else there removes them. By now the
+        # killed one's point process has let go of the machine lock this point needed, so has ended.
+        for orphan in paths.orphaned_cluster_work():
+            shutil.rmtree(orphan, ignore_errors=True)

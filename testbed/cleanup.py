@@ -154,6 +154,7 @@ def leftovers() -> dict[str, list]:
         "cgroups": [str(g) for g in [*run_cgroup.run_groups(), *spm.our_cgroups()]],
         "congestion_controls": sender.registered(),
         "machine_folders": [str(p) for p in machines.imitation_folders()],
+        "cluster_point_folders": [str(p) for p in paths.orphaned_cluster_work()],
     }
     if (paths.state_dir() / "allowed_cc.orig").exists():
         state["sysctl"] = ["net.ipv4.tcp_allowed_congestion_control not yet restored"]
@@ -254,6 +255,9 @@ def clean(force: bool = False) -> list[str]:
     for folder in machines.imitation_folders():  # after its sshd and namespace are gone
         shutil.rmtree(folder, ignore_errors=True)
         done.append(f"imitated machine's folder {folder}")
+    for folder in paths.orphaned_cluster_work():  # a killed cluster worker's point folder
+        shutil.rmtree(folder, ignore_errors=True)
+        done.append(f"cluster point folder {folder}")
     orig = paths.state_dir() / "allowed_cc.orig"
     if orig.exists():
         restore_allowed_congestion_control(orig.read_text().strip())

@@ -37,6 +37,32 @@ def docroot() -> Path:
     return state_dir() / "docroot"
 
 
+CLUSTER_WORK_PREFIX = "cluster-"  # a cluster worker's point folders: cluster-<worker pid>-<random>
+
+
+def cluster_work_prefix() -> str:
+    """The name a cluster worker's point folder starts with, carrying the worker's pid, so a folder
+    whose worker died (SIGKILL skips its removal) can be told from one in use."""
+    return f"{CLUSTER_WORK_PREFIX}{os.getpid()}-"
+
+
+def orphaned_cluster_work() -> list[Path]:
+    """Point folders in the state directory whose cluster worker is gone and whose point process
+    (its pid in `point.pid`; it tears its network down when the worker dies) has ended too."""
+    def alive(pid: str) -> bool:
+        return pid.isdigit() and Path(f"/proc/{pid}").exists()
+    found = []
+    for folder in sorted(state_dir().glob(f"{CLUSTER_WORK_PREFIX}*")):
+        worker = folder.name[len(CLUSTER_WORK_PREFIX):].split("-", 1)[0]  # older names had none: orphans
+        try:
+            point = (folder / "point.pid").read_text().strip()
+        except OSError:
+            point = ""
+        if not alive(worker) and not alive(point):
+            found.append(folder)
+    return found
+
+
 def data_dir() -> Path:
     """Kept results: the SQLite database and per-run artifacts such as captures."""
     return Path(os.environ.get("CATNIP_DATA", REPO / "data"))

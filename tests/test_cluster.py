@@ -117,6 +117,29 @@ def test_cluster_options_are_checked_before_anything_starts(isolated_data):
 
 # --- with a scheduler and workers -------------------------------------------------------------
 
+def test_a_point_folder_is_orphaned_only_when_its_worker_and_point_are_gone(tmp_path, monkeypatch):
+    """A SIGKILLed worker skips its folder's removal; the folder is a leftover once the worker and
+    the point process it started have both ended, and not before (the point may still tear down)."""
+    from testbed import paths
+    monkeypatch.setenv("CATNIP_STATE", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        folders = {"mine": f"cluster-{os.getpid()}-a", "dead": f"cluster-{dead.pid}-b",
+                   "dying": f"cluster-{dead.pid}-c", "unnamed": "cluster-d"}  # unnamed: from before the pid was in it
+        folders = {k: tmp_path / name for k, name in folders.items()}
+        for folder in folders.values():
+            folder.mkdir()
+        (folders["dying"] / "point.pid").write_text(str(live.pid))
+        (folders["dead"] / "point.pid").write_text(str(dead.pid))
+        assert paths.orphaned_cluster_work() == sorted([folders["dead"], folders["unnamed"]])
+        assert paths.cluster_work_prefix() == f"cluster-{os.getpid()}-"
+    finally:
+        live.kill()
+        live.wait()
+
+
 @pytest.mark.netns
 def test_no_scheduler_is_one_line(isolated_data):
     need_engine()
@@ -215,6 +238,9 @@ def test_a_killed_worker_loses_only_its_point(isolated_data, no_leftovers, local
     assert len(lost) == 1, attempts
     assert [a["outcome"] for a in lost[0]] == ["the worker died while running it", "returned"]
     assert lost[0][0]["worker"] == running[0]
+    # The killed worker could not remove its point's folder; the worker that ran the point again did.
+    from testbed import paths
+    assert not list(paths.state_dir().glob(f"{paths.CLUSTER_WORK_PREFIX}{pids[running[0]]}-*"))
 
 
 def _has_ancestor(holder: str, pid: int) -> bool:
