@@ -186,6 +186,14 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
         out.append(f"  Clock of machine {label}: {c['offset_start_s']:+.6f} s from ours"
                    f" (+- {1e3 * c['uncertainty_start_s']:.3f} ms); its programs ran on ours, and drifted "
                    + ("an unmeasured amount" if drift is None else f"{1e3 * drift:+.3f} ms") + " by the end")
+    start = f.get("client_start")
+    if start and start.get("clients"):
+        late = start.get("late") or {}
+        names = [f"{app} {', '.join(c[:8])}" + (f" and {len(c) - 8} more" if len(c) > 8 else "")
+                 for app, c in late.items()]
+        out.append(f"  Clients: {start['clients']} ready, the last {start['latest_s']:+.3f} s from when it was due"
+                   + (f"; later than {start['limit_s']:g} s (the workload was not the scenario's): " + "; ".join(names)
+                      if late else ""))
     conc = f.get("concurrency")
     if conc:
         busy = conc.get("cpu_busy_before_start")

@@ -17,7 +17,9 @@ starts later, the one under way finishes or times out.
   (section 2.2.1).
 
 `catalog` maps each page number to its URLs, HTML first (default: CATNIP's paths); `page_set`
-names the set the pages come from, copied into every page record.
+names the set the pages come from, copied into every page record. `start_at` (a time.monotonic()
+instant) is when the first page is due; the "start" record says when the client was ready (the
+runner checks it was ready by the common start, docs/fidelity.md).
 
 A page's time runs from its first connection attempt to the latest completion among its
 objects (section IV-D). Every object and page becomes one JSON line in OUT (flushed at once, so
@@ -41,7 +43,7 @@ from workloads.thinktime import sampler
 
 IMG_SRC = re.compile(rb'<img\s+[^>]*src="([^"]+)"', re.IGNORECASE)
 REQUIRED = {"client", "server", "port", "pages", "seed", "http_version", "parallel"}
-OPTIONAL = {"server_name", "rounds", "think_time", "object_timeout", "session_timeout", "start_delay", "persistent",
+OPTIONAL = {"server_name", "rounds", "think_time", "object_timeout", "session_timeout", "start_at", "persistent",
             "page_set", "catalog", "pipeline", "stop_at"}
 
 
@@ -66,7 +68,9 @@ def load_config(path: str) -> dict[str, Any]:
     cfg.setdefault("think_time", {"model": "zero"})
     cfg.setdefault("object_timeout", 60.0)
     cfg.setdefault("session_timeout", 3600.0)
-    cfg.setdefault("start_delay", 0.0)
+    cfg.setdefault("start_at", None)
+    if cfg["start_at"] is not None and not isinstance(cfg["start_at"], (int, float)):
+        raise ConfigError(f"{path}: start_at must be a time.monotonic() instant or null")
     cfg.setdefault("persistent", "session")
     if cfg["persistent"] not in ("session", "page"):
         raise ConfigError(f"{path}: persistent {cfg['persistent']!r} not allowed: 'session' or 'page'")
@@ -289,7 +293,9 @@ class Session:
     async def run(self) -> None:
         cfg = self.cfg
         self.emit({"kind": "start", "client": cfg["client"], "wall": time.time(), "mono": time.monotonic()})
-        await asyncio.sleep(cfg["start_delay"])
+        # An instant, not a delay: how long this process took to start must not shift the session.
+        if cfg["start_at"] is not None:
+            await asyncio.sleep(max(0.0, cfg["start_at"] - time.monotonic()))
         deadline = time.monotonic() + cfg["session_timeout"]
         stop_at = cfg["stop_at"]
         think = sampler(cfg["think_time"], cfg["seed"] + 1)

@@ -7,7 +7,9 @@ by the plug-ins of workloads/apps/ as `python -m workloads.X server ADDRESS PORT
 - the client's JSON config, its keys checked against what the program knows;
 - the client's connections to its server, each with a timeout;
 - the client's output: one JSON object a line, flushed at once (the plug-in counts the units while
-  the client runs), ending in an "end" record; a client without it ended early;
+  the client runs), starting with a "ready" record (when the program was ready to begin, so the
+  runner can check it was by the common start) and ending in an "end" record; a client without it
+  ended early;
 - waiting on time.monotonic(), one clock for every namespace of the machine, for the common start.
 
 workloads/transfers.py (the hysteresis transfer measurements) uses the server and the start of the
@@ -79,6 +81,8 @@ def main(argv: list[str] | None, prog: str, doc: str, serve: Callable[..., objec
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     with open(args.out, "w") as out:
+        out.write(json.dumps({"kind": "ready", "mono": time.monotonic()}) + "\n")
+        out.flush()
         return client(cfg, out).run()
 
 

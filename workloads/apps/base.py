@@ -103,6 +103,10 @@ class AppResult:
     samples: list[dict] = field(default_factory=list)   # rows for the samples table
     missing: list[str] = field(default_factory=list)    # data expected but not measured: fails the point
     records: dict[str, list[dict]] = field(default_factory=dict)  # application-specific tables (web: objects, pages)
+    # Each client program (or flow): when it was ready, in seconds after the instant it was due
+    # (the common start, or a flow's launch); above 0 it started late and the workload was not the
+    # scenario's (controller/fidelity.client_start).
+    ready_after_start: dict[str, float] = field(default_factory=dict)
 
 
 class Application:

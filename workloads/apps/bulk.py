@@ -386,6 +386,7 @@ class Bulk(Application):
                 continue
             rec, snd = (f.server, f.client) if self.spec.direction == "upload" else (f.client, f.server)
             launch = launched_at(f.client_proc.log) or f.launch  # late under load: the real instant
+            res.ready_after_start[f.id] = launch - f.launch
             res.samples.append(sample(app, "start", f.client, f.server, f.id, launch, launch - self.ctx.start_at, "s"))
             parsed = parse_flow(_load_json(f.client_out), _load_json(f.server_out), self.spec.direction,
                                 self.spec.bytes)

@@ -172,6 +172,9 @@ class ClientServerApp(Application):
             # A unit that failed on the network (a timeout under congestion) is a measurement: it is
             # recorded as a sample with its error, not counted as missing data.
             end = next((r for r in recs if r.get("kind") == "end"), None)
+            ready = next((r for r in recs if r.get("kind") == "ready"), None)
+            if ready is not None:
+                res.ready_after_start[client.name] = ready["mono"] - self.ctx.start_at
             wanted = self.expected(client)
             if end is None:
                 res.missing.append(f"{app}: the client on {client.name} ended early after {len(units)}"

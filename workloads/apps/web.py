@@ -215,7 +215,7 @@ class Web(Application):
                 "think_time": sp.think_time.model_dump(), "parallel": sp.parallel,
                 "http_version": sp.http_version, "persistent": sp.persistent, "object_timeout": sp.object_timeout,
                 "session_timeout": self.ctx.time_limit,
-                "start_delay": max(0.0, self.ctx.start_at - time.monotonic()) + rng.uniform(0, sp.start_stagger),
+                "start_at": self.ctx.start_at + rng.uniform(0, sp.start_stagger),
                 "page_set": sp.page_set, "catalog": catalog, "pipeline": sp.pipeline,
                 "stop_at": None if sp.duration is None else self.ctx.start_at + sp.duration,
             }
@@ -268,11 +268,14 @@ class Web(Application):
                      for host, srv in self.apaches if srv.machine is not None and (lines := srv.restarts())]
         objects, pages, samples = [], [], []
         ends: dict[str, dict] = {}
+        ready: dict[str, float] = {}
         for client, server, out in self.outputs.values():
             for rec in read_jsonl(out):
                 rec.setdefault("client", client.name)
                 rec.setdefault("server", server.name)
-                if rec.get("kind") == "end":
+                if rec.get("kind") == "start" and "mono" in rec:
+                    ready[client.name] = rec["mono"] - self.ctx.start_at
+                elif rec.get("kind") == "end":
                     ends[client.name] = rec
                 elif rec.get("kind") == "object":
                     objects.append(rec)
@@ -295,7 +298,8 @@ class Web(Application):
                        f"web: the client on {c.name} stopped ({ends[c.name].get('reason')}) after"
                        f" {per_client.get(c.name, 0)} pages"
                        for c in self.clients if ends.get(c.name, {}).get("reason") != "done"]
-        return AppResult(samples=samples, missing=restarted + missing, records={"objects": objects, "pages": pages})
+        return AppResult(samples=samples, missing=restarted + missing, records={"objects": objects, "pages": pages},
+                         ready_after_start=ready)
 
     def stop(self) -> None:
         super().stop()
