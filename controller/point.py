@@ -128,6 +128,7 @@ class PointRun:
         self.clocks: dict[str, dict] = {}  # another machine's name -> its clock offset, at start and end
         self.helpers: dict[str, machine_helper.MachineHelper] = {}  # another machine's name -> the point's helper there
         self.ds_there: list[str] = []  # the other machines whose helper loaded TCP-state marking
+        self.rto_there: list[str] = []  # the other machines whose helper set an initial RTO
         self.others_start: dict[str, dict | None] = {}  # another machine's name -> its machine snapshot
         self.others_end: dict[str, dict | None] = {}
 
@@ -169,10 +170,9 @@ class PointRun:
                 awake = keep_awake.KeepAwake()
                 stack.callback(awake.stop)
                 self.placement_applied["keep_awake_cpus"] = awake.start(every_cpu)
-                for label, c in self.clocks.items():  # each other machine's CPUs too
-                    there = keep_awake.KeepAwakeThere(c["machine"], paths.python(), paths.REPO)
-                    stack.callback(there.stop)
-                    self.placement_applied.setdefault("keep_awake_cpus_by_machine", {})[label] = there.cpus
+                for label, helper in self.helpers.items():  # each other machine's CPUs too, until its helper ends
+                    self.placement_applied.setdefault("keep_awake_cpus_by_machine", {})[label] = \
+                        helper.ask({"keep_awake": True})
             # Each host's congestion control, sysctls, initcwnd and fq are set as the network is
             # built (Network.tcp); the project senders' per-host parameters are set here.
             self._set_sender_params(stack)
@@ -400,6 +400,8 @@ class PointRun:
             machine = getattr(h.node, "machine", None)
             if machine is not None:
                 self.helpers[machine.name].ask({"initial_rto": h.node.pid, "seconds": seconds})
+                if machine.name not in self.rto_there:
+                    self.rto_there.append(machine.name)
                 continue
             if self.rto is None:
                 self.rto = rto_init.InitialRto(name=f"{self.run_id[-4:]}-p{self.index}")
@@ -627,7 +629,7 @@ class PointRun:
             except spm.SpmError as exc:  # the run's other records are worth keeping
                 marking = {"error": str(exc)}
             self.store.update_point(self.run_id, self.index, marking=marking)
-        if self.ds_marker or self.rto or self.ds_there:
+        if self.ds_marker or self.rto or self.ds_there or self.rto_there:
             marking = {}
             for what, read in (("tcp_state", self.ds_marker and self.ds_marker.counters),
                                ("initial_rto_answers", self.rto and self.rto.answers)):
@@ -648,6 +650,16 @@ class PointRun:
                 if "error" not in total:
                     for key, value in counts.items():
                         total[key] = total.get(key, 0) + value
+            # The same for the initial RTO the helpers set there.
+            for label in self.rto_there:
+                try:
+                    answers = self.helpers[label].ask({"initial_rto_answers": True})
+                except machine_helper.HelperError as exc:
+                    marking.setdefault("initial_rto_answers_by_machine", {})[label] = {"error": str(exc)}
+                    continue
+                marking.setdefault("initial_rto_answers_by_machine", {})[label] = answers
+                if isinstance(marking.get("initial_rto_answers", 0), int):
+                    marking["initial_rto_answers"] = marking.get("initial_rto_answers", 0) + answers
             self.store.update_point(self.run_id, self.index, marking=marking)
         lost = [h.name for h in net.hosts.values() if not hostconfig.shell_alive(h.node)]
         for h in net.hosts.values():

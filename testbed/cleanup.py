@@ -25,7 +25,7 @@ BPF_PIN_DIR = Path("/sys/fs/bpf/catnip")
 def _markers() -> list[str]:
     """Markers that name our programs: enough on their own."""
     return [str(paths.engine_binary()), "workloads.client", "workloads.transfers", "workloads.telnet",
-            "workloads.burst", "workloads.ftp", "workloads.agent", "workloads.onclock", "testbed.keep_awake",
+            "workloads.burst", "workloads.ftp", "workloads.agent", "workloads.onclock", "testbed.machine_helper",
             f"mininet:{PREFIX}", machines.MACHINE_MARK]
 
 

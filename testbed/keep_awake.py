@@ -9,7 +9,8 @@ nothing else wants it, yields to any other task at once, and the CPU never halts
 Its time is the kernel's "nice" time (/proc/stat), which controller/fidelity.py then counts as
 idle, so the busy fractions a point records stay the testbed's. The loops are children of the
 point's process (so in the run's cgroup, which `catnip clean` empties after a killed run) and
-are stopped by the point's teardown.
+are stopped by the point's teardown. On another machine of a split topology the point's helper
+there runs them (testbed/machine_helper.py), until the end of its input.
 """
 
 from __future__ import annotations
@@ -61,48 +62,3 @@ class KeepAwake:
         for p in self.procs:
             p.wait(10)
         self.procs = []
-
-
-class KeepAwakeThere:
-    """The loops on another machine of a split topology (docs/cluster.md): `python -m
-    testbed.keep_awake` there, over ssh, for as long as its input stays open."""
-
-    def __init__(self, machine, python: str, repo: str, timeout: float = 30) -> None:
-        self.machine = machine
-        self.proc = subprocess.Popen(machine.argv(["sh", "-c", 'cd "$0" && exec "$1" -m testbed.keep_awake',
-                                                   str(repo), python]),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True)  # ended by the point's teardown, not by Ctrl-C
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line.startswith("AWAKE"):
-            self.stop()
-            raise KeepAwakeError(f"machine {machine.name}: the keep-awake loops did not start: "
-                                 f"{(line + self.proc.stderr.read()).strip()[-300:] or 'no answer'}")
-        self.cpus = [int(c) for c in line.split()[1].split(",")]
-
-    def stop(self) -> None:
-        """Its input closed: the loops there end, then it does."""
-        if self.proc.stdin and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def main() -> int:
-    """On another machine: a loop per CPU, "AWAKE 0,1,..." once they run, until the input ends."""
-    awake = KeepAwake()
-    try:
-        cpus = awake.start()
-        print("AWAKE " + ",".join(map(str, cpus)), flush=True)
-        sys.stdin.read()
-    finally:
-        awake.stop()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

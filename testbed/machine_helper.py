@@ -6,9 +6,10 @@ machine and point running
 there. It makes a run cgroup of its own there (testbed/run_cgroup.py), into which every command
 for that machine is started from then on (Machine.cgroup), so the point's processes there are
 known to the kernel as this machine's are here; it loads and sets what must live in that
-machine's kernel (the initial RTO's BPF program, attached to that cgroup); and at the end of its
-input (the point's teardown, or its ssh session lost with a killed runner) it removes them and
-the cgroup with whatever is left in it.
+machine's kernel (the initial RTO's BPF program, attached to that cgroup); it runs the
+keep-awake loops there (`run.keep_awake`); and at the end of its input (the point's teardown, or
+its ssh session lost with a killed runner) it removes them and the cgroup with whatever is left in
+it.
 
 Protocol: the helper prints "READY CGROUP" (the cgroup's path, or "-" without one), then answers
 each request line (JSON) with one line, {"ok": ...} or {"error": TEXT}:
@@ -18,6 +19,9 @@ each request line (JSON) with one line, {"ok": ...} or {"error": TEXT}:
   "attach": [[PID, INTERFACE], ...]}}: TCP-state marking (testbed/tcpds.py) loaded there, the
   hosts' own thresholds set, and its programs attached to each interface in PID's namespace.
 - {"tcp_state_counters": true}: its counters.
+- {"initial_rto_answers": true}: how many SYNs and SYN-ACKs there took the initial RTO.
+- {"keep_awake": true}: a SCHED_IDLE busy loop on each of that machine's CPUs (testbed/keep_awake.py),
+  answered with the CPUs.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import subprocess
 import sys
 from typing import Any
 
-from testbed import rto_init, run_cgroup, tcpds
+from testbed import keep_awake, rto_init, run_cgroup, tcpds
 
 READY_TIMEOUT_S = 30
 
@@ -103,6 +107,7 @@ def serve(name: str) -> int:
     """The helper's side, in its own run cgroup."""
     rto: rto_init.InitialRto | None = None
     marker: tcpds.TcpStateMarker | None = None
+    awake: keep_awake.KeepAwake | None = None
     problems: list[str] = []
     with run_cgroup.joined() as group:
         try:
@@ -125,12 +130,23 @@ def serve(name: str) -> int:
                         if marker is None:
                             raise ValueError("no TCP-state marking loaded")
                         reply = {"ok": marker.counters()}
+                    elif "initial_rto_answers" in req:
+                        if rto is None:
+                            raise ValueError("no initial RTO set")
+                        reply = {"ok": rto.answers()}
+                    elif "keep_awake" in req:
+                        if awake is not None:
+                            raise ValueError("the keep-awake loops run already")
+                        awake = keep_awake.KeepAwake()
+                        reply = {"ok": awake.start()}
                     else:
                         reply = {"error": f"unknown request {sorted(req)}"}
-                except (ValueError, KeyError, RuntimeError, OSError) as exc:
+                except (ValueError, KeyError, RuntimeError, OSError, keep_awake.KeepAwakeError) as exc:
                     reply = {"error": f"{type(exc).__name__}: {exc}"}
                 print(json.dumps(reply), flush=True)
         finally:
+            if awake is not None:
+                awake.stop()
             for loaded in (rto, marker):
                 if loaded is not None:
                     problems += loaded.unload()

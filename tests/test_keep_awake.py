@@ -67,12 +67,13 @@ def test_the_loops_are_idle_class_on_their_cpu_and_their_time_is_nice():
 
 @pytest.mark.netns
 def test_another_machine_keeps_its_cpus_awake_until_the_point_lets_go(no_leftovers):
-    """KeepAwakeThere: the loops run on the other machine (an imitation's CPUs are this machine's, so
-    they are seen here too), SCHED_IDLE on one CPU each, and end when the point stops them."""
+    """The point's helper there runs the loops (an imitation's CPUs are this machine's, so they are
+    seen here too), SCHED_IDLE on one CPU each, in the helper's run cgroup, and ends them at the end
+    of its input."""
     import sys
     from pathlib import Path
-    from testbed import machines
-    from testbed.keep_awake import LOOP, KeepAwakeThere
+    from testbed import machine_helper, machines
+    from testbed.keep_awake import LOOP
     from testbed.paths import REPO
 
     def loops() -> list[int]:
@@ -86,13 +87,19 @@ def test_another_machine_keeps_its_cpus_awake_until_the_point_lets_go(no_leftove
         return found
 
     with machines.imitated("m2") as m2:
-        there = KeepAwakeThere(m2, sys.executable, REPO)
+        helper = machine_helper.MachineHelper(m2, "awake-test", sys.executable, str(REPO))
         try:
-            assert there.cpus == sorted(os.sched_getaffinity(0))
+            cpus = helper.ask({"keep_awake": True})
+            assert cpus == sorted(os.sched_getaffinity(0))
             pids = loops()
-            assert len(pids) == len(there.cpus), pids
+            assert len(pids) == len(cpus), pids
             assert {os.sched_getscheduler(p) for p in pids} == {os.SCHED_IDLE}
-            assert sorted(min(os.sched_getaffinity(p)) for p in pids) == there.cpus
+            assert sorted(min(os.sched_getaffinity(p)) for p in pids) == cpus
+            if helper.cgroup:
+                assert all(Path(f"/proc/{p}/cgroup").read_text().strip().endswith(helper.cgroup.split("/sys/fs/cgroup")[-1])
+                           for p in pids)
+            with pytest.raises(machine_helper.HelperError, match="run already"):
+                helper.ask({"keep_awake": True})
         finally:
-            there.stop()
-        assert there.proc.returncode == 0 and loops() == []
+            problems = helper.close()
+        assert problems == [] and helper.proc.returncode == 0 and loops() == []

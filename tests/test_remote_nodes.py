@@ -149,6 +149,7 @@ def test_the_other_machines_helper_sets_the_initial_rto_there_and_its_cgroup_hol
             while len(got) < 2 and time.monotonic() < deadline:
                 got = {h.name: r for h in (h1, h2) if (r := syn_rto(h)) is not None}
             assert got == {"ctpq1": 6000, "ctpq2": 1000}, got
+            assert helper.ask({"initial_rto_answers": True}) >= 1  # the SYN there took it (the point records it)
         finally:
             for p in procs:
                 p.kill()
