@@ -31,7 +31,7 @@ from testbed import paths
 
 PROGRESS_TOPIC = "catnip-progress"
 POLL_S = 0.5  # how often a running point looks for the coordinator's cancel
-TEARDOWN_S = 180.0  # a cancelled point tears its network down; after this it is killed
+TEARDOWN_S = paths.CLUSTER_POINT_TEARDOWN_S  # a cancelled point tears its network down; after this it is killed
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 

@@ -16,7 +16,6 @@ there runs them (testbed/machine_helper.py), until the end of its input.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import sys

@@ -141,7 +141,7 @@ def serve(name: str) -> int:
                         reply = {"ok": awake.start()}
                     else:
                         reply = {"error": f"unknown request {sorted(req)}"}
-                except (ValueError, KeyError, RuntimeError, OSError, keep_awake.KeepAwakeError) as exc:
+                except (ValueError, KeyError, RuntimeError, OSError) as exc:
                     reply = {"error": f"{type(exc).__name__}: {exc}"}
                 print(json.dumps(reply), flush=True)
         finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,6 +39,7 @@ def docroot() -> Path:
 
 
 CLUSTER_WORK_PREFIX = "cluster-"  # a cluster worker's point folders: cluster-<worker pid>-<random>
+CLUSTER_POINT_TEARDOWN_S = 180.0  # how long a point may take to tear down once told to
 
 
 def cluster_work_prefix() -> str:
@@ -58,6 +60,13 @@ def orphaned_cluster_work() -> list[Path]:
             point = (folder / "point.pid").read_text().strip()
         except OSError:
             point = ""
+            # A worker killed between starting the point and writing its pid: give that point the
+            # time a cancelled one has to tear down (controller/cluster_task.TEARDOWN_S) first.
+            try:
+                if time.time() - folder.stat().st_mtime < CLUSTER_POINT_TEARDOWN_S:
+                    continue
+            except OSError:
+                continue
         if not alive(worker) and not alive(point):
             found.append(folder)
     return found

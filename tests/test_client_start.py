@@ -67,12 +67,12 @@ def test_clients_ready_after_the_common_start_fail_the_point(start_delay, isolat
         fid = json.loads(p["fidelity"])
         start = fid["client_start"]
         assert start["clients"] == 6  # 2 web, 2 telnet, 2 bulk flows
-        if start_delay is None:
-            assert start["late"] == {} and start["latest_s"] < 0, start
+        if start_delay is None:  # ready before their instants, with the launch margin to spare
+            assert start["late"] == {} and start["latest_s"] < -0.5, start
         else:
             assert start["latest_s"] > 0.5
             assert start["late"] == {"web": ["ctpc1", "ctpc2"], "telnet": ["ctpc1", "ctpc2"],
-                                     "bulk": ["f1", "f2"]}, start
+                                     "bulk": ["ctpc1/0", "ctpc2/0"]}, start
             assert not p["realtime_ok"]
             assert "later than 0.1 s (the workload was not the scenario's): web ctpc1" in \
                 "\n".join(report.fidelity_lines(fid))

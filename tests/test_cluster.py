@@ -119,7 +119,8 @@ def test_cluster_options_are_checked_before_anything_starts(isolated_data):
 
 def test_a_point_folder_is_orphaned_only_when_its_worker_and_point_are_gone(tmp_path, monkeypatch):
     """A SIGKILLed worker skips its folder's removal; the folder is a leftover once the worker and
-    the point process it started have both ended, and not before (the point may still tear down)."""
+    the point process it started have both ended, and not before (the point may still tear down);
+    without the point's pid, once a point would have had time to tear down."""
     from testbed import paths
     monkeypatch.setenv("CATNIP_STATE", str(tmp_path))
     dead = subprocess.Popen(["true"])
@@ -127,12 +128,15 @@ def test_a_point_folder_is_orphaned_only_when_its_worker_and_point_are_gone(tmp_
     live = subprocess.Popen(["sleep", "60"])
     try:
         folders = {"mine": f"cluster-{os.getpid()}-a", "dead": f"cluster-{dead.pid}-b",
-                   "dying": f"cluster-{dead.pid}-c", "unnamed": "cluster-d"}  # unnamed: from before the pid was in it
+                   "dying": f"cluster-{dead.pid}-c", "unnamed": "cluster-d",  # unnamed: from before the pid was in it
+                   "starting": f"cluster-{dead.pid}-e"}  # killed before it wrote point.pid: its point may run
         folders = {k: tmp_path / name for k, name in folders.items()}
         for folder in folders.values():
             folder.mkdir()
         (folders["dying"] / "point.pid").write_text(str(live.pid))
         (folders["dead"] / "point.pid").write_text(str(dead.pid))
+        long_ago = time.time() - paths.CLUSTER_POINT_TEARDOWN_S - 1
+        os.utime(folders["unnamed"], (long_ago, long_ago))
         assert paths.orphaned_cluster_work() == sorted([folders["dead"], folders["unnamed"]])
         assert paths.cluster_work_prefix() == f"cluster-{os.getpid()}-"
     finally:

@@ -88,6 +88,9 @@ def test_another_machine_keeps_its_cpus_awake_until_the_point_lets_go(no_leftove
 
     with machines.imitated("m2") as m2:
         helper = machine_helper.MachineHelper(m2, "awake-test", sys.executable, str(REPO))
+        if not helper.cgroup:
+            helper.close()
+            pytest.skip("the helper made no run cgroup (cgroup v2 with a writable hierarchy is needed)")
         try:
             cpus = helper.ask({"keep_awake": True})
             assert cpus == sorted(os.sched_getaffinity(0))
@@ -95,9 +98,8 @@ def test_another_machine_keeps_its_cpus_awake_until_the_point_lets_go(no_leftove
             assert len(pids) == len(cpus), pids
             assert {os.sched_getscheduler(p) for p in pids} == {os.SCHED_IDLE}
             assert sorted(min(os.sched_getaffinity(p)) for p in pids) == cpus
-            if helper.cgroup:
-                assert all(Path(f"/proc/{p}/cgroup").read_text().strip().endswith(helper.cgroup.split("/sys/fs/cgroup")[-1])
-                           for p in pids)
+            assert all(Path(f"/proc/{p}/cgroup").read_text().strip().endswith(Path(helper.cgroup).name)
+                       for p in pids)
             with pytest.raises(machine_helper.HelperError, match="run already"):
                 helper.ask({"keep_awake": True})
         finally:

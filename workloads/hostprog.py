@@ -8,8 +8,8 @@ by the plug-ins of workloads/apps/ as `python -m workloads.X server ADDRESS PORT
 - the client's connections to its server, each with a timeout;
 - the client's output: one JSON object a line, flushed at once (the plug-in counts the units while
   the client runs), starting with a "ready" record (when the program was ready to begin, so the
-  runner can check it was by the common start) and ending in an "end" record; a client without it
-  ended early;
+  runner can check it was by the common start) and ending in an "end" record; a client without
+  the "end" record ended early;
 - waiting on time.monotonic(), one clock for every namespace of the machine, for the common start.
 
 workloads/transfers.py (the hysteresis transfer measurements) uses the server and the start of the

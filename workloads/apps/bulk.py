@@ -132,10 +132,11 @@ class BulkSpec(AppSpec):
         return ("duration", self.start + self.stagger + self.duration) if self.duration is not None else None
 
 
-# Sleeps until a time.monotonic() instant, notes the instant it really launches on stderr (the
-# log), then becomes the program: one process, so a terminate while it waits ends it (a shell's
-# `sleep` child would outlive it).
-LAUNCH = ("import os, sys, time; time.sleep(max(0.0, float(sys.argv[1]) - time.monotonic()));"
+# Notes when it is ready (READY), sleeps until a time.monotonic() instant, notes the instant it
+# really launches (LAUNCH), both on stderr (the log), then becomes the program: one process, so a
+# terminate while it waits ends it (a shell's `sleep` child would outlive it).
+LAUNCH = ("import os, sys, time; print('READY %.6f' % time.monotonic(), file=sys.stderr, flush=True);"
+          " time.sleep(max(0.0, float(sys.argv[1]) - time.monotonic()));"
           " print('LAUNCH %.6f' % time.monotonic(), file=sys.stderr, flush=True);"
           " os.execvp(sys.argv[2], sys.argv[2:])")
 
@@ -213,12 +214,13 @@ def window_counters(lines: list[dict]) -> dict[str, int] | None:
     return {k: int(last.get(k, 0)) - int(first.get(k, 0)) for k in WINDOW_COUNTERS}
 
 
-def launched_at(log: Path) -> float | None:
-    """The instant LAUNCH wrote in a client's log."""
+def launched_at(log: Path, what: str = "LAUNCH") -> float | None:
+    """The instant LAUNCH wrote in a client's log as `what` (LAUNCH: the launch; READY: when the
+    launcher was ready to wait for it)."""
     try:
         with open(log) as fh:
             for line in fh:
-                if line.startswith("LAUNCH "):
+                if line.startswith(what + " "):
                     return float(line.split()[1])
     except (OSError, ValueError, IndexError):
         pass
@@ -386,7 +388,9 @@ class Bulk(Application):
                 continue
             rec, snd = (f.server, f.client) if self.spec.direction == "upload" else (f.client, f.server)
             launch = launched_at(f.client_proc.log) or f.launch  # late under load: the real instant
-            res.ready_after_start[f.id] = launch - f.launch
+            ready = launched_at(f.client_proc.log, "READY")
+            if ready is not None:  # none: stopped before it was ready, and the point failed already
+                res.ready_after_start[f.id] = ready - f.launch
             res.samples.append(sample(app, "start", f.client, f.server, f.id, launch, launch - self.ctx.start_at, "s"))
             parsed = parse_flow(_load_json(f.client_out), _load_json(f.server_out), self.spec.direction,
                                 self.spec.bytes)

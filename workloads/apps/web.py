@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import random
 import subprocess
-import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -172,6 +171,7 @@ class Web(Application):
         super().__init__(spec, ctx, clients, servers)
         self.apaches: list = []
         self.outputs: dict[str, tuple] = {}  # client name -> (Host, server Host, output file)
+        self.due: dict[str, float] = {}  # client name -> its first page's instant
 
     def start_servers(self) -> None:
         from testbed import apache
@@ -215,10 +215,12 @@ class Web(Application):
                 "think_time": sp.think_time.model_dump(), "parallel": sp.parallel,
                 "http_version": sp.http_version, "persistent": sp.persistent, "object_timeout": sp.object_timeout,
                 "session_timeout": self.ctx.time_limit,
-                "start_at": self.ctx.start_at + rng.uniform(0, sp.start_stagger),
+                # Drawn in this place among the client's draws, so a seed's sessions stay as they were.
+                "start_at": (due := self.ctx.start_at + rng.uniform(0, sp.start_stagger)),
                 "page_set": sp.page_set, "catalog": catalog, "pipeline": sp.pipeline,
                 "stop_at": None if sp.duration is None else self.ctx.start_at + sp.duration,
             }
+            self.due[client.name] = due
             out = self.ctx.workdir / f"client-{client.name}.jsonl"
             path = self.write_config(f"client-{client.name}", cfg)
             self.spawn(client, "client", [self.ctx.python, "-m", "workloads.client", path, out],
@@ -268,13 +270,13 @@ class Web(Application):
                      for host, srv in self.apaches if srv.machine is not None and (lines := srv.restarts())]
         objects, pages, samples = [], [], []
         ends: dict[str, dict] = {}
-        ready: dict[str, float] = {}
+        ready: dict[str, float] = {}  # after its own first page's instant (the common start + its stagger)
         for client, server, out in self.outputs.values():
             for rec in read_jsonl(out):
                 rec.setdefault("client", client.name)
                 rec.setdefault("server", server.name)
                 if rec.get("kind") == "start" and "mono" in rec:
-                    ready[client.name] = rec["mono"] - self.ctx.start_at
+                    ready[client.name] = rec["mono"] - self.due[client.name]
                 elif rec.get("kind") == "end":
                     ends[client.name] = rec
                 elif rec.get("kind") == "object":
