@@ -74,5 +74,6 @@ def test_clients_ready_after_the_common_start_fail_the_point(start_delay, isolat
             assert start["late"] == {"web": ["ctpc1", "ctpc2"], "telnet": ["ctpc1", "ctpc2"],
                                      "bulk": ["ctpc1/0", "ctpc2/0"]}, start
             assert not p["realtime_ok"]
-            assert "later than 0.1 s (the workload was not the scenario's): web ctpc1" in \
-                "\n".join(report.fidelity_lines(fid))
+            line = next(x for x in report.fidelity_lines(fid) if x.startswith("  Clients:"))
+            assert "later than 0.1 s (the workload was not the scenario's): " in line, line
+            assert all(f"{app} ctpc1" in line for app in ("web", "telnet", "bulk")), line

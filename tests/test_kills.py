@@ -86,7 +86,9 @@ def _apache_parent() -> int | None:
 def _find(victim: str) -> int | None:
     if victim == "apache":
         return _apache_parent()
-    needle = {"engine": "catnip-engine", "client": "workloads.client"}[victim]
+    # An engine that runs a router ("catnip-engine run"), not a short `--version` or `kinds` probe
+    # of the run's start, which may end before the signal (seen once: the run then went on unharmed).
+    needle = {"engine": "catnip-engine run ", "client": "workloads.client"}[victim]
     return next((pid for pid, cmd in cleanup.our_processes() if needle in cmd), None)
 
 
