@@ -60,6 +60,7 @@ def test_clients_ready_after_the_common_start_fail_the_point(start_delay, isolat
     from results import report
     if start_delay is not None:
         monkeypatch.setattr(point, "START_DELAY_S", start_delay)
+        monkeypatch.setattr(point, "LAUNCH_S_PER_CLIENT", 0.0)
     with Store(paths.database()) as store:
         run_id = runner.run(_sweep(), capabilities.probe(), store)
         p = store.points(run_id)[0]
