@@ -644,26 +644,14 @@ class PointRun:
                         marking[what] = read()
                     except spm.SpmError as exc:  # the run's other records are worth keeping
                         marking[what] = {"error": str(exc)}
-            # Another machine's marker counts its hosts' segments: kept by machine, and summed in.
-            for label in self.ds_there:
-                try:
-                    counts = self.helpers[label].ask({"tcp_state_counters": True})
-                except machine_helper.HelperError as exc:
-                    marking.setdefault("tcp_state_by_machine", {})[label] = {"error": str(exc)}
-                    continue
-                marking.setdefault("tcp_state_by_machine", {})[label] = counts
+            # Another machine's marker and initial RTO count its hosts' packets: kept by machine, and summed in.
+            for counts in self._ask_helpers(self.ds_there, {"tcp_state_counters": True}, "tcp_state", marking):
                 total = marking.setdefault("tcp_state", {})
                 if "error" not in total:
                     for key, value in counts.items():
                         total[key] = total.get(key, 0) + value
-            # The same for the initial RTO the helpers set there.
-            for label in self.rto_there:
-                try:
-                    answers = self.helpers[label].ask({"initial_rto_answers": True})
-                except machine_helper.HelperError as exc:
-                    marking.setdefault("initial_rto_answers_by_machine", {})[label] = {"error": str(exc)}
-                    continue
-                marking.setdefault("initial_rto_answers_by_machine", {})[label] = answers
+            for answers in self._ask_helpers(self.rto_there, {"initial_rto_answers": True}, "initial_rto_answers",
+                                             marking):
                 if isinstance(marking.get("initial_rto_answers", 0), int):
                     marking["initial_rto_answers"] = marking.get("initial_rto_answers", 0) + answers
             self.store.update_point(self.run_id, self.index, marking=marking)
@@ -709,6 +697,20 @@ class PointRun:
         ok = fidelity_mod.realtime_ok(fidelity, self.sc.run.max_late_fraction)
         self.store.update_point(self.run_id, self.index, fidelity=fidelity, realtime_ok=int(ok),
                                 environment_after=after)
+
+    def _ask_helpers(self, labels: list[str], request: dict, key: str, marking: dict) -> list:
+        """Each machine's helper's answer to `request`, kept in marking[KEY_by_machine] (an error
+        there when it could not answer); returns the answers that came."""
+        got = []
+        for label in labels:
+            try:
+                value = self.helpers[label].ask(request)
+            except machine_helper.HelperError as exc:
+                value = {"error": str(exc)}
+            else:
+                got.append(value)
+            marking.setdefault(f"{key}_by_machine", {})[label] = value
+        return got
 
     def _record_window_links(self, engines: list) -> None:
         """For each application with a measured window: every bottleneck data direction's packets
