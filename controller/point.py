@@ -700,13 +700,15 @@ class PointRun:
 
     def _ask_helpers(self, labels: list[str], request: dict, key: str, marking: dict) -> list:
         """Each machine's helper's answer to `request`, kept in marking[KEY_by_machine] (an error
-        there when it could not answer); returns the answers that came."""
+        there when it could not answer, and its label in marking["unanswered"][KEY]: the sum in
+        marking[KEY] then lacks that machine's part); returns the answers that came."""
         got = []
         for label in labels:
             try:
                 value = self.helpers[label].ask(request)
             except machine_helper.HelperError as exc:
                 value = {"error": str(exc)}
+                marking.setdefault("unanswered", {}).setdefault(key, []).append(label)
             else:
                 got.append(value)
             marking.setdefault(f"{key}_by_machine", {})[label] = value

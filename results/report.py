@@ -98,11 +98,18 @@ def marking_summary(raw: str | None) -> dict[str, Any] | None:
     if "tcp_state" in c or "initial_rto_answers" in c:  # controller/point.py: TCP-DS and the initial RTO
         ds = c.get("tcp_state")
         return {"kind": "tcp_state", "tcp_state": ds if isinstance(ds, dict) and "error" not in ds else None,
-                "initial_rto_answers": c.get("initial_rto_answers")}
+                "initial_rto_answers": c.get("initial_rto_answers"),
+                "unanswered": c.get("unanswered", {})}  # machines whose part is missing from a sum
     data = c.get("data_high", 0) + c.get("data_low", 0)
     data_bytes = c.get("data_high_bytes", 0) + c.get("data_low_bytes", 0)
     return {**c, "high_share": c.get("data_high", 0) / data if data else None,
             "high_byte_share": c.get("data_high_bytes", 0) / data_bytes if data_bytes else None}
+
+
+def _unanswered(marking: dict, key: str) -> str:
+    """The note for a sum that lacks the machines whose helpers did not answer."""
+    labels = (marking.get("unanswered") or {}).get(key)
+    return f"; INCOMPLETE: without machine(s) {', '.join(labels)}, which did not answer" if labels else ""
 
 
 def run_report(store: Store, run_id: str, interval: str = "t") -> dict[str, Any]:
@@ -262,9 +269,11 @@ def render_text(report: dict[str, Any]) -> str:
                     str(ds.get(f"data_{k}", 0)) for k in ("high", "med", "low")) + ", ACKs high/med/low "
                     + " / ".join(str(ds.get(f"ack_{k}", 0)) for k in ("high", "med", "low"))
                     + f", SYNs {ds.get('syn', 0)}, in fast recovery {ds.get('recovery', 0)},"
-                    f" always high {ds.get('always_high', 0)}, random promotions {ds.get('random_up', 0)}")
+                    f" always high {ds.get('always_high', 0)}, random promotions {ds.get('random_up', 0)}"
+                    + _unanswered(m, "tcp_state"))
             if m.get("initial_rto_answers") is not None:
-                out.append(f"  Initial RTO: the kernel took ours {m['initial_rto_answers']} times (SYNs and SYN-ACKs)")
+                out.append(f"  Initial RTO: the kernel took ours {m['initial_rto_answers']} times (SYNs and SYN-ACKs)"
+                           + _unanswered(m, "initial_rto_answers"))
         elif m:
             out.append(f"  SPM marking at the servers: {_pct(m['high_share'])} of data segments high"
                        f" ({m['data_high']} of {m['data_high'] + m['data_low']}; {_pct(m['high_byte_share'])} of bytes),"
