@@ -14,7 +14,8 @@ help:
 	@echo "make table-xi  CATNIP Table XI: baseline, partial and full SPM over four buffers (about 40 minutes)"
 	@echo "              ARGS='--seed 2' passes options to every run; PROFILE=linux-2.4 runs it with that period TCP"
 	@echo "make sim-tables  CATNIP Tables II-X, fairness and HTTP/1.1 (17 points; JOBS=2 side by side by default);"
-	@echo "              PROFILE=ns2-reno: the router set (Tables VIII-X) with that period TCP"
+	@echo "              PROFILE=ns2-reno: the router set (Tables VIII-X) with that period TCP;"
+	@echo "              PERIOD=1: the router set under the gap study's whole period set (TCP, marking, buffer, think times)"
 	@echo "make newcwv  newCWV (Hossain and Fairhurst) Figs 5, 7-11 and Tables 2-3: 7 scenarios, 16 points (JOBS=2)"
 	@echo "make tcpf    TCP-friendly marking (Lo Monaco et al.) Tables 4-7: the 52-point grid for SEEDS (default 1 2 3)"
 	@echo "make servdiff  service differentiation (Nouredine and Tobagi) Figs 2-3, 7-9, 12-17: 20 points per seed, about 62 min (SEEDS)"
@@ -44,7 +45,7 @@ table-xi: setup
 	@PROFILE=$(PROFILE) scripts/table-xi.sh $(ARGS)
 
 sim-tables: setup
-	@PROFILE=$(PROFILE) JOBS=$(or $(JOBS),2) scripts/sim-tables.sh $(ARGS)
+	@PROFILE=$(PROFILE) PERIOD=$(PERIOD) JOBS=$(or $(JOBS),2) scripts/sim-tables.sh $(ARGS)
 
 newcwv: setup
 	@JOBS=$(or $(JOBS),2) scripts/newcwv.sh $(ARGS)

@@ -27,6 +27,13 @@ if [ -n "${PROFILE:-}" ]; then
   echo "PROFILE=$PROFILE: the router set (catnip-sim-routers) only" >&2
   scenarios=(catnip-sim-routers)
 fi
+# PERIOD=1: the router set under the gap study's whole period set (ns2-reno TCP, unmarked control
+# segments, a byte-counted buffer, Mah's think times: scenarios/catnip-sim-routers-period.yaml).
+if [ -n "${PERIOD:-}" ]; then
+  if [ -n "${PROFILE:-}" ]; then echo "PERIOD=1 names its own TCP (ns2-reno): leave PROFILE out" >&2; exit 2; fi
+  echo "PERIOD=1: the router set under the study's period set (catnip-sim-routers-period) only" >&2
+  scenarios=(catnip-sim-routers-period)
+fi
 for s in "${scenarios[@]}"; do
   out=$(mktemp)
   if ! .venv/bin/catnip run "scenarios/$s.yaml" --jobs "$jobs" "$@" | tee "$out"; then

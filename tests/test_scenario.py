@@ -179,3 +179,22 @@ def test_each_point_repeats_as_its_own_scenario_says(tmp_path):
     assert [(p.assignment["run.repetitions"], p.rep) for p in plans] == [(1, 0), (3, 0), (3, 1), (3, 2)]
     assert {p.points for p in plans} == {4} and [p.index for p in plans] == [0, 1, 2, 3]
     assert len({p.seed for p in plans[1:]}) == 3, "repetitions of a point get seeds of their own"
+
+
+def test_router_set_under_the_period_set_matches_the_study_period_point():
+    """catnip-sim-routers-period.yaml is the gap study's `period` point (catnip-study-sim.yaml) with
+    the router set: the same TCP, marking, buffer and workload but the profile's timestamps (and
+    its minimum RTO, set to the kernel's own 200 ms)."""
+    study = {(sc.router.policy.kind, a.get("scheme")): sc
+             for a, sc in s.load(REPO / "scenarios" / "catnip-study-sim.yaml").points}
+    routers = {sc.router.policy.kind: sc for _, sc in s.load(REPO / "scenarios" / "catnip-sim-routers-period.yaml").points}
+    assert set(routers) == {"droptail", "red", "catnip_good", "catnip_bad", "catnip_red"}
+    for kind in ("droptail", "catnip_good"):
+        mine, theirs = routers[kind], study[kind, "period"]
+        other = {"profile", "timestamps", "rto_min"}
+        assert mine.tcp.model_dump(exclude=other) == theirs.tcp.model_dump(exclude=other)
+        assert (mine.tcp.timestamps, theirs.tcp.timestamps) == (False, True)
+        assert (mine.tcp.rto_min, theirs.tcp.rto_min) == (0.2, None)  # None: Linux's own, 200 ms (TCP_RTO_MIN)
+        assert mine.marking == theirs.marking
+        assert mine.topology == theirs.topology
+        assert mine.applications == theirs.applications
