@@ -50,12 +50,18 @@ from workloads.apps.base import AppContext, AppError, Application, lookup
 if TYPE_CHECKING:
     from controller.runner import PointPlan, Progress
 
-# The clients start on a common clock, after a margin for launching them: each is a Python
-# program, the first ready about 1 s after its launch, the rest following at up to 0.09 s each
-# (100 web clients beside another point's workload, measured 2026-11-27, docs/fidelity.md). A
-# client ready after its instant fails the point's real time (controller/fidelity.client_start).
+# The clients start on a common clock. The web, Telnet, FTP and burst clients are launched first
+# and say READY once loaded (workloads/gate.py): the first about 1 s after its launch, the rest at
+# up to 0.09 s each (100 web clients beside another point's workload, measured 2026-11-27,
+# docs/fidelity.md). Once all have, the common start is set START_DELAY_S ahead, for writing their
+# configs and releasing them, and for launching the clients of applications without the gate (bulk
+# flows' launchers; a plug-in's), allowed LAUNCH_S_PER_CLIENT each. A client ready after its
+# instant fails the point's real time (controller/fidelity.client_start). The launch timeout is
+# only the bound past which a client that never says READY fails the point.
 START_DELAY_S = 2.0
 LAUNCH_S_PER_CLIENT = 0.1
+LAUNCH_TIMEOUT_S = 60.0
+LAUNCH_TIMEOUT_S_PER_CLIENT = 1.0
 
 
 def cpu_times() -> list[int]:
@@ -200,12 +206,11 @@ class PointRun:
             if sc.run.capture:
                 self._start_capture()
             self._record_environment()
-            prog.phase = "running workload"
             self.machine_start = fidelity_mod.machine_snapshot()
             self.others_start = self._other_snapshots()
             self.underlay_start = self._underlay_counters()
-            clients = sum(len(app.clients) for app in self.apps)
-            start_at = time.monotonic() + START_DELAY_S + LAUNCH_S_PER_CLIENT * clients + self._remote_start_s()
+            start_at = self._launch_clients(prog)
+            prog.phase = "running workload"
             for app in self.apps:
                 app.ctx.start_at = start_at
                 app.start_clients()
@@ -232,6 +237,22 @@ class PointRun:
                     self._record_trace()  # done already unless the applications' records failed
                 finally:
                     self._collect_counters()
+
+    def _launch_clients(self, prog: "Progress") -> float:
+        """Launch the clients that load before the start is known (workloads/gate.py), wait until
+        each says READY, and return the common start: a margin for releasing them and for starting
+        the clients of applications without the gate, which launch only then."""
+        for app in self.apps:
+            app.launch_clients()
+        gated = sum(1 for app in self.apps for p in app.procs if p.gated)
+        if gated:
+            self._phase(prog, f"launching {gated} clients")
+            deadline = time.monotonic() + LAUNCH_TIMEOUT_S + LAUNCH_TIMEOUT_S_PER_CLIENT * gated
+            for app in self.apps:
+                app.wait_clients_ready(deadline)
+        ungated = [app for app in self.apps if not any(p.gated for p in app.procs)]
+        return (time.monotonic() + START_DELAY_S + LAUNCH_S_PER_CLIENT * sum(len(app.clients) for app in ungated)
+                + self._remote_start_s(ungated))
 
     def _snapshot_end(self) -> None:
         self.machine_end = fidelity_mod.machine_snapshot()
@@ -279,13 +300,13 @@ class PointRun:
         for problem in helper.close():
             print(f"catnip: machine {helper.machine.name}: {problem}", file=sys.stderr)
 
-    def _remote_start_s(self) -> float:
-        """The common start's extra delay for the programs on other machines: an application whose
+    def _remote_start_s(self, apps: list[Application]) -> float:
+        """The common start's extra delay for the programs of `apps` on other machines: one whose
         clients are there opens one ssh session for its agent (workloads/apps/elsewhere.py) unless
         its servers opened it, at the time one took here."""
         extra = 0.0
         for label, c in self.clocks.items():
-            for app in self.apps:
+            for app in apps:
                 if label not in app.agents and any(getattr(getattr(h.node, "machine", None), "name", None) == label
                                                    for h in app.clients):
                     extra += c["session_s"]

@@ -246,7 +246,9 @@ def _run(net: NetLine, tmp_path: Path, raw: dict, events: list | None = None, ti
     try:
         app.start_servers()
         app.wait_ready(10)
-        ctx.start_at = time.monotonic() + 0.5  # the clients' Python starts in time even under load
+        app.launch_clients()
+        app.wait_clients_ready(time.monotonic() + 30)
+        ctx.start_at = time.monotonic() + 0.5  # the clients are loaded: this is for reading their configs
         app.start_clients()
         deadline = time.monotonic() + time_limit
         events = sorted(events or [], key=lambda e: e[0])

@@ -4,7 +4,8 @@ At 80 client pairs on this machine the FTP clients got going about 14 s after th
 the point was recorded `done` in real time (docs/cluster.md): the workload was not the scenario's.
 Now each client's first record is its ready instant, the fidelity record keeps them
 (`client_start`), and one later than controller/fidelity.CLIENT_READY_LIMIT_S fails the point's
-real-time verdict."""
+real-time verdict. The web, Telnet, FTP and burst clients load before the start is set
+(workloads/gate.py, tests/test_gate.py)."""
 
 from __future__ import annotations
 
@@ -78,3 +79,22 @@ def test_clients_ready_after_the_common_start_fail_the_point(start_delay, isolat
             line = next(x for x in report.fidelity_lines(fid) if x.startswith("  Clients:"))
             assert "later than 0.1 s (the workload was not the scenario's): " in line, line
             assert all(f"{app} ctpc1" in line for app in ("web", "telnet", "bulk")), line
+
+
+@pytest.mark.netns
+def test_gated_clients_are_in_time_with_a_start_set_after_their_launch(isolated_data, no_leftovers, monkeypatch):
+    """The web and Telnet clients are launched and loaded before the common start is set
+    (workloads/gate.py): with 0.3 s from the last READY to the start, less than one Python
+    program takes to load (about 1 s), they are all still ready in time."""
+    need_root()
+    need_engine()
+    from controller import point, runner
+    monkeypatch.setattr(point, "START_DELAY_S", 0.3)
+    monkeypatch.setattr(point, "LAUNCH_S_PER_CLIENT", 0.0)
+    with Store(paths.database()) as store:
+        run_id = runner.run(_sweep(), capabilities.probe(), store)
+        p = store.points(run_id)[0]
+        assert p["status"] == "done", p["error"]
+        start = json.loads(p["fidelity"])["client_start"]
+        assert start["clients"] == 6
+        assert "web" not in start["late"] and "telnet" not in start["late"], start

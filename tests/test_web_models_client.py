@@ -212,6 +212,7 @@ def test_the_application_serves_and_asks_for_its_page_set(tmp_path):
         pool = app.spec.served_pages()
         for page in pool:  # the document root holds the set's files
             assert all((tmp_path / "docroot" / u.lstrip("/")).is_file() for u in page.objects)
+        app.launch_clients()
         app.start_clients()
         cfg = json.loads((tmp_path / "work" / "client-c0.json").read_text())
         assert cfg["pages"] == list(range(1001, 1013)) and cfg["page_set"] == "random" and cfg["pipeline"] is True

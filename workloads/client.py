@@ -1,6 +1,6 @@
 """The web client of one client host: replays sessions of pages against its server.
 
-    python -m workloads.client CONFIG.json OUT.jsonl
+    python -m workloads.client CONFIG.json OUT.jsonl [--gate]
 
 Runs inside the client host's network namespace. A session fetches the configured pages in a
 seeded random order, `rounds` times, with think times between pages (CATNIP section IV-B); or,
@@ -19,7 +19,9 @@ starts later, the one under way finishes or times out.
 `catalog` maps each page number to its URLs, HTML first (default: CATNIP's paths); `page_set`
 names the set the pages come from, copied into every page record. `start_at` (a time.monotonic()
 instant) is when the first page is due; the "start" record says when the client was ready (the
-runner checks it was ready by the common start, docs/fidelity.md).
+runner checks it was ready by the common start, docs/fidelity.md). With `--gate` it loads, says
+READY and reads CONFIG only after GO (workloads/gate.py): the runner sets the start once all are
+loaded.
 
 A page's time runs from its first connection attempt to the latest completion among its
 objects (section IV-D). Every object and page becomes one JSON line in OUT (flushed at once, so
@@ -38,6 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from workloads import gate
 from workloads.pages import page as page_of
 from workloads.thinktime import sampler
 
@@ -337,9 +340,11 @@ class Session:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m workloads.client CONFIG.json OUT.jsonl", file=sys.stderr)
+    if len(argv) not in (2, 3) or argv[2:] not in ([], ["--gate"]):
+        print("usage: python -m workloads.client CONFIG.json OUT.jsonl [--gate]", file=sys.stderr)
         return 2
+    if argv[2:] == ["--gate"]:
+        gate.wait_for_go()
     try:
         cfg = load_config(argv[0])
     except (OSError, ValueError) as exc:

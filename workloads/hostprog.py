@@ -2,7 +2,8 @@
 by the plug-ins of workloads/apps/ as `python -m workloads.X server ADDRESS PORT ...` and
 `python -m workloads.X client CONFIG.json OUT.jsonl`):
 
-- the command line: `server ADDRESS PORT` with the program's own options, `client CONFIG OUT`;
+- the command line: `server ADDRESS PORT` with the program's own options, `client CONFIG OUT
+  [--gate]` (with --gate the client loads, says READY and reads CONFIG after GO: workloads/gate.py);
 - the server: a threading TCP server that prints READY once it listens (the plug-in waits for it);
 - the client's JSON config, its keys checked against what the program knows;
 - the client's connections to its server, each with a timeout;
@@ -27,6 +28,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
+
+from workloads import gate
 
 # The keys of every client's config: what workloads/apps/common.py writes for each client, and the
 # timeout of one unit of work (a keystroke, a burst, a file).
@@ -71,10 +74,13 @@ def main(argv: list[str] | None, prog: str, doc: str, serve: Callable[..., objec
     options = [srv.add_argument(flag, **kw).dest for flag, kw in server_options.items()]
     cli.add_argument("config")
     cli.add_argument("out")
+    cli.add_argument("--gate", action="store_true", help="load, say READY, read CONFIG only after GO (workloads/gate.py)")
     args = ap.parse_args(argv)
     if args.role == "server":
         serve(args.address, args.port, **{name: getattr(args, name) for name in options})
         return 0
+    if args.gate:
+        gate.wait_for_go()
     try:
         cfg = load_config(args.config)
     except (OSError, ValueError) as exc:

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from workloads import gate
 from workloads.apps import elsewhere
 
 
@@ -96,6 +97,7 @@ class Proc:
     log: Path
     out: Path | None = None
     machine: Any = None   # the other machine it runs on (None: this one; popen is then elsewhere.RemoteProcess)
+    gated: bool = False   # a client that says READY once loaded and waits for GO (workloads/gate.py)
 
 
 @dataclass
@@ -129,7 +131,21 @@ class Application:
     def wait_ready(self, timeout: float) -> None:
         """Return once every server accepts work; raise AppError otherwise."""
 
+    def launch_clients(self) -> None:
+        """Start the client programs that load before the common start is known, each with
+        `spawn(..., gated=True)` (workloads/gate.py); start_clients then writes their configs and
+        releases them. None by default: start_clients starts every client."""
+
+    def wait_clients_ready(self, deadline: float) -> None:
+        """Return once every gated client has said READY; AppError naming one that did not by
+        `deadline` (time.monotonic()) or ended first."""
+        for p in self.procs:
+            if p.gated and p.popen.stdout is not None and not p.popen.stdout.closed:
+                wait_for_line(p, gate.READY, deadline)
+                p.popen.stdout.close()  # its only line: after GO it writes to its log
+
     def start_clients(self) -> None:
+        """At ctx.start_at's setting: release the launched clients (`release`), start the others."""
         raise NotImplementedError
 
     def progress(self) -> tuple[int, int]:
@@ -206,8 +222,10 @@ class Application:
         return [(c, self.servers[min(int(i / per), len(self.servers) - 1)]) for i, c in enumerate(self.clients)]
 
     def spawn(self, host: Host, role: str, argv: list[str], name: str, out: Path | None = None,
-              stdout_pipe: bool = False) -> Proc:
-        """Start a process in a host's namespace, its output in a log of its own."""
+              stdout_pipe: bool = False, gated: bool = False) -> Proc:
+        """Start a process in a host's namespace, its output in a log of its own. A gated one's
+        output is piped here for its READY (wait_clients_ready); after GO it writes to the log."""
+        stdout_pipe = stdout_pipe or gated
         machine = getattr(host.node, "machine", None)
         log = self.ctx.workdir / f"{name}.log"
         if machine is not None:
@@ -217,9 +235,19 @@ class Application:
                 popen = host.node.popen([str(a) for a in argv], stdout=subprocess.PIPE if stdout_pipe else fh,
                                         stderr=fh if stdout_pipe else subprocess.STDOUT, cwd=str(self.ctx.repo),
                                         text=stdout_pipe)
-        proc = Proc(host, role, popen, log, out, machine)
+        proc = Proc(host, role, popen, log, out, machine, gated)
         self.procs.append(proc)
         return proc
+
+    def release(self, proc: Proc, config: Path) -> None:
+        """GO for a gated client, its config written first (and sent to its machine: the agent
+        writes it before it passes the signal on, its frames being taken in order)."""
+        if proc.machine is not None:
+            try:
+                self.agents[proc.machine.name].ship(config)
+            except elsewhere.AgentError as exc:
+                raise AppError(f"{self.spec.instance}: {exc}") from None
+        proc.popen.send_signal(gate.GO)
 
     def _there(self, machine: Any, host: Host, argv: list[Any], log: Path, pipe: bool,
                name: str) -> elsewhere.RemoteProcess:

@@ -139,16 +139,21 @@ class ClientServerApp(Application):
             if p.role == "server":
                 wait_for_line(p, "READY", deadline)
 
-    def start_clients(self) -> None:
+    def launch_clients(self) -> None:
         for client, server in self.pairs():
-            cfg = {"client": client.name, "server": server.ip, "port": self.spec.port,
-                   "seed": host_seed(self.ctx.seed, client, self.kind), "start_at": self.ctx.start_at,
-                   "deadline": self.ctx.start_at + self.ctx.time_limit, **self.client_config(client, server)}
             name = f"{self.kind}-{client.name}"
             out = self.ctx.workdir / f"{name}.jsonl"
             proc = self.spawn(client, "client", [self.ctx.python, "-m", f"workloads.{self.module}", "client",
-                                                 self.write_config(name, cfg), out], name, out=out)
+                                                 self.ctx.workdir / f"{name}.json", out, "--gate"],
+                              name, out=out, gated=True)
             self.outputs.append((client, server, out, proc))
+
+    def start_clients(self) -> None:
+        for client, server, _, proc in self.outputs:
+            cfg = {"client": client.name, "server": server.ip, "port": self.spec.port,
+                   "seed": host_seed(self.ctx.seed, client, self.kind), "start_at": self.ctx.start_at,
+                   "deadline": self.ctx.start_at + self.ctx.time_limit, **self.client_config(client, server)}
+            self.release(proc, self.write_config(f"{self.kind}-{client.name}", cfg))
 
     def progress(self) -> tuple[int, int]:
         done = 0

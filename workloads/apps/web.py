@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from spec import units
-from workloads.apps.base import Application, AppError, AppResult, AppSpec, read_jsonl, register
+from workloads.apps.base import Application, AppError, AppResult, AppSpec, Proc, read_jsonl, register
 from workloads.apps.common import Duration
 from workloads.pagepool import PagePoolModel, pool_pages
 from workloads.pages import Page, catnip_pages, probe_pages
@@ -172,6 +172,7 @@ class Web(Application):
         self.apaches: list = []
         self.outputs: dict[str, tuple] = {}  # client name -> (Host, server Host, output file)
         self.due: dict[str, float] = {}  # client name -> its first page's instant
+        self.launched: dict[str, Proc] = {}  # client name -> its gated program, waiting for GO
 
     def start_servers(self) -> None:
         from testbed import apache
@@ -203,6 +204,15 @@ class Web(Application):
         for host, srv in self.apaches:
             srv.wait_ready(host.node, timeout=timeout)
 
+    def launch_clients(self) -> None:
+        for client, server in self.pairs():
+            out = self.ctx.workdir / f"client-{client.name}.jsonl"
+            self.launched[client.name] = self.spawn(
+                client, "client", [self.ctx.python, "-m", "workloads.client",
+                                   self.ctx.workdir / f"client-{client.name}.json", out, "--gate"],
+                f"client-{client.name}", out=out, gated=True)
+            self.outputs[client.name] = (client, server, out)
+
     def start_clients(self) -> None:
         sp: WebSpec = self.spec
         rng = random.Random(self.ctx.seed)
@@ -221,11 +231,7 @@ class Web(Application):
                 "stop_at": None if sp.duration is None else self.ctx.start_at + sp.duration,
             }
             self.due[client.name] = due
-            out = self.ctx.workdir / f"client-{client.name}.jsonl"
-            path = self.write_config(f"client-{client.name}", cfg)
-            self.spawn(client, "client", [self.ctx.python, "-m", "workloads.client", path, out],
-                       f"client-{client.name}", out=out)
-            self.outputs[client.name] = (client, server, out)
+            self.release(self.launched[client.name], self.write_config(f"client-{client.name}", cfg))
 
     def pages_per_client(self) -> int | None:
         """Pages each client must record; None when it runs for a duration."""
