@@ -249,10 +249,16 @@ class PointRun:
             self._phase(prog, f"launching {gated} clients")
             deadline = time.monotonic() + LAUNCH_TIMEOUT_S + LAUNCH_TIMEOUT_S_PER_CLIENT * gated
             for app in self.apps:
-                app.wait_clients_ready(deadline)
+                app.wait_clients_ready(deadline, self._still_running)
         ungated = [app for app in self.apps if not any(p.gated for p in app.procs)]
-        return (time.monotonic() + START_DELAY_S + LAUNCH_S_PER_CLIENT * sum(len(app.clients) for app in ungated)
+        return (time.monotonic() + START_DELAY_S + LAUNCH_S_PER_CLIENT * sum(app.launches() for app in self.apps)
                 + self._remote_start_s(ungated))
+
+    def _still_running(self) -> None:
+        """Raise if the run was cancelled or an engine failed (while waiting for the clients)."""
+        if self.cancelled():
+            raise RunCancelled("cancelled")
+        self.backend.check()
 
     def _snapshot_end(self) -> None:
         self.machine_end = fidelity_mod.machine_snapshot()
@@ -565,9 +571,7 @@ class PointRun:
         last_t: dict[str, float] = {}
         while True:
             time.sleep(0.5)  # the progress display's pace; nothing waits for readiness here
-            if self.cancelled():
-                raise RunCancelled("cancelled")
-            self.backend.check()
+            self._still_running()
             for app in self.apps:
                 app.check()
             for d, engine in watched:

@@ -52,9 +52,9 @@ def _sweep() -> s.Sweep:
 @pytest.mark.parametrize("start_delay", [None, -0.5])
 def test_clients_ready_after_the_common_start_fail_the_point(start_delay, isolated_data, no_leftovers,
                                                              monkeypatch):
-    """With the runner's launch margin, every client is ready before the common start; with the
-    common start put 0.5 s before the launch (as on a machine too slow to launch them all in time),
-    every client is late, and the point, its data complete, fails real time, naming them."""
+    """With the runner's margin, every client is ready before the common start; with the common
+    start put 0.5 s before the release (as on a machine too slow to release and launch them all in
+    time), every client is late, and the point, its data complete, fails real time, naming them."""
     need_root()
     need_engine()
     from controller import point, runner

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from testbed.paths import REPO
 from workloads import client as client_mod
-from workloads.apps.base import AppContext, Host
+from workloads.apps.base import AppContext, AppError, Host
 from workloads.apps.web import Web, WebSpec
 from workloads.docroot import documents
 from workloads.pages import probe_pages
@@ -188,11 +189,15 @@ def test_client_config_errors(tmp_path, capsys, cfg, message):
 # --- the application's wiring -------------------------------------------------------------------------
 
 class FakeNode:
-    """Stands for a Mininet host: every process it is asked to start is a no-op."""
+    """Stands for a Mininet host: a gated client only says READY and waits for GO
+    (workloads/gate.py); any other process it is asked to start is a no-op."""
 
     def popen(self, argv, **kw):
         kw.pop("preexec_fn", None)
-        return subprocess.Popen([sys.executable, "-c", "pass"], **kw)
+        code = "pass"
+        if "--gate" in [str(a) for a in argv]:
+            code = f"import sys; sys.path.insert(0, {str(REPO)!r}); from workloads import gate; gate.wait_for_go()"
+        return subprocess.Popen([sys.executable, "-c", code], **kw)
 
 
 def _app(tmp_path: Path, **fields) -> Web:
@@ -213,12 +218,24 @@ def test_the_application_serves_and_asks_for_its_page_set(tmp_path):
         for page in pool:  # the document root holds the set's files
             assert all((tmp_path / "docroot" / u.lstrip("/")).is_file() for u in page.objects)
         app.launch_clients()
+        app.wait_clients_ready(time.monotonic() + 30)
         app.start_clients()
         cfg = json.loads((tmp_path / "work" / "client-c0.json").read_text())
         assert cfg["pages"] == list(range(1001, 1013)) and cfg["page_set"] == "random" and cfg["pipeline"] is True
         assert cfg["catalog"] == {str(p.number): p.objects for p in pool}
         assert cfg["stop_at"] == pytest.approx(app.ctx.start_at + 30)
         assert app.expected() == 0                           # open-ended: a duration
+    finally:
+        app.stop()
+
+
+def test_a_client_is_not_released_before_it_said_ready(tmp_path):
+    """GO before READY would kill the program (SIGUSR1's default action): release refuses it."""
+    app = _app(tmp_path, pages=[1])
+    try:
+        app.launch_clients()
+        with pytest.raises(AppError, match="released before it said READY"):
+            app.start_clients()
     finally:
         app.stop()
 

@@ -6,7 +6,11 @@ they are ready (never a sleep: a READY line or a listening socket), its progress
 samples it measured (`Sample`, one row of the results' `samples` table). The runner drives every
 application of a scenario through the same steps:
 
-    start_servers -> wait_ready -> start_clients -> (progress, check) until done -> collect -> stop
+    start_servers -> wait_ready -> launch_clients -> wait_clients_ready -> (the common start is set)
+    -> start_clients -> (progress, check) until done -> collect -> stop
+
+(launch_clients starts the programs that load before the start is known and wait for it,
+workloads/gate.py; start_clients releases them and starts the rest.)
 
 `stop` runs on every exit path and must be safe to call twice. Plug-ins do not import the
 testbed (web alone uses testbed/apache.py for Apache's configuration): hosts come as `Host` objects whose `node` can `popen(argv, ...)` and `cmd(text)` in the
@@ -24,6 +28,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -136,13 +141,19 @@ class Application:
         `spawn(..., gated=True)` (workloads/gate.py); start_clients then writes their configs and
         releases them. None by default: start_clients starts every client."""
 
-    def wait_clients_ready(self, deadline: float) -> None:
+    def wait_clients_ready(self, deadline: float, between: Callable[[], None] = lambda: None) -> None:
         """Return once every gated client has said READY; AppError naming one that did not by
-        `deadline` (time.monotonic()) or ended first."""
+        `deadline` (time.monotonic()) or ended first. `between` is called about every 0.5 s of
+        waiting (the runner checks for a cancel and its engines there)."""
         for p in self.procs:
             if p.gated and p.popen.stdout is not None and not p.popen.stdout.closed:
-                wait_for_line(p, gate.READY, deadline)
+                wait_for_line(p, gate.READY, deadline, between)
                 p.popen.stdout.close()  # its only line: after GO it writes to its log
+
+    def launches(self) -> int:
+        """How many programs start_clients starts (not counting gated ones it only releases): the
+        runner allows each LAUNCH_S_PER_CLIENT before the common start (controller/point.py)."""
+        return 0 if any(p.gated for p in self.procs) else len(self.clients)
 
     def start_clients(self) -> None:
         """At ctx.start_at's setting: release the launched clients (`release`), start the others."""
@@ -205,6 +216,9 @@ class Application:
                     except (elsewhere.AgentError, subprocess.TimeoutExpired) as exc:
                         # On another machine: its agent's end below kills it there.
                         print(f"{self.spec.instance}: {p.host.name}'s {p.role} did not end: {exc}", file=sys.stderr)
+        for p in self.procs:  # a gated client's READY pipe, unread when the point failed before it
+            if p.gated and p.popen.stdout is not None and not p.popen.stdout.closed:
+                p.popen.stdout.close()
         agents, self.agents = self.agents, {}
         for agent in agents.values():
             try:
@@ -242,6 +256,10 @@ class Application:
     def release(self, proc: Proc, config: Path) -> None:
         """GO for a gated client, its config written first (and sent to its machine: the agent
         writes it before it passes the signal on, its frames being taken in order)."""
+        if not proc.gated or proc.popen.stdout is None or not proc.popen.stdout.closed:
+            # GO before READY would kill it (SIGUSR1's default action, before it blocks the signal).
+            raise AppError(f"{self.spec.instance}: {proc.host.name}'s client released before it said READY"
+                           " (launch_clients, then wait_clients_ready, then start_clients)")
         if proc.machine is not None:
             try:
                 self.agents[proc.machine.name].ship(config)
@@ -275,10 +293,11 @@ class Application:
         return path
 
 
-def wait_for_line(proc: Proc, word: str, deadline: float) -> None:
-    """Wait until a process started with stdout_pipe prints a line starting with `word`. Its output
-    is read from the pipe itself: a line buffered in the stream behind another would be unseen by
-    select (two lines in one chunk, as from a program on another machine)."""
+def wait_for_line(proc: Proc, word: str, deadline: float, between: Callable[[], None] = lambda: None) -> None:
+    """Wait until a process started with stdout_pipe prints a line starting with `word` (calling
+    `between` after each 0.5 s without output). Its output is read from the pipe itself: a line
+    buffered in the stream behind another would be unseen by select (two lines in one chunk, as
+    from a program on another machine)."""
     fd, pending = proc.popen.stdout.fileno(), b""
     while True:
         left = deadline - time.monotonic()
@@ -287,6 +306,7 @@ def wait_for_line(proc: Proc, word: str, deadline: float) -> None:
                            f" log {proc.log}: {tail(proc.log)}")
         ready, _, _ = select.select([fd], [], [], min(left, 0.5))
         if not ready:
+            between()
             continue
         chunk = os.read(fd, 65536)
         if not chunk:  # the end of its output: it exited

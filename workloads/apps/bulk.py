@@ -346,6 +346,12 @@ class Bulk(Application):
                 self.ss_procs[host.name] = self.spawn(host, "client", [self.ctx.python, "-c", SS_AT, *instants],
                                                       f"bulk-ss-{host.name}")
 
+    def launches(self) -> int:
+        """A launcher per flow, and with a measured window an nstat and an ss program per sender
+        and receiver host."""
+        window = 0 if self.spec.window() is None else len(self.senders()) + len(self.receivers())
+        return len(self.flows) + window
+
     def measured_window(self) -> tuple[float, float] | None:
         w = self.spec.window()
         return None if w is None else (self.ctx.start_at + w[0], self.ctx.start_at + w[1])
