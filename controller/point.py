@@ -244,13 +244,13 @@ class PointRun:
         the clients of applications without the gate, which launch only then."""
         for app in self.apps:
             app.launch_clients()
-        gated = sum(1 for app in self.apps for p in app.procs if p.gated)
+        gated = sum(len(app.gated_clients()) for app in self.apps)
         if gated:
             self._phase(prog, f"launching {gated} clients")
             deadline = time.monotonic() + LAUNCH_TIMEOUT_S + LAUNCH_TIMEOUT_S_PER_CLIENT * gated
             for app in self.apps:
                 app.wait_clients_ready(deadline, self._still_running)
-        ungated = [app for app in self.apps if not any(p.gated for p in app.procs)]
+        ungated = [app for app in self.apps if not app.gated_clients()]
         return (time.monotonic() + START_DELAY_S + LAUNCH_S_PER_CLIENT * sum(app.launches() for app in self.apps)
                 + self._remote_start_s(ungated))
 

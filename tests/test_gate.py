@@ -4,7 +4,6 @@ has loaded instead of guessing how long the launch takes."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 
@@ -25,15 +24,21 @@ def _ready_then_held(proc: subprocess.Popen) -> None:
         proc.wait(0.5)
 
 
-def test_a_gated_program_waits_for_go_and_then_writes_to_its_log():
-    proc = _start(["-c", "from workloads import gate; gate.wait_for_go(); print('went', flush=True)"])
+def _held_then_go(argv: list[str]) -> tuple[int, str, str]:
+    """Start a gated program, check it says READY and waits, send GO: (exit status, output, errors)."""
+    proc = _start(argv)
     try:
         _ready_then_held(proc)
         proc.send_signal(gate.GO)
         out, err = proc.communicate(timeout=10)
     finally:
         proc.kill()
-    assert proc.returncode == 0, err
+    return proc.returncode, out, err
+
+
+def test_a_gated_program_waits_for_go_and_then_writes_to_its_log():
+    code, out, err = _held_then_go(["-c", "from workloads import gate; gate.wait_for_go(); print('went', flush=True)"])
+    assert code == 0, err
     assert out == "" and "went" in err  # after GO its output is its log's, not the runner's pipe
 
 
@@ -57,11 +62,5 @@ def test_go_sent_as_soon_as_ready_is_read_is_not_lost():
 def test_a_gated_client_reads_its_config_only_after_go(argv, tmp_path):
     """Its config does not exist while it waits: it is not read before GO (nor after READY)."""
     cfg, out = tmp_path / "client.json", tmp_path / "out.jsonl"
-    proc = _start([a.format(cfg=cfg, out=out) for a in argv])
-    try:
-        _ready_then_held(proc)
-        proc.send_signal(signal.SIGUSR1)
-        _, err = proc.communicate(timeout=10)
-    finally:
-        proc.kill()
-    assert proc.returncode == 2 and str(cfg) in err, err  # read, and found missing, only now
+    code, _, err = _held_then_go([a.format(cfg=cfg, out=out) for a in argv])
+    assert code == 2 and str(cfg) in err, err  # read, and found missing, only now

@@ -26,9 +26,9 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -104,6 +104,11 @@ class Proc:
     machine: Any = None   # the other machine it runs on (None: this one; popen is then elsewhere.RemoteProcess)
     gated: bool = False   # a client that says READY once loaded and waits for GO (workloads/gate.py)
 
+    @property
+    def awaiting_ready(self) -> bool:
+        """A gated client whose READY pipe is still open: READY not read yet."""
+        return self.gated and self.popen.stdout is not None and not self.popen.stdout.closed
+
 
 @dataclass
 class AppResult:
@@ -146,14 +151,17 @@ class Application:
         `deadline` (time.monotonic()) or ended first. `between` is called about every 0.5 s of
         waiting (the runner checks for a cancel and its engines there)."""
         for p in self.procs:
-            if p.gated and p.popen.stdout is not None and not p.popen.stdout.closed:
+            if p.awaiting_ready:
                 wait_for_line(p, gate.READY, deadline, between)
                 p.popen.stdout.close()  # its only line: after GO it writes to its log
+
+    def gated_clients(self) -> list[Proc]:
+        return [p for p in self.procs if p.gated]
 
     def launches(self) -> int:
         """How many programs start_clients starts (not counting gated ones it only releases): the
         runner allows each LAUNCH_S_PER_CLIENT before the common start (controller/point.py)."""
-        return 0 if any(p.gated for p in self.procs) else len(self.clients)
+        return 0 if self.gated_clients() else len(self.clients)
 
     def start_clients(self) -> None:
         """At ctx.start_at's setting: release the launched clients (`release`), start the others."""
@@ -217,7 +225,7 @@ class Application:
                         # On another machine: its agent's end below kills it there.
                         print(f"{self.spec.instance}: {p.host.name}'s {p.role} did not end: {exc}", file=sys.stderr)
         for p in self.procs:  # a gated client's READY pipe, unread when the point failed before it
-            if p.gated and p.popen.stdout is not None and not p.popen.stdout.closed:
+            if p.awaiting_ready:
                 p.popen.stdout.close()
         agents, self.agents = self.agents, {}
         for agent in agents.values():
@@ -256,7 +264,7 @@ class Application:
     def release(self, proc: Proc, config: Path) -> None:
         """GO for a gated client, its config written first (and sent to its machine: the agent
         writes it before it passes the signal on, its frames being taken in order)."""
-        if not proc.gated or proc.popen.stdout is None or not proc.popen.stdout.closed:
+        if not proc.gated or proc.awaiting_ready or proc.popen.stdout is None:
             # GO before READY would kill it (SIGUSR1's default action, before it blocks the signal).
             raise AppError(f"{self.spec.instance}: {proc.host.name}'s client released before it said READY"
                            " (launch_clients, then wait_clients_ready, then start_clients)")
