@@ -139,7 +139,8 @@ def test_start_watch_read_compare_download(server, browser):
     # A bad override is shown next to its field, and nothing starts.
     form = _start(d, server, SHORT + ["topology.clients=lots"])
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    error = d.find_element(By.ID, "error-overrides").text
+    # The click only submits: wait for the answer page rather than reading the old one.
+    error = _wait("the override's error", lambda: _text(d, By.ID, "error-overrides"), 10)
     assert "topology.clients" in error and "lots" in error
     _shot(d, "1-scenarios-with-error")
 
