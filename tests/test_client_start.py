@@ -96,10 +96,10 @@ def test_gated_clients_are_in_time_with_a_start_set_after_their_launch(isolated_
     monkeypatch.setattr(point, "LAUNCH_S_PER_CLIENT", 0.0)
     spawn = base.Application.spawn
 
-    def slow_to_load(self, host, role, argv, name, out=None, stdout_pipe=False, gated=False):
-        if gated:  # the shell execs the client: the same pid, which gets GO
+    def slow_to_load(self, host, role, argv, *rest, **kw):
+        if kw.get("gated"):  # the shell execs the client: the same pid, which gets GO
             argv = ["sh", "-c", 'sleep 1; exec "$0" "$@"', *argv]
-        return spawn(self, host, role, argv, name, out, stdout_pipe, gated)
+        return spawn(self, host, role, argv, *rest, **kw)
 
     monkeypatch.setattr(base.Application, "spawn", slow_to_load)
     with Store(paths.database()) as store:
