@@ -105,14 +105,22 @@ def machine_fidelity(start: dict[str, Any], end: dict[str, Any], nice_is_idle: b
 CLIENT_READY_LIMIT_S = 0.1
 
 
-def client_start(ready: dict[str, dict[str, float]]) -> dict[str, Any]:
+def _latest_and_late(after: dict[str, dict[str, float]]) -> tuple[int, float | None, dict[str, list[str]]]:
+    every = [s for by_client in after.values() for s in by_client.values()]
+    late = {app: sorted(c for c, s in by_client.items() if s > CLIENT_READY_LIMIT_S) for app, by_client in after.items()}
+    return len(every), round(max(every), 6) if every else None, {app: names for app, names in late.items() if names}
+
+
+def client_start(ready: dict[str, dict[str, float]],
+                 first_unit: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
     """From each application's clients' ready instants (seconds after they were due, by client or
-    flow): how many there were, the latest, and those later than CLIENT_READY_LIMIT_S by application."""
-    every = [s for by_client in ready.values() for s in by_client.values()]
-    late = {app: sorted(c for c, s in by_client.items() if s > CLIENT_READY_LIMIT_S)
-            for app, by_client in ready.items()}
-    return {"clients": len(every), "latest_s": round(max(every), 6) if every else None,
-            "limit_s": CLIENT_READY_LIMIT_S, "late": {app: names for app, names in late.items() if names}}
+    flow): how many there were, the latest, and those later than CLIENT_READY_LIMIT_S by application;
+    and the same for the first unit's start where it has an instant (AppResult.first_unit_after_due):
+    a client ready in time but woken late for its first page is late as well."""
+    clients, latest, late = _latest_and_late(ready)
+    units, first_latest, first_late = _latest_and_late(first_unit or {})
+    return {"clients": clients, "latest_s": latest, "limit_s": CLIENT_READY_LIMIT_S, "late": late,
+            "first_units": units, "first_latest_s": first_latest, "first_late": first_late}
 
 
 def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:
@@ -124,4 +132,5 @@ def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:
             and fidelity.get("backlog_drops", 0) == 0 and fidelity.get("tunnel_drops", 0) == 0
             and all(m is not None and m.get("backlog_drops", 0) == 0 for m in others)
             and not fidelity["engines_without_final_stats"]
-            and not (fidelity.get("client_start") or {}).get("late"))
+            and not (fidelity.get("client_start") or {}).get("late")
+            and not (fidelity.get("client_start") or {}).get("first_late"))

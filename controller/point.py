@@ -128,6 +128,7 @@ class PointRun:
         self.rto: rto_init.InitialRto | None = None
         self.recorded = False
         self.ready_after_start: dict[str, dict[str, float]] = {}  # application -> client -> s (AppResult)
+        self.first_unit_after_due: dict[str, dict[str, float]] = {}  # the same, for the first unit's start
         self.stopped_by_us: set[int] = set()  # processes we ended (time limit, cancel): not failures
         self.counted = False
         self.params_set: list[int] = []  # namespace cookies given sender parameters (cleared at teardown)
@@ -630,6 +631,7 @@ class PointRun:
                                          result.records.get("pages", []))
             self.store.add_samples(self.run_id, self.index, result.samples)
             self.ready_after_start[app.spec.instance] = result.ready_after_start
+            self.first_unit_after_due[app.spec.instance] = result.first_unit_after_due
             missing += result.missing
         if missing and not partial:
             raise AppError("data missing: " + "; ".join(missing[:10]) + (f" (and {len(missing) - 10} more)"
@@ -715,7 +717,8 @@ class PointRun:
                                        if p.role == "client" and p.popen.returncode not in (0, None)
                                        and id(p) not in self.stopped_by_us],
                     "late_threshold_us": int(self.sc.run.late_threshold * 1e6), "nodes_lost": lost,
-                    "client_start": fidelity_mod.client_start(self.ready_after_start),
+                    "client_start": fidelity_mod.client_start(self.ready_after_start,
+                                                              self.first_unit_after_due),
                     **self._tunnel_fidelity(), **self._clock_fidelity(), **self._others_fidelity()}
         if self.concurrency is not None:
             fidelity["concurrency"] = self.concurrency

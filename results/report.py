@@ -193,20 +193,27 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
         out.append(f"  Clock of machine {label}: {c['offset_start_s']:+.6f} s from ours"
                    f" (+- {1e3 * c['uncertainty_start_s']:.3f} ms); its programs ran on ours, and drifted "
                    + ("an unmeasured amount" if drift is None else f"{1e3 * drift:+.3f} ms") + " by the end")
-    start = f.get("client_start")
-    if start and start.get("clients"):
-        late = start.get("late") or {}
-        names = [f"{app} {', '.join(c[:8])}" + (f" and {len(c) - 8} more" if len(c) > 8 else "")
-                 for app, c in late.items()]
+    start = f.get("client_start") or {}
+    if start.get("clients"):
         out.append(f"  Clients: {start['clients']} ready, the last {start['latest_s']:+.3f} s from when it was due"
-                   + (f"; later than {start['limit_s']:g} s (the workload was not the scenario's): " + "; ".join(names)
-                      if late else ""))
+                   + _late_clients(start.get("late"), start["limit_s"], "the workload was not the scenario's"))
+    if start.get("first_units"):
+        out.append(f"  First pages: {start['first_units']} began, the last {start['first_latest_s']:+.3f} s from"
+                   " its instant" + _late_clients(start.get("first_late"), start["limit_s"], "woken late"))
     conc = f.get("concurrency")
     if conc:
         busy = conc.get("cpu_busy_before_start")
         out.append(f"  Side by side (--jobs {conc['jobs']}): started beside {conc['beside_at_start']} running point(s)"
                    + (f", machine CPU busy {100 * busy:.0f}% just before" if busy is not None else ""))
     return out
+
+
+def _late_clients(late: dict[str, list[str]] | None, limit_s: float, meaning: str) -> str:
+    """'; later than LIMIT s (MEANING): app c1, c2 and N more; ...', or '' when none was."""
+    if not late:
+        return ""
+    names = [f"{app} {', '.join(c[:8])}" + (f" and {len(c) - 8} more" if len(c) > 8 else "") for app, c in late.items()]
+    return f"; later than {limit_s:g} s ({meaning}): " + "; ".join(names)
 
 
 def _bounds(r: dict[str, Any]) -> str:

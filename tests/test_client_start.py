@@ -24,13 +24,20 @@ def test_client_start_lists_the_late_clients_by_application():
     f = fidelity.client_start({"telnet": {"h1": -1.9, "h2": 0.35}, "web": {"h1": -1.5}, "bulk": {}})
     assert f["clients"] == 3 and f["latest_s"] == 0.35 and f["late"] == {"telnet": ["h2"]}
     assert fidelity.client_start({}) == {"clients": 0, "latest_s": None, "limit_s": fidelity.CLIENT_READY_LIMIT_S,
-                                         "late": {}}
+                                         "late": {}, "first_units": 0, "first_latest_s": None, "first_late": {}}
 
 
-@pytest.mark.parametrize("late, ok", [({}, True), ({"ftp": ["h3"]}, False)])
-def test_a_late_client_fails_real_time(late, ok):
+def test_client_start_lists_the_clients_woken_late_for_their_first_page():
+    f = fidelity.client_start({"web": {"h1": -1.5, "h2": -1.2}}, {"web": {"h1": 0.004, "h2": 0.25}})
+    assert f["late"] == {} and f["first_units"] == 2 and f["first_latest_s"] == 0.25
+    assert f["first_late"] == {"web": ["h2"]}
+
+
+@pytest.mark.parametrize("late, first_late, ok", [({}, {}, True), ({"ftp": ["h3"]}, {}, False),
+                                                  ({}, {"web": ["h1"]}, False)])
+def test_a_late_client_fails_real_time(late, first_late, ok):
     record = {"late_fraction": 0.0, "kernel_queue_drops": 0, "engines_without_final_stats": [],
-              "client_start": {"clients": 4, "late": late}}
+              "client_start": {"clients": 4, "late": late, "first_late": first_late}}
     assert fidelity.realtime_ok(record, 0.001) is ok
 
 
@@ -69,12 +76,15 @@ def test_clients_ready_after_the_common_start_fail_the_point(start_delay, isolat
         fid = json.loads(p["fidelity"])
         start = fid["client_start"]
         assert start["clients"] == 6  # 2 web, 2 telnet, 2 bulk flows
+        assert start["first_units"] == 2  # the web clients' first pages
         if start_delay is None:  # ready before their instants, with the launch margin to spare
             assert start["late"] == {} and start["latest_s"] < -0.5, start
+            assert start["first_late"] == {} and start["first_latest_s"] < 0.1, start
         else:
             assert start["latest_s"] > 0.5
             assert start["late"] == {"web": ["ctpc1", "ctpc2"], "telnet": ["ctpc1", "ctpc2"],
                                      "bulk": ["ctpc1/0", "ctpc2/0"]}, start
+            assert start["first_late"] == {"web": ["ctpc1", "ctpc2"]}, start
             assert not p["realtime_ok"]
             line = next(x for x in report.fidelity_lines(fid) if x.startswith("  Clients:"))
             assert "later than 0.1 s (the workload was not the scenario's): " in line, line
@@ -109,3 +119,35 @@ def test_gated_clients_are_in_time_with_a_start_set_after_their_launch(isolated_
         start = json.loads(p["fidelity"])["client_start"]
         assert start["clients"] == 6
         assert "web" not in start["late"] and "telnet" not in start["late"], start
+
+
+@pytest.mark.netns
+def test_a_client_ready_in_time_but_late_for_its_first_page_fails_the_point(isolated_data, no_leftovers,
+                                                                            monkeypatch):
+    """Each web client is told its first page 0.5 s after the instant the runner holds for it (as a
+    client woken that late would begin it): every one is ready in time, every first page is late,
+    and the point, its data complete, fails real time, naming them."""
+    need_root()
+    need_engine()
+    from controller import runner
+    from results import report
+    from workloads.apps import base
+    write_config = base.Application.write_config
+
+    def woken_late(self, name, cfg):
+        if "page_set" in cfg:  # a web client's
+            cfg = {**cfg, "start_at": cfg["start_at"] + 0.5}
+        return write_config(self, name, cfg)
+
+    monkeypatch.setattr(base.Application, "write_config", woken_late)
+    with Store(paths.database()) as store:
+        run_id = runner.run(_sweep(), capabilities.probe(), store)
+        p = store.points(run_id)[0]
+        assert p["status"] == "done", p["error"]
+        fid = json.loads(p["fidelity"])
+        start = fid["client_start"]
+        assert start["late"] == {} and start["first_units"] == 2, start
+        assert start["first_late"] == {"web": ["ctpc1", "ctpc2"]} and 0.5 <= start["first_latest_s"] < 1.5, start
+        assert not p["realtime_ok"]
+        line = next(x for x in report.fidelity_lines(fid) if x.startswith("  First pages:"))
+        assert "later than 0.1 s (woken late): web ctpc1, ctpc2" in line, line

@@ -169,7 +169,7 @@ def window_levels(pcap: Path, port: int, rules: tcpds.TcpdsRules) -> list[tuple[
     peer's window is its last advertisement scaled by the shift its SYN announced. The ACKs come
     one at a time, well apart (slow_acks), so each is processed before the data it releases."""
     from scapy.all import IP, TCP, rdpcap
-    isn = mss = wscale = None
+    isn = mss = wscale = client_port = None
     acked = win = 0
     highest = -1
     out = []
@@ -177,16 +177,21 @@ def window_levels(pcap: Path, port: int, rules: tcpds.TcpdsRules) -> list[tuple[
         if IP not in pkt or TCP not in pkt:
             continue
         ip, tcp = pkt[IP], pkt[TCP]
+        # Only the connection whose SYN the capture saw: the previous test's on the same port can
+        # still send a last segment (its FIN or ACK) after this capture started.
         if ip.dst == SRV_IP and tcp.dport == port:
-            if "S" in str(tcp.flags):
+            if "S" in str(tcp.flags) and client_port is None:
+                client_port = tcp.sport
                 wscale = dict((k, v) for k, v in tcp.options if isinstance(k, str)).get("WScale", 0)
                 continue
-            if isn is not None and "A" in str(tcp.flags):
+            if tcp.sport == client_port and isn is not None and "A" in str(tcp.flags):
                 acked = max(acked, (tcp.ack - isn - 1) % 2**32)
                 win = tcp.window << wscale
             continue
-        if ip.src != SRV_IP or tcp.sport != port:
+        if ip.src != SRV_IP or tcp.sport != port or client_port is None or tcp.dport != client_port:
             continue
+        if isn is None and "S" not in str(tcp.flags):
+            continue  # before the SYN-ACK
         if "S" in str(tcp.flags):
             isn = tcp.seq
             continue

@@ -293,9 +293,11 @@ class Web(Application):
                                     "peer": server.name, "flow": f"page{rec.get('page')}/r{rec.get('round')}",
                                     "tag": client.tag, "t": rec.get("start"), "value": rec.get("duration"),
                                     "unit": "s", "error": rec.get("error")})
-        per_client = {}
+        per_client, first = {}, {}
         for p in pages:
             per_client[p["client"]] = per_client.get(p["client"], 0) + 1
+            if p["client"] in self.due:
+                first[p["client"]] = min(first.get(p["client"], p["start"]), p["start"])
         want = self.pages_per_client()
         if want is not None:
             missing = [f"web: {c.name} recorded {per_client.get(c.name, 0)} of {want} pages"
@@ -307,7 +309,8 @@ class Web(Application):
                        f" {per_client.get(c.name, 0)} pages"
                        for c in self.clients if ends.get(c.name, {}).get("reason") != "done"]
         return AppResult(samples=samples, missing=restarted + missing, records={"objects": objects, "pages": pages},
-                         ready_after_start=ready)
+                         ready_after_start=ready,
+                         first_unit_after_due={c: t - self.due[c] for c, t in first.items()})
 
     def stop(self) -> None:
         super().stop()
