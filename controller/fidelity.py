@@ -128,9 +128,9 @@ def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:
     # queue decided, as a receive backlog's is.
     # So is one another machine's receive backlog dropped; its counters unread (None) count as unknown.
     others = (fidelity.get("machines") or {}).values()
+    start = fidelity.get("client_start") or {}
     return (fidelity["late_fraction"] <= max_late_fraction and fidelity["kernel_queue_drops"] == 0
             and fidelity.get("backlog_drops", 0) == 0 and fidelity.get("tunnel_drops", 0) == 0
             and all(m is not None and m.get("backlog_drops", 0) == 0 for m in others)
             and not fidelity["engines_without_final_stats"]
-            and not (fidelity.get("client_start") or {}).get("late")
-            and not (fidelity.get("client_start") or {}).get("first_late"))
+            and not start.get("late") and not start.get("first_late"))

@@ -41,6 +41,15 @@ def test_a_late_client_fails_real_time(late, first_late, ok):
     assert fidelity.realtime_ok(record, 0.001) is ok
 
 
+def _run_point() -> tuple[dict, dict]:
+    """The sweep's one point, run: its row (done, its data complete) and its fidelity record."""
+    from controller import runner
+    with Store(paths.database()) as store:
+        p = store.points(runner.run(_sweep(), capabilities.probe(), store))[0]
+    assert p["status"] == "done", p["error"]
+    return p, json.loads(p["fidelity"])
+
+
 def _sweep() -> s.Sweep:
     link = {"rate": "10Mbit", "delay": "2ms", "buffer": "50p"}
     return s.Sweep(name="start", source="test", raw={}, sweep={}, points=[({}, s.validate({
@@ -64,31 +73,27 @@ def test_clients_ready_after_the_common_start_fail_the_point(start_delay, isolat
     time), every client is late, and the point, its data complete, fails real time, naming them."""
     need_root()
     need_engine()
-    from controller import point, runner
+    from controller import point
     from results import report
     if start_delay is not None:
         monkeypatch.setattr(point, "START_DELAY_S", start_delay)
         monkeypatch.setattr(point, "LAUNCH_S_PER_CLIENT", 0.0)
-    with Store(paths.database()) as store:
-        run_id = runner.run(_sweep(), capabilities.probe(), store)
-        p = store.points(run_id)[0]
-        assert p["status"] == "done", p["error"]
-        fid = json.loads(p["fidelity"])
-        start = fid["client_start"]
-        assert start["clients"] == 6  # 2 web, 2 telnet, 2 bulk flows
-        assert start["first_units"] == 2  # the web clients' first pages
-        if start_delay is None:  # ready before their instants, with the launch margin to spare
-            assert start["late"] == {} and start["latest_s"] < -0.5, start
-            assert start["first_late"] == {} and start["first_latest_s"] < 0.1, start
-        else:
-            assert start["latest_s"] > 0.5
-            assert start["late"] == {"web": ["ctpc1", "ctpc2"], "telnet": ["ctpc1", "ctpc2"],
-                                     "bulk": ["ctpc1/0", "ctpc2/0"]}, start
-            assert start["first_late"] == {"web": ["ctpc1", "ctpc2"]}, start
-            assert not p["realtime_ok"]
-            line = next(x for x in report.fidelity_lines(fid) if x.startswith("  Clients:"))
-            assert "later than 0.1 s (the workload was not the scenario's): " in line, line
-            assert all(f"{app} ctpc1" in line for app in ("web", "telnet", "bulk")), line
+    p, fid = _run_point()
+    start = fid["client_start"]
+    assert start["clients"] == 6  # 2 web, 2 telnet, 2 bulk flows
+    assert start["first_units"] == 2  # the web clients' first pages
+    if start_delay is None:  # ready before their instants, with the launch margin to spare
+        assert start["late"] == {} and start["latest_s"] < -0.5, start
+        assert start["first_late"] == {} and start["first_latest_s"] < 0.1, start
+    else:
+        assert start["latest_s"] > 0.5
+        assert start["late"] == {"web": ["ctpc1", "ctpc2"], "telnet": ["ctpc1", "ctpc2"],
+                                 "bulk": ["ctpc1/0", "ctpc2/0"]}, start
+        assert start["first_late"] == {"web": ["ctpc1", "ctpc2"]}, start
+        assert not p["realtime_ok"]
+        line = next(x for x in report.fidelity_lines(fid) if x.startswith("  Clients:"))
+        assert "later than 0.1 s (the workload was not the scenario's): " in line, line
+        assert all(f"{app} ctpc1" in line for app in ("web", "telnet", "bulk")), line
 
 
 @pytest.mark.netns
@@ -100,7 +105,7 @@ def test_gated_clients_are_in_time_with_a_start_set_after_their_launch(isolated_
     the launch began would make every one of them late by about 0.7 s."""
     need_root()
     need_engine()
-    from controller import point, runner
+    from controller import point
     from workloads.apps import base
     monkeypatch.setattr(point, "START_DELAY_S", 0.3)
     monkeypatch.setattr(point, "LAUNCH_S_PER_CLIENT", 0.0)
@@ -112,13 +117,9 @@ def test_gated_clients_are_in_time_with_a_start_set_after_their_launch(isolated_
         return spawn(self, host, role, argv, *rest, **kw)
 
     monkeypatch.setattr(base.Application, "spawn", slow_to_load)
-    with Store(paths.database()) as store:
-        run_id = runner.run(_sweep(), capabilities.probe(), store)
-        p = store.points(run_id)[0]
-        assert p["status"] == "done", p["error"]
-        start = json.loads(p["fidelity"])["client_start"]
-        assert start["clients"] == 6
-        assert "web" not in start["late"] and "telnet" not in start["late"], start
+    start = _run_point()[1]["client_start"]
+    assert start["clients"] == 6
+    assert "web" not in start["late"] and "telnet" not in start["late"], start
 
 
 @pytest.mark.netns
@@ -129,7 +130,6 @@ def test_a_client_ready_in_time_but_late_for_its_first_page_fails_the_point(isol
     and the point, its data complete, fails real time, naming them."""
     need_root()
     need_engine()
-    from controller import runner
     from results import report
     from workloads.apps import base
     write_config = base.Application.write_config
@@ -140,14 +140,10 @@ def test_a_client_ready_in_time_but_late_for_its_first_page_fails_the_point(isol
         return write_config(self, name, cfg)
 
     monkeypatch.setattr(base.Application, "write_config", woken_late)
-    with Store(paths.database()) as store:
-        run_id = runner.run(_sweep(), capabilities.probe(), store)
-        p = store.points(run_id)[0]
-        assert p["status"] == "done", p["error"]
-        fid = json.loads(p["fidelity"])
-        start = fid["client_start"]
-        assert start["late"] == {} and start["first_units"] == 2, start
-        assert start["first_late"] == {"web": ["ctpc1", "ctpc2"]} and 0.5 <= start["first_latest_s"] < 1.5, start
-        assert not p["realtime_ok"]
-        line = next(x for x in report.fidelity_lines(fid) if x.startswith("  First pages:"))
-        assert "later than 0.1 s (woken late): web ctpc1, ctpc2" in line, line
+    p, fid = _run_point()
+    start = fid["client_start"]
+    assert start["late"] == {} and start["first_units"] == 2, start
+    assert start["first_late"] == {"web": ["ctpc1", "ctpc2"]} and 0.5 <= start["first_latest_s"] < 1.5, start
+    assert not p["realtime_ok"]
+    line = next(x for x in report.fidelity_lines(fid) if x.startswith("  First pages:"))
+    assert "later than 0.1 s (woken late): web ctpc1, ctpc2" in line, line
