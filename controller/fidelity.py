@@ -115,8 +115,8 @@ def client_start(ready: dict[str, dict[str, float]],
                  first_unit: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
     """From each application's clients' ready instants (seconds after they were due, by client or
     flow): how many there were, the latest, and those later than CLIENT_READY_LIMIT_S by application;
-    and the same for the first unit's start where it has an instant (AppResult.first_unit_after_due):
-    a client ready in time but woken late for its first page is late as well."""
+    and the same for the first unit of work (AppResult.first_unit_after_due: a page, a keystroke,
+    a file, a burst): a client ready in time but woken late for its first unit is late as well."""
     clients, latest, late = _latest_and_late(ready)
     units, first_latest, first_late = _latest_and_late(first_unit or {})
     return {"clients": clients, "latest_s": latest, "limit_s": CLIENT_READY_LIMIT_S, "late": late,

@@ -198,7 +198,8 @@ def fidelity_lines(f: dict[str, Any]) -> list[str]:
         out.append(f"  Clients: {start['clients']} ready, the last {start['latest_s']:+.3f} s from when it was due"
                    + _late_clients(start.get("late"), start["limit_s"], "the workload was not the scenario's"))
     if start.get("first_units"):
-        out.append(f"  First pages: {start['first_units']} began, the last {start['first_latest_s']:+.3f} s from"
+        out.append(f"  First units (pages, keystrokes, files, bursts): {start['first_units']} began, the last"
+                   f" {start['first_latest_s']:+.3f} s from"
                    " its instant" + _late_clients(start.get("first_late"), start["limit_s"], "woken late"))
     conc = f.get("concurrency")
     if conc:

@@ -295,6 +295,23 @@ def _end(tmp_path: Path, kind: str) -> dict:
     return end
 
 
+def _woke(tmp_path: Path, kind: str) -> list[dict]:
+    """The client's "woke" records (when it woke for each stream's first unit)."""
+    with open(tmp_path / kind / f"{kind}-{PREFIX}-c.jsonl") as fh:
+        return [r for r in map(json.loads, fh) if r["kind"] == "woke"]
+
+
+def _first_unit_in_time(res, tmp_path: Path, kind: str, start_at: float, offsets: dict) -> None:
+    """One "woke" record per stream (None: the client's only one), each at its planned offset
+    after the common start and no sooner than it; the result holds the latest, under the runner's
+    0.1 s limit (an idle machine)."""
+    woke = _woke(tmp_path, kind)
+    assert {r.get("stream"): r["offset"] for r in woke} == pytest.approx(offsets) and len(woke) == len(offsets)
+    assert all(r["mono"] >= start_at + r["offset"] for r in woke)
+    after = res.first_unit_after_due[f"{PREFIX}-c"]
+    assert after == pytest.approx(max(r["mono"] - start_at - r["offset"] for r in woke)) and 0 <= after < 0.1
+
+
 def _serialization(size: int) -> float:
     """Seconds `size` bytes of payload take at the shaped rate: what no transfer can beat."""
     return size * 8 / RATE_BPS
@@ -350,12 +367,13 @@ def test_bulk_upload_flows_share_the_link(line, tmp_path):
 
 @pytest.mark.netns
 def test_telnet_echo_delays(line, tmp_path):
-    res, failure, progress, _ = _run(line, tmp_path, {"kind": "telnet", "keystrokes": 20, "mean": "20ms"})
+    res, failure, progress, start_at = _run(line, tmp_path, {"kind": "telnet", "keystrokes": 20, "mean": "20ms"})
     assert failure is None and res.missing == [] and progress == (20, 20)
     echoes = _metric(res, "echo_delay")
     assert len(echoes) == 20
     assert all(e["error"] is None and 0 <= e["value"] < 1 and e["unit"] == "s" for e in echoes)
     assert {e["flow"] for e in echoes} == {f"{PREFIX}-c/1"}  # one persistent connection
+    _first_unit_in_time(res, tmp_path, "telnet", start_at, {None: 0.0})
     # one keystroke at a time: the next is typed the seeded gap after the echo
     client, _ = _hosts(line)
     gap = gaps("exponential", 0.02, host_seed(7, client, "telnet"))
@@ -384,9 +402,10 @@ def test_telnet_runs_for_its_duration(line, tmp_path):
 
 @pytest.mark.netns
 def test_burst_times_per_cell(line, tmp_path):
-    res, failure, progress, _ = _run(line, tmp_path, {"kind": "burst", "bursts": ["5KB", "80KB"],
+    res, failure, progress, start_at = _run(line, tmp_path, {"kind": "burst", "bursts": ["5KB", "80KB"],
                                                    "idles": ["100ms", "300ms"], "repeat": 2, "warmup": "10KB"})
     assert failure is None and res.missing == [] and progress == (8, 8)
+    _first_unit_in_time(res, tmp_path, "burst", start_at, {None: 0.0})
     bursts = _metric(res, "burst_time")
     cells: dict[str, list[float]] = {}
     for b in bursts:
@@ -434,6 +453,9 @@ def test_ftp_both_directions(line, tmp_path):
     # each stream waits a seeded gap, then a file, then a gap after that file's end, ...
     client, _ = _hosts(line)
     seed = host_seed(7, client, "ftp")
+    first_gaps = {d: next(ftp_proc.gaps({"model": "exponential", "mean": 0.05}, f"{seed}/{d}/gap"))
+                  for d in ("down", "up")}
+    _first_unit_in_time(res, tmp_path, "ftp", start_at, first_gaps)
     for direction in ("down", "up"):
         gap = ftp_proc.gaps({"model": "exponential", "mean": 0.05}, f"{seed}/{direction}/gap")
         size = ftp_proc.sizes({"model": "pareto", "mean": 204800, "shape": 1.2, "max_size": 1 << 20},

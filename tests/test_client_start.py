@@ -81,7 +81,7 @@ def test_clients_ready_after_the_common_start_fail_the_point(start_delay, isolat
     p, fid = _run_point()
     start = fid["client_start"]
     assert start["clients"] == 6  # 2 web, 2 telnet, 2 bulk flows
-    assert start["first_units"] == 2  # the web clients' first pages
+    assert start["first_units"] == 4  # the web clients' first pages, the Telnet clients' first keystrokes
     if start_delay is None:  # ready before their instants, with the launch margin to spare
         assert start["late"] == {} and start["latest_s"] < -0.5, start
         assert start["first_late"] == {} and start["first_latest_s"] < 0.1, start
@@ -89,7 +89,7 @@ def test_clients_ready_after_the_common_start_fail_the_point(start_delay, isolat
         assert start["latest_s"] > 0.5
         assert start["late"] == {"web": ["ctpc1", "ctpc2"], "telnet": ["ctpc1", "ctpc2"],
                                  "bulk": ["ctpc1/0", "ctpc2/0"]}, start
-        assert start["first_late"] == {"web": ["ctpc1", "ctpc2"]}, start
+        assert start["first_late"] == {"web": ["ctpc1", "ctpc2"], "telnet": ["ctpc1", "ctpc2"]}, start
         assert not p["realtime_ok"]
         line = next(x for x in report.fidelity_lines(fid) if x.startswith("  Clients:"))
         assert "later than 0.1 s (the workload was not the scenario's): " in line, line
@@ -125,9 +125,10 @@ def test_gated_clients_are_in_time_with_a_start_set_after_their_launch(isolated_
 @pytest.mark.netns
 def test_a_client_ready_in_time_but_late_for_its_first_page_fails_the_point(isolated_data, no_leftovers,
                                                                             monkeypatch):
-    """Each web client is told its first page 0.5 s after the instant the runner holds for it (as a
-    client woken that late would begin it): every one is ready in time, every first page is late,
-    and the point, its data complete, fails real time, naming them."""
+    """Each web and Telnet client is told a common start 0.5 s after the one the runner holds (its
+    first page or keystroke then begins as a client woken that late would): every one is ready in
+    time, every first unit is late, and the point, its data complete, fails real time, naming
+    them."""
     need_root()
     need_engine()
     from results import report
@@ -135,15 +136,16 @@ def test_a_client_ready_in_time_but_late_for_its_first_page_fails_the_point(isol
     write_config = base.Application.write_config
 
     def woken_late(self, name, cfg):
-        if "page_set" in cfg:  # a web client's
+        if "page_set" in cfg or "payload" in cfg:  # a web client's, a Telnet client's
             cfg = {**cfg, "start_at": cfg["start_at"] + 0.5}
         return write_config(self, name, cfg)
 
     monkeypatch.setattr(base.Application, "write_config", woken_late)
     p, fid = _run_point()
     start = fid["client_start"]
-    assert start["late"] == {} and start["first_units"] == 2, start
-    assert start["first_late"] == {"web": ["ctpc1", "ctpc2"]} and 0.5 <= start["first_latest_s"] < 1.5, start
+    assert start["late"] == {} and start["first_units"] == 4, start
+    assert start["first_late"] == {"web": ["ctpc1", "ctpc2"], "telnet": ["ctpc1", "ctpc2"]}, start
+    assert 0.5 <= start["first_latest_s"] < 1.5, start
     assert not p["realtime_ok"]
-    line = next(x for x in report.fidelity_lines(fid) if x.startswith("  First pages:"))
-    assert "later than 0.1 s (woken late): web ctpc1, ctpc2" in line, line
+    line = next(x for x in report.fidelity_lines(fid) if x.startswith("  First units"))
+    assert "later than 0.1 s (woken late): web ctpc1, ctpc2; telnet ctpc1, ctpc2" in line, line

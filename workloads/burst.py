@@ -41,7 +41,8 @@ a plan entry is thus the idle that PRECEDES its burst: the quantity newCWV's gai
 Each burst is one JSON line {"kind": "burst", "seq", "size", "idle", "conn", "t" (the request
 write), "time" (s), "received", "error"} (the warm-up: kind "warmup"). A failed burst is recorded
 with its error and the connection closed; the next burst opens a new connection (a new `conn`).
-The last line is {"kind": "end", "count", "errors", "reason"}; a client without it ended early.
+Before them, {"kind": "woke", "offset": 0, "mono"}: when the client woke at `start_at`
+(hostprog.Output.wait_for_first; the runner checks it). The last line is {"kind": "end", "count", "errors", "reason"}; a client without it ended early.
 """
 
 from __future__ import annotations
@@ -209,7 +210,7 @@ class Client:
 
     def run(self) -> int:
         cfg = self.cfg
-        hostprog.sleep_until(cfg["start_at"])
+        self.out.wait_for_first(cfg["start_at"])
         count = errors = 0
         reason = "done"
         try:

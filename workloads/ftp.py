@@ -21,8 +21,10 @@ lowers the mean) or fixed (`size`, the paper's 200 KB probes); gaps exponential 
 
 Each file is one JSON line {"kind": "file", "dir", "seq", "size", "t" (connection start: just
 before connect), "time" (t to the last byte at the receiver, s), "received" (bytes the receiver
-got; None when unknown: an upload that failed), "error"}. The last line is {"kind": "end",
-"count", "errors", "reason"}; a client without it ended early.
+got; None when unknown: an upload that failed), "error"}. Before each stream's first file,
+{"kind": "woke", "offset" (its first gap), "stream" (the direction), "mono"}: when the stream
+woke for it (hostprog.Output.wait_for_first; the runner checks it). The last line is {"kind":
+"end", "count", "errors", "reason"}; a client without it ended early.
 """
 
 from __future__ import annotations
@@ -184,7 +186,8 @@ class Client:
         size_of = sizes(cfg["sizes"], f"{cfg['seed']}/{direction}/size")
         gap_of = gaps(cfg["gaps"], f"{cfg['seed']}/{direction}/gap")
         stop_at = cfg["start_at"] + cfg["duration"] if cfg.get("duration") is not None else None
-        wake = cfg["start_at"] + next(gap_of)
+        first_gap = next(gap_of)
+        wake = cfg["start_at"] + first_gap
         seq = 0
         while cfg.get("files") is None or seq < cfg["files"]:
             if stop_at is not None and wake >= stop_at:
@@ -192,7 +195,10 @@ class Client:
             if wake >= cfg["deadline"]:
                 self.reason = "deadline"
                 break
-            hostprog.sleep_until(wake)
+            if seq == 0:
+                self.out.wait_for_first(cfg["start_at"], first_gap, direction)
+            else:
+                hostprog.sleep_until(wake)
             rec = self.transfer(direction, seq, next(size_of))
             self.out.emit(rec)
             with self.lock:

@@ -9,8 +9,9 @@ by the plug-ins of workloads/apps/ as `python -m workloads.X server ADDRESS PORT
 - the client's connections to its server, each with a timeout;
 - the client's output: one JSON object a line, flushed at once (the plug-in counts the units while
   the client runs), starting with a "ready" record (when the program was ready to begin, so the
-  runner can check it was by the common start) and ending in an "end" record; a client without
-  the "end" record ended early;
+  runner can check it was by the common start), then a "woke" record when it woke for its first
+  unit of work (Output.wait_for_first), and ending in an "end" record; a client without the "end"
+  record ended early;
 - waiting on time.monotonic(), one clock for every namespace of the machine, for the common start.
 
 workloads/transfers.py (the hysteresis transfer measurements) uses the server and the start of the
@@ -115,6 +116,18 @@ class Output:
         with self.lock:
             self.out.write(json.dumps(rec) + "\n")
             self.out.flush()
+
+    def wait_for_first(self, start_at: float, offset: float = 0.0, stream: str | None = None) -> None:
+        """Wait for the first unit's instant, `offset` seconds after the common start, and record
+        when the program woke for it: {"kind": "woke", "offset", "mono"} (and "stream" when the
+        client runs several). The runner holds the common start itself and checks the wake against
+        it (workloads/apps/common.py), as it checks a web client's first page: a client ready in
+        time can still be woken late on a busy machine."""
+        sleep_until(start_at + offset)
+        rec: dict[str, Any] = {"kind": "woke", "offset": offset, "mono": time.monotonic()}
+        if stream is not None:
+            rec["stream"] = stream
+        self.emit(rec)
 
     def end(self, count: int, errors: int, reason: str) -> None:
         """The last line: units done, how many of them failed, why the client stopped ("done",

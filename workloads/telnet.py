@@ -16,8 +16,10 @@ next written only after its echo, Nagle never holds a segment back here.
 
 Each keystroke is one JSON line {"kind": "echo", "seq", "conn", "t" (the write), "delay" (write to
 the echo's last byte, seconds), "error"}. A keystroke that fails (timeout, reset) is recorded
-with its error, the connection closed, and the next keystroke opens a new one. The last line is
-{"kind": "end", "count", "errors", "reason"}; a client without it ended early.
+with its error, the connection closed, and the next keystroke opens a new one. Before them,
+{"kind": "woke", "offset": 0, "mono"}: when the client woke at `start_at`
+(hostprog.Output.wait_for_first; the runner checks it). The last line is {"kind": "end", "count",
+"errors", "reason"}; a client without it ended early.
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ class Client:
 
     def run(self) -> int:
         cfg = self.cfg
-        hostprog.sleep_until(cfg["start_at"])
+        self.out.wait_for_first(cfg["start_at"])
         stop_at = cfg["start_at"] + cfg["duration"] if cfg.get("duration") is not None else None
         data = bytes((ord("a") + i % 26) for i in range(cfg["payload"]))
         gap = gaps(cfg["model"], cfg["mean"], cfg["seed"])

@@ -119,9 +119,10 @@ class AppResult:
     # (the common start, or a flow's launch); above 0 it started late and the workload was not the
     # scenario's (controller/fidelity.client_start).
     ready_after_start: dict[str, float] = field(default_factory=dict)
-    # Each client whose first unit has an instant of its own (web: the first page): when that unit
-    # began, in seconds after the instant. A client ready in time can still be woken late for it
-    # (a CPU busy with 100 others waking at once); above the same limit it fails real time too.
+    # Each client's first unit of work (web: its first page's start; Telnet, FTP, burst: the wake
+    # for the first keystroke, each stream's first file, the first burst): in seconds after the
+    # instant the runner holds for it. A client ready in time can still be woken late for it (a
+    # CPU busy with 100 others waking at once); above the same limit it fails real time too.
     first_unit_after_due: dict[str, float] = field(default_factory=dict)
 
 

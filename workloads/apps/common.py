@@ -180,6 +180,11 @@ class ClientServerApp(Application):
             ready = next((r for r in recs if r.get("kind") == "ready"), None)
             if ready is not None:
                 res.ready_after_start[client.name] = ready["mono"] - self.ctx.start_at
+            # Its first unit (each stream's): when it woke for it, against the common start the
+            # runner holds plus the unit's planned offset (hostprog.Output.wait_for_first).
+            woke = [r["mono"] - (self.ctx.start_at + r["offset"]) for r in recs if r.get("kind") == "woke"]
+            if woke:
+                res.first_unit_after_due[client.name] = max(woke)
             wanted = self.expected(client)
             if end is None:
                 res.missing.append(f"{app}: the client on {client.name} ended early after {len(units)}"
