@@ -153,8 +153,14 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
+# Settings of how this machine runs a point, not of the experiment: runs that differ in them are
+# still seeds of one experiment. run.keep_awake only keeps idle CPUs from halting (docs/fidelity.md),
+# so a point re-run with it after missing real time pools with the run it replaces.
+MACHINE_ONLY = frozenset({"run.keep_awake"})
+
+
 def settings_differences(runs) -> list[str]:
-    """The dotted settings (seed and sweep aside) on which runs disagree."""
+    """The dotted settings (seed, sweep and MACHINE_ONLY aside) on which runs disagree."""
     flats = [_flat(run_settings(r)) for r in runs]
-    keys = sorted({k for f in flats for k in f})
+    keys = sorted({k for f in flats for k in f} - MACHINE_ONLY)
     return [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]

@@ -225,6 +225,13 @@ def test_runs_differing_beyond_the_seed_are_not_pooled(seeds_db):
             pooled.pooled_runs_report(store, ["b1", "modern"])
         store.create_run("seed9", "wan", "x", {"name": "wan", "seed": 9}, {}, 9, "abc", {}, {})
         pooled.pooled_runs_report(store, ["b1", "seed9"])  # the seed alone may differ
+        # so may keeping idle CPUs awake (a point re-run with it after missing real time)
+        store.create_run("awake", "wan", "x", {"name": "wan", "run": {"keep_awake": True}}, {}, 1, "abc", {}, {})
+        pooled.pooled_runs_report(store, ["b1", "awake"])
+        store.create_run("awake2", "wan", "x", {"name": "wan", "run": {"keep_awake": True, "time_limit": 60}},
+                         {}, 1, "abc", {}, {})
+        with pytest.raises(ValueError, match=r"differ in more than the seed \(run.time_limit\)"):
+            pooled.pooled_runs_report(store, ["b1", "awake2"])
 
 
 def test_report_without_verdict_calls_says_so_without_failing():
