@@ -42,7 +42,8 @@ Each burst is one JSON line {"kind": "burst", "seq", "size", "idle", "conn", "t"
 write), "time" (s), "received", "error"} (the warm-up: kind "warmup"). A failed burst is recorded
 with its error and the connection closed; the next burst opens a new connection (a new `conn`).
 Before them, {"kind": "woke", "offset": 0, "mono"}: when the client woke at `start_at`
-(hostprog.Output.wait_for_first; the runner checks it). The last line is {"kind": "end", "count", "errors", "reason"}; a client without it ended early.
+(hostprog.Output.wait_for_first; the runner checks it). The last line is {"kind": "end", "count",
+"errors", "reason"}; a client without it ended early.
 """
 
 from __future__ import annotations
