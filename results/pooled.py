@@ -141,10 +141,18 @@ def render_text(report: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+# Settings of how this machine runs a point, not of the experiment: runs that differ in them are
+# still seeds of one experiment. run.keep_awake only keeps idle CPUs from halting (docs/fidelity.md),
+# so a point re-run with it after missing real time pools with the run it replaces.
+MACHINE_ONLY = frozenset({"run.keep_awake"})
+
+
 def run_settings(run) -> dict[str, Any]:
-    """What a run ran but its seed and its sweep: its scenario with the overrides applied. Runs
-    that agree on it are seeds of one experiment (their points pool by sweep assignment)."""
-    return {k: v for k, v in json.loads(run["scenario"] or "{}").items() if k not in ("seed", "sweep")}
+    """What a run ran but its seed, its sweep and MACHINE_ONLY, by dotted setting: its scenario
+    with the overrides applied. Runs that agree on it are seeds of one experiment (their points
+    pool by sweep assignment; the dashboard's pool=seeds merges them)."""
+    scenario = {k: v for k, v in json.loads(run["scenario"] or "{}").items() if k not in ("seed", "sweep")}
+    return {k: v for k, v in _flat(scenario).items() if k not in MACHINE_ONLY}
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -153,14 +161,8 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
-# Settings of how this machine runs a point, not of the experiment: runs that differ in them are
-# still seeds of one experiment. run.keep_awake only keeps idle CPUs from halting (docs/fidelity.md),
-# so a point re-run with it after missing real time pools with the run it replaces.
-MACHINE_ONLY = frozenset({"run.keep_awake"})
-
-
 def settings_differences(runs) -> list[str]:
-    """The dotted settings (seed, sweep and MACHINE_ONLY aside) on which runs disagree."""
-    flats = [_flat(run_settings(r)) for r in runs]
-    keys = sorted({k for f in flats for k in f} - MACHINE_ONLY)
+    """The dotted settings (run_settings) on which runs disagree."""
+    flats = [run_settings(r) for r in runs]
+    keys = sorted({k for f in flats for k in f})
     return [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]

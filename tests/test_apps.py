@@ -288,24 +288,23 @@ def _metric(result, name):
     return [s for s in result.samples if s["metric"] == name]
 
 
+def _records(tmp_path: Path, kind: str, record: str) -> list[dict]:
+    """The records of one kind ("end", "woke", ...) that _run's client of application `kind` wrote."""
+    with open(tmp_path / kind / f"{kind}-{PREFIX}-c.jsonl") as fh:
+        return [r for r in map(json.loads, fh) if r["kind"] == record]
+
+
 def _end(tmp_path: Path, kind: str) -> dict:
     """The client's last record ({"kind": "end", ..., "mono": when it ended}), as _run's client wrote it."""
-    with open(tmp_path / kind / f"{kind}-{PREFIX}-c.jsonl") as fh:
-        (end,) = [r for r in map(json.loads, fh) if r["kind"] == "end"]
+    (end,) = _records(tmp_path, kind, "end")
     return end
-
-
-def _woke(tmp_path: Path, kind: str) -> list[dict]:
-    """The client's "woke" records (when it woke for each stream's first unit)."""
-    with open(tmp_path / kind / f"{kind}-{PREFIX}-c.jsonl") as fh:
-        return [r for r in map(json.loads, fh) if r["kind"] == "woke"]
 
 
 def _first_unit_in_time(res, tmp_path: Path, kind: str, start_at: float, offsets: dict) -> None:
     """One "woke" record per stream (None: the client's only one), each at its planned offset
     after the common start and no sooner than it; the result holds the latest, under the runner's
     0.1 s limit (an idle machine)."""
-    woke = _woke(tmp_path, kind)
+    woke = _records(tmp_path, kind, "woke")  # when it woke for each stream's first unit
     assert {r.get("stream"): r["offset"] for r in woke} == pytest.approx(offsets) and len(woke) == len(offsets)
     assert all(r["mono"] >= start_at + r["offset"] for r in woke)
     after = res.first_unit_after_due[f"{PREFIX}-c"]

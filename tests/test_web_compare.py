@@ -28,8 +28,8 @@ TIMES_C = {1: [0.5, 1.0, 1.6], 2: [1.0, 2.1, 3.0]}
 
 
 def _record(store: Store, run_id: str, times: dict[int, list[float]], *, seed: int = 1, policy: str = "droptail",
-            name: str = "quick") -> None:
-    scenario = {"name": name, "seed": seed, "router": {"policy": {"kind": policy}}}
+            name: str = "quick", run: dict | None = None) -> None:
+    scenario = {"name": name, "seed": seed, "router": {"policy": {"kind": policy}}, **({"run": run} if run else {})}
     store.create_run(run_id, name, f"scenarios/{name}.yaml", scenario, {}, seed, "abc", {}, {})
     store.create_point(run_id, 0, 0, {}, {"topology": {"clients": 3}}, seed)
     store.add_transfers(run_id, 0, [], [{"client": f"c{c}", "server": "v1", "page": p, "round": 0, "start": 0.0,
@@ -132,6 +132,16 @@ def test_seeds_are_pooled_into_one_side(client):
     assert _cells(_page(client, f"run={B2}&run={B}&run={A2}&run={A}&pool=seeds")) == _cells(page)
     # Without it, four sides.
     assert len(_cells(_page(client, f"run={B2}&run={B}&run={A2}&run={A}"))) == 3 * 3
+
+
+def test_a_seed_run_with_idle_cpus_kept_awake_pools_with_the_others(client, tmp_path):
+    """run.keep_awake changes how the machine ran the points, not the experiment: pool=seeds
+    merges such a run with its seeds, as `catnip compare A+B` pools them (results/pooled.py)."""
+    a3 = "20260102-a-seed3"
+    with Store(tmp_path / "catnip.db") as store:
+        _record(store, a3, TIMES_A, seed=3, run={"keep_awake": True})
+    assert len(_cells(_page(client, f"run={B}&run={A}&run={a3}&pool=seeds"))) == 3  # two sides: A+a3 and B
+    assert len(_cells(_page(client, f"run={B}&run={A}&run={a3}"))) == 2 * 3
 
 
 def test_pooled_runs_must_be_of_one_scenario(client):

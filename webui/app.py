@@ -190,10 +190,9 @@ def _app_metrics(store: Store, run_id: str, point: int) -> dict[str, Any] | None
 
 
 def _settings(run: sqlite3.Row) -> dict[str, Any]:
-    """What a run ran but its seed: its scenario with the overrides applied, and its sweep. Runs
+    """What a run ran but its seed (results/pooled.run_settings), with its name and its sweep. Runs
     that agree on it are seeds of one experiment."""
-    scenario = {k: v for k, v in json.loads(run["scenario"] or "{}").items() if k != "seed"}
-    return {**scenario, "name": run["name"], "sweep": json.loads(run["sweep"] or "{}")}
+    return {**pooled_mod.run_settings(run), "name": run["name"], "sweep": json.loads(run["sweep"] or "{}")}
 
 
 def _compare_sides(store: Store, req: forms.CompareRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
