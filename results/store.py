@@ -164,7 +164,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 SAMPLE_KEYS = ("app", "metric", "host", "peer", "flow", "tag", "t", "value", "unit", "error")
 
 CLASSES = ("high", "low", "lowest", "other")
-RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,100}")  # the shape of a run id (CLI --run-id, dashboard URLs)
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # a run id's shape; checked by results/run_ids.py
 
 
 def _dumps(value: Any) -> str:
