@@ -184,6 +184,49 @@ def test_cardwell_and_padhye_on_hand_values():
     assert lat == sorted(lat)
 
 
+def test_cardwell_eq5_gives_the_papers_ten_packets_before_a_loss_at_ten_percent():
+    # Hysteresis paper, section 4 (Table 3's discussion): "with the packet loss probability of 10%,
+    # about 10 packets are expected to be sent before a packet is lost", of a 92-packet transfer.
+    # Cardwell's eq. 5 counts the lost packet: 0.9 (1 - 0.9^92) / 0.1 + 1 = 9.9994; eq. 3 gives 9.
+    from models import cardwell
+    assert cardwell.expected_sent_in_slow_start(92, 0.1) == pytest.approx(10, abs=0.001)
+    assert h.expected_sent_before_loss(92, 0.1) == pytest.approx(9, abs=0.001)
+
+
+def test_cardwell_eq22_not_padhyes_numerator():
+    """Cardwell et al. 2000, eq. 22: the rate after the first loss counts (1-p)/p + W(p)/2 +
+    Q(p, W(p)) packets per cycle, where Padhye's own full model (SIGCOMM 1998, eq. 31) counts
+    (1-p)/p + W(p) + Q/(1-p). Neither paper prints a number that tells them apart (the hysteresis
+    paper gives only V(p) against its ns-2 runs), so the values are eq. 22 written out by hand."""
+    from models import cardwell
+    f = lambda p: 1 + p + 2 * p**2 + 4 * p**3 + 8 * p**4 + 16 * p**5 + 32 * p**6  # noqa: E731 (G, eq. 19)
+
+    def q(p, w):  # eq. 17 (the hysteresis paper's eq. 8)
+        return min(1.0, (1 - (1 - p) ** 3) * (1 + (1 - p) ** 3 * (1 - (1 - p) ** (w - 3))) / (1 - (1 - p) ** w))
+
+    # p = 10%, RTT 0.2 s, T0 1 s, b = 2: W(p) = 2/3 + sqrt(8 * 0.9 / (6 * 0.1) + 4/9) = 4.1943 < 24.
+    w = 2 / 3 + math.sqrt(12 + 4 / 9)
+    assert w == pytest.approx(4.1943, abs=1e-4)
+    r = (9 + w / 2 + q(0.1, w)) / (0.2 * (w + 1) + q(0.1, w) * f(0.1) / 0.9)
+    assert r == pytest.approx(5.762, abs=1e-3)  # packets/s; Padhye's eq. 31 gives 6.820
+    assert cardwell.cardwell_throughput(0.1, 0.2, 1.0, 24) == pytest.approx(r, rel=1e-12)
+    # p = 0.1%: W(p) = 37.2 > W_max = 24, the window-limited branch.
+    r = (999 + 12 + q(0.001, 24)) / (0.2 * (6 + 0.999 / 0.024 + 2) + q(0.001, 24) * f(0.001) / 0.999)
+    assert cardwell.cardwell_throughput(0.001, 0.2, 1.0, 24) == pytest.approx(r, rel=1e-12)
+    assert cardwell.cardwell_throughput(0.0, 0.2, 1.0, 24) == pytest.approx(120.0)
+    # The latency sends what slow start leaves at that rate (eq. 24: E[T_ca] = E[d_ca] / R).
+    # 64 KB = 46 packets at p = 10%: E[d_ss] = 0.9 (1 - 0.9^46) / 0.1 + 1 = 9.9293, E[W_ss] =
+    # 9.9293 / 3 + 2/3 = 3.9764 (Q's window), the rest 36.0707 packets at R.
+    d = 0.9 * (1 - 0.9**46) / 0.1 + 1
+    w_ss = d / 3 + 2 / 3
+    t_ss = 0.2 * math.log(d * 0.5 + 1, 1.5)
+    t_loss = (1 - 0.9**46) * (q(0.1, w_ss) * f(0.1) / 0.9 + (1 - q(0.1, w_ss)) * 0.2)
+    r = cardwell.cardwell_throughput(0.1, 0.2, 1.0, 24)
+    want = t_ss + t_loss + (46 - d) / r + 0.1
+    assert cardwell.latency(Path(size=64 * 1024, p=0.1)) == pytest.approx(want, rel=1e-12)
+    assert want == pytest.approx(8.32, abs=0.01)  # 7.35 s with Padhye's numerator
+
+
 # --- Sikdar (eq. 1), Partial CATNIP's window rules, eq. 13 ------------------------------------
 
 from models import sikdar, validation  # noqa: E402
