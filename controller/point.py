@@ -112,6 +112,7 @@ class PointRun:
     def __init__(self, run_id: str, plan: "PointPlan", caps: Capabilities, store: Store, artifacts: Path,
                  progress: Callable, cancelled: Callable[[], bool], concurrency: dict | None = None):
         self.run_id, self.index, self.sc, self.seed = run_id, plan.index, plan.scenario, plan.seed
+        self.record = plan.record  # what this point runs: its network is built from it (spec/record.py)
         self.concurrency = concurrency  # how crowded the machine was when the point started (parallel.py)
         self.caps, self.store, self.workdir, self.artifacts = caps, store, plan.workdir, artifacts
         self.progress, self.cancelled = progress, cancelled
@@ -164,7 +165,11 @@ class PointRun:
             stack.enter_context(self.placement.for_this_process())
             self._phase(prog, "building network")
             split = self._machines(stack)  # entered first: the network goes down before its machines
-            self.net = net = network.build(sc, switch, split)
+            record = self.record
+            self.net = net = network.build(sc, switch, split, record=record)
+            # What was built with what: the record as stored, with the switch the machine gave it.
+            self.store.update_point(self.run_id, self.index, record=record.model_copy(update={
+                "placement": record.placement.model_copy(update={"switch_kind": switch})}).model_dump(mode="json"))
             stack.callback(network.stop, net)
             if net.tunnels:
                 self._phase(prog, "measuring the tunnels between machines")

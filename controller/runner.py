@@ -21,7 +21,9 @@ from controller.skeleton import (Progress, ProgressSink, RunBusy, RunCancelled, 
 from results.store import Store
 from spec import senders
 from spec.scenario import Scenario, Sweep, point_label
+from spec.record import PointRecord
 from testbed import paths, processes
+from testbed.plan import plan as plan_point
 from testbed.hostconfig import HostConfigError
 from testbed.capabilities import Capabilities
 from testbed.metadata import git_revision, versions
@@ -156,10 +158,16 @@ class PointPlan:
     def progress(self, run_id: str) -> Progress:
         return Progress(run_id, self.index, self.points, self.label)
 
+    @property
+    def record(self) -> PointRecord:
+        """What this point runs (spec/record.py): the network is built from it and it is stored."""
+        return plan_point(self.scenario, self.seed)
+
     def create(self, store: Store, run_id: str) -> None:
         # Configs, logs and client records stay with the run (enough to explain it).
         self.workdir.mkdir(parents=True, exist_ok=True)
-        store.create_point(run_id, self.index, self.rep, self.assignment, self.scenario.model_dump(), self.seed)
+        store.create_point(run_id, self.index, self.rep, self.assignment, self.scenario.model_dump(), self.seed,
+                           record=self.record.model_dump(mode="json"))
 
 
 def _run_in_process(plan: PointPlan, run_id: str, caps: Capabilities, store: Store, artifacts: Path,

@@ -40,7 +40,9 @@ from results import figures
 from results import pooled as pooled_mod
 from results.report import loss_summary
 from results.samples import ci95, cov
+from results.point_record import record_of
 from results.store import Store
+from spec.record import PointRecord, RecordError
 from spec.scenario import point_label
 
 # The paper's interactivity limits (section 1, citing [33] and [7]; used again in section 3).
@@ -78,7 +80,7 @@ class Member:
     rep: int
     seed: int | None
     realtime_ok: bool | None
-    resolved: dict = field(compare=False, repr=False)
+    record: PointRecord = field(compare=False, repr=False)  # what it ran (spec/record.py)
 
 
 @dataclass(frozen=True)
@@ -145,8 +147,12 @@ def schemes(store: Store, specs: Sequence[str]) -> tuple[list[Scheme], list[str]
                     notes.append(f"{run['id']} point {pt['point']}: left out, status {pt['status']}")
                     continue
                 ok = None if pt["realtime_ok"] is None else bool(pt["realtime_ok"])
-                g["members"].append(Member(run["id"], pt["point"], pt["rep"], pt["seed"], ok,
-                                           json.loads(pt["resolved"] or "{}")))
+                try:
+                    record = record_of(run, pt)
+                except RecordError as exc:
+                    notes.append(f"{run['id']} point {pt['point']}: left out ({exc})")
+                    continue
+                g["members"].append(Member(run["id"], pt["point"], pt["rep"], pt["seed"], ok, record))
         prefix = runs[0]["name"] if by_name else "+".join(r["id"] for r in runs)
         for g in groups.values():
             if not g["members"]:
@@ -173,11 +179,11 @@ def is_probe(marker: Any) -> bool:
 
 class PointData:
     """One repetition's samples by (application instance, metric), read once, the kind and spec of
-    each instance (its resolved scenario), and its pages' page-set markers."""
+    each instance (its parameters in the point's record), and its pages' page-set markers."""
 
     def __init__(self, store: Store, member: Member):
         self.store, self.member = store, member
-        self.specs = {a.get("name") or a["kind"]: a for a in member.resolved.get("applications", []) if "kind" in a}
+        self.specs = {a.instance: a.params for a in member.record.applications}
         self.rows: dict[tuple[str, str], list] = {}
         for r in store.samples(member.run_id, member.point):
             self.rows.setdefault((r["app"], r["metric"]), []).append(r)
@@ -199,7 +205,7 @@ class PointData:
     def page_set_of(self, row, spec: dict) -> Any:
         """A page_time sample's page-set marker, wherever it is recorded: a `page_set` column of the
         sample, else of its row in the pages table (the same client and start), else the web
-        instance's `page_set` in the resolved scenario ('catnip', 'probe' or 'random', the web
+        instance's `page_set` in the point's record ('catnip', 'probe' or 'random', the web
         application's field) or `probe: true`; None when unmarked (runs recorded before page sets)."""
         if "page_set" in row.keys() and row["page_set"] is not None:
             return row["page_set"]
@@ -582,15 +588,10 @@ class FlowShare:
 
 
 def bottleneck_rate(store: Store, m: Member, role: str = DATA_ROLE) -> float | None:
-    """The rate (bit/s) of the bottleneck's data direction: the engine's link configuration as
-    recorded with its counters, else the resolved topology's `bottleneck.rate`; None if neither."""
-    rates = [json.loads(r["config"]).get("rate_bps") for r in store.link_stats(m.run_id, m.point)
-             if r["role"] == role and r["config"]]
-    rates = [r for r in rates if r]
-    if rates:
-        return float(max(rates))
-    rate = ((m.resolved.get("topology") or {}).get("bottleneck") or {}).get("rate")
-    return float(rate) if rate else None
+    """The rate (bit/s) of the bottleneck's data direction as the point ran it (its record: the
+    fastest direction of that role where a topology has several); None if it has none."""
+    rates = [d.rate_bps for d in m.record.links if d.role == role and d.rate_bps]
+    return float(max(rates)) if rates else None
 
 
 def _natural(text: str) -> list:
@@ -886,10 +887,13 @@ def figure(store: Store, specs: Sequence[str], name: str, tag: str | None = None
 
 def applies(store: Store, run_id: str) -> bool:
     """A run of the paper's experiments: a point with a telnet or ftp application, or on the tree."""
+    run = store.run(run_id)
     for pt in store.points(run_id):
-        resolved = json.loads(pt["resolved"] or "{}")
-        if (resolved.get("topology") or {}).get("kind") == "tree" or \
-                any(a.get("kind") in ("telnet", "ftp") for a in resolved.get("applications", [])):
+        try:
+            record = record_of(run, pt)
+        except RecordError:
+            continue  # a point that cannot say what it ran is no experiment of the paper's
+        if record.topology.get("kind") == "tree" or record.apps("telnet") or record.apps("ftp"):
             return True
     return False
 

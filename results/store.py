@@ -157,6 +157,7 @@ CREATE INDEX IF NOT EXISTS samples_metric ON samples(run_id, point, app, metric)
     add_column("points", "environment", "TEXT"),             # 6: testbed/metadata.py, before the workload
     add_column("points", "environment_after", "TEXT"),       # 7: and after it
     add_column("runs", "imported", "TEXT"),                  # 8: where an imported run came from (results/archive.py)
+    add_column("points", "record", "TEXT"),                  # 9: the resolved record of what ran (spec/record.py)
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -394,16 +395,20 @@ class Store:
         self.release_reserve()
 
     def create_point(self, run_id: str, point: int, rep: int, assignment: dict, resolved: dict,
-                     seed: int) -> None:
+                     seed: int, record: dict | None = None) -> None:
+        """`resolved` is the point's scenario (defaults in place, as validated); `record` what it
+        runs (spec/record.py), written by the code that plans and builds its network."""
         with self._writing():
             self.db.execute(
-                "INSERT INTO points (run_id, point, rep, assignment, resolved, seed, started, status)"
-                " VALUES (?,?,?,?,?,?,?, 'running')",
-                (run_id, point, rep, _dumps(assignment), _dumps(resolved), seed, time.time()))
+                "INSERT INTO points (run_id, point, rep, assignment, resolved, seed, started, status, record)"
+                " VALUES (?,?,?,?,?,?,?, 'running', ?)",
+                (run_id, point, rep, _dumps(assignment), _dumps(resolved), seed, time.time(),
+                 None if record is None else _dumps(record)))
 
     def update_point(self, run_id: str, point: int, **fields: Any) -> None:
         allowed = {"switch_kind", "link_backend", "finished", "status", "error", "realtime_ok",
-                   "fidelity", "sysctls", "offloads", "capture", "marking", "environment", "environment_after"}
+                   "fidelity", "sysctls", "offloads", "capture", "marking", "environment", "environment_after",
+                   "record"}
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"unknown point fields: {sorted(bad)}")
@@ -567,3 +572,11 @@ class Store:
             "SELECT p.* FROM progress p JOIN (SELECT point, MAX(t) AS t FROM progress WHERE run_id=?"
             " GROUP BY point) m ON p.point=m.point AND p.t=m.t WHERE p.run_id=? ORDER BY p.point",
             (run_id, run_id)).fetchall()
+
+    def mark_recovered(self, run_id: str, note: str) -> None:
+        """A run whose runner died, whose clients' records were read from its folder afterwards
+        (controller/recover.py): status `recovered`, `note` after its error; its finish stays."""
+        with self._writing():
+            self.db.execute("UPDATE runs SET status='recovered', error=CASE WHEN error IS NULL OR error=''"
+                            " THEN ? ELSE error || '; ' || ? END WHERE id=? AND status IN ('interrupted', 'recovered')",
+                            (note, note, run_id))

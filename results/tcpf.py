@@ -1,7 +1,8 @@
 """The TCP-friendly marking paper's Tables 4-7 from our runs (docs/reproduction-tcpf.md).
 
 Each point of an `edge_bottleneck` run with a bulk application measuring over a window is one
-sample of a table cell. The cell comes from the point's resolved scenario, never from its label:
+sample of a table cell. The cell comes from the point's resolved record (what its engines and
+hosts ran: spec/record.py), never from its label or its scenario's fields:
 
 * case (Table 3): the marker on the bottleneck's data direction (`tcpf` protecting
   retransmissions: TCPF; not protecting them: TCPF(O); `token_marker`: TB; none: NoMark) and the
@@ -26,13 +27,14 @@ Cells pool their points (seeds, repetitions, runs): the mean and its Student-t 9
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass, field
 
 from results import tcpf_paper
 from results.samples import ci95
+from results.point_record import record_of
 from results.store import Store
+from spec.record import AppRecord, PointRecord, RecordError
 
 GOOD_OUT_MAX_TH = 200 * 1024      # Table 1, OUT max threshold, good (KB as the scenarios write it)
 MISTUNED_OUT_MAX_TH = 30 * 1024   # Table 1, OUT max threshold, mistuned
@@ -101,23 +103,30 @@ def _bytes(threshold) -> int | None:
     return threshold.get("bytes") if isinstance(threshold, dict) else None
 
 
-def classify(resolved: dict) -> Cell:
-    """The cell of a point's resolved scenario (module docstring); NotTcpf otherwise."""
-    topo = resolved.get("topology", {})
-    if topo.get("kind") != "edge_bottleneck":
-        raise NotTcpf(f"topology {topo.get('kind')!r} is not edge_bottleneck")
-    bulk = [a for a in resolved.get("applications", []) if a.get("kind") == "bulk" and a.get("measure_for")]
+def _measured_bulk(record: PointRecord) -> AppRecord:
+    bulk = [a for a in record.apps("bulk") if a.params.get("measure_for")]
     if len(bulk) != 1:
         raise NotTcpf("not one bulk application with a measured window")
-    b = topo["bottleneck"]
-    edge = ((b.get("forward") or {}).get("edge") or []) + (b.get("edge") or [])
-    markers = [e for e in edge if e.get("kind") in ("tcpf", "token_marker")]
+    return bulk[0]
+
+
+def classify(record: PointRecord) -> Cell:
+    """The cell of a point from its resolved record (module docstring): the bottleneck's data
+    direction as its engine ran it, the senders' TCP as their namespaces got it. NotTcpf otherwise."""
+    kind = record.topology.get("kind")
+    if kind != "edge_bottleneck":
+        raise NotTcpf(f"topology {kind!r} is not edge_bottleneck")
+    bulk = _measured_bulk(record)
+    data = record.direction("bottleneck-data")
+    if data is None:
+        raise NotTcpf("no bottleneck data direction in the record")
+    markers = [e for e in data.edge if e.get("kind") in ("tcpf", "token_marker")]
     if len(markers) > 1:
         raise NotTcpf("more than one marker on the bottleneck")
     m = markers[0] if markers else None
     marker = ("NoMark" if m is None else "TB" if m["kind"] == "token_marker"
               else "TCPF" if m.get("protect_retransmissions", True) else "TCPF(O)")
-    policy = (b.get("forward") or {}).get("policy") or b.get("policy") or {"kind": "droptail"}
+    policy = data.policy
     dropper = {"frio": "FRIO", "rio": "RIO", "fred": "FRED", "droptail": "TailDrop", "red": "RED"}.get(policy["kind"])
     if dropper is None:
         raise NotTcpf(f"bottleneck policy {policy['kind']!r} is none of the paper's droppers")
@@ -125,18 +134,21 @@ def classify(resolved: dict) -> Cell:
                else _bytes(policy.get("max_th")))
     tuning = (None if dropper == "TailDrop" else "good" if out_max == GOOD_OUT_MAX_TH
               else "mistuned" if out_max == MISTUNED_OUT_MAX_TH else "other")
-    tcp = resolved.get("tcp", {})
-    flows = topo["senders"] * bulk[0]["flows_per_client"]
-    return Cell(profile=tcp.get("profile") or "default", tcp="SACK" if tcp.get("sack", True) else "Reno",
+    sender = record.host(bulk.clients[0]) if bulk.clients else None
+    sack = sender.sysctls.get("net.ipv4.tcp_sack", 1) if sender else 1  # the kernel's default: on
+    flows = len(bulk.clients) * bulk.params["flows_per_client"]
+    return Cell(profile=record.tcp_profile or "default", tcp="SACK" if int(sack) else "Reno",
                 tuning=tuning, case=f"{marker}+{dropper}", flows=flows)
 
 
 def point_result(store: Store, run_id: str, row) -> PointResult:
     """The metrics of one point (module docstring). NotTcpf when it is not the paper's experiment."""
-    resolved = json.loads(row["resolved"])
-    cell = classify(resolved)
-    app = next(a for a in resolved["applications"] if a.get("kind") == "bulk" and a.get("measure_for"))
-    instance = app.get("name") or "bulk"
+    try:
+        record = record_of(store.run(run_id), row)
+    except RecordError as exc:
+        raise NotTcpf(str(exc)) from None
+    cell = classify(record)
+    instance = _measured_bulk(record).instance
     samples = [s for s in store.samples(run_id, row["point"], app=instance)
                if s["error"] is None and s["value"] is not None]
     nstat: dict[str, float] = {}

@@ -888,6 +888,36 @@ def select_points(sweep: dict[str, list[Any]], only: list[str]) -> dict[str, lis
     return out
 
 
+def _point(raw: dict[str, Any], values: dict[str, Any]) -> tuple[dict[str, Any], Scenario]:
+    """One sweep point: the scenario with each swept path set to its value (a scheme's whole set),
+    and its assignment (a scheme by its name)."""
+    point_raw = dict(raw)  # _set_path copies the sections it changes: points share nothing they change
+    assignment = dict(values)
+    for key, value in values.items():
+        if key == SCHEME:  # a named set of fields that change together
+            for field_path, v in value["set"].items():
+                _set_path(point_raw, field_path, v)
+            assignment[key] = value["name"]
+        else:
+            _set_path(point_raw, key, value)
+    label = point_label(assignment)
+    return assignment, validate(point_raw, f"[sweep {bounded.shorten(label, 80)}] " if label else "")
+
+
+def stored_point(raw: dict[str, Any], sweep: dict[str, list[Any]], assignment: dict[str, Any]) -> Scenario:
+    """A point's scenario again from what a run stored (its scenario with the overrides, its sweep
+    and the point's assignment): how the record of a point recorded before records is planned."""
+    values = {}
+    for key, value in assignment.items():
+        if key == SCHEME:
+            named = [v for v in sweep.get(SCHEME, []) if isinstance(v, dict) and v.get("name") == value]
+            if not named:
+                raise ScenarioError(f"{SCHEME}: the run's sweep has no scheme named {bounded.short(value)}")
+            value = named[0]
+        values[key] = value
+    return _point(copy.deepcopy(raw), values)[1]
+
+
 def load(path: str | Path, overrides: list[str] = (), seed: int | None = None, only: list[str] = ()) -> Sweep:
     """Read, override, validate and expand a scenario file; `only` narrows the sweep
     (select_points). Raises ScenarioError, within the bounds of spec/bounded.py (file size and
@@ -951,17 +981,7 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None, o
     points = []
     keys = list(sweep)
     for combo in itertools.product(*(sweep[k] for k in keys)):
-        point_raw = dict(raw)  # _set_path copies the sections it changes: points share nothing they change
-        assignment = dict(zip(keys, combo))
-        for key, value in assignment.items():
-            if key == SCHEME:  # a named set of fields that change together
-                for field_path, v in value["set"].items():
-                    _set_path(point_raw, field_path, v)
-                assignment[key] = value["name"]
-            else:
-                _set_path(point_raw, key, value)
-        label = point_label(assignment)
-        points.append((assignment, validate(point_raw, f"[sweep {bounded.shorten(label, 80)}] " if label else "")))
+        points.append(_point(raw, dict(zip(keys, combo))))
     runs = sum(s.run.repetitions for _, s in points)  # each point repeats as its own scenario says
     if runs > bounded.MAX_POINT_RUNS:
         raise ScenarioError(f"run.repetitions: {len(points)} points with their repetitions make {runs} point"

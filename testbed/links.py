@@ -1,9 +1,9 @@
 """Emulated link directions and the backends that carry them.
 
-A `LinkDirection` is one direction of one scenario link, with everything needed to emulate it:
-where it sits (the router that owns it, the hook and interface, the addresses it matches), its
-parameters (rate, one-way delay, buffer, queue policy, random loss, edge functions), and the
-host-side serialization of a host's uplink. Backends turn directions into running emulation:
+A `LinkDirection` is one direction of one scenario link as the point's resolved record has it
+(spec.record.DirectionRecord: where it sits, the hook and interface, the addresses it matches, its
+rate, one-way delay, buffer, queue policy, random loss and edge functions), placed on the Mininet
+node of its router. Backends turn directions into running emulation:
 
 * `EngineBackend`: one queue-engine process per router (testbed/engine.py) owning every direction
   of that router: NFQUEUE steering rules, serialization, delay, buffer, policy, edge functions.
@@ -21,35 +21,34 @@ uplink's delay and edge functions at its ingress.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spec.record import DirectionRecord
 from testbed import hostconfig
 from testbed.engine import EngineLink, RouterEngine
 
 
 @dataclass
 class LinkDirection:
-    name: str                   # "ctprs>ctprc": owner>next hop
-    role: str                   # "bottleneck-data", "access-client", "ingress-delay", ...
+    """A direction of the resolved record (spec.record.DirectionRecord: every field, defined once)
+    placed on the Mininet node of the router that owns it."""
+
+    spec: DirectionRecord
     router: Any                 # Mininet node of the router owning the direction
-    hook: str                   # "egress" (FORWARD -o) or "ingress" (mangle PREROUTING -i)
-    interface: str
-    rate_bps: int               # 0: serialized elsewhere (the host's own qdisc)
-    delay_s: float
-    buffer: dict[str, int] | None
-    policy: dict                # the engine's policy block
-    loss: dict | None = None
-    edge: list[dict] = field(default_factory=list)
-    match_dst: str | None = None
-    match_src: str | None = None
-    point_to_point: bool = False  # a router-router interface: the kernel backend can own its root qdisc
+
+    def __getattr__(self, name: str) -> Any:
+        # The record's fields read as the direction's own (d.rate_bps, d.policy, ...): one definition.
+        if name == "spec":
+            raise AttributeError(name)
+        return getattr(self.spec, name)
 
     def engine_link(self) -> EngineLink:
-        return EngineLink(name=self.name, hook=self.hook, interface=self.interface, rate_bps=self.rate_bps,
-                          delay_s=self.delay_s, buffer=self.buffer, policy=self.policy, match_dst=self.match_dst,
-                          match_src=self.match_src, loss=self.loss, edge=self.edge)
+        s = self.spec
+        return EngineLink(name=s.name, hook=s.hook, interface=s.interface, rate_bps=s.rate_bps,
+                          delay_s=s.delay_s, buffer=s.buffer, policy=s.policy, match_dst=s.match_dst,
+                          match_src=s.match_src, loss=s.loss, edge=s.edge)
 
 
 class EngineBackend:

@@ -21,32 +21,20 @@ which clears them again.
 
 from __future__ import annotations
 
-import ipaddress
 import subprocess
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from spec.graph import Graph, RouterLink, resolve
+from spec.record import PointRecord
 from spec.scenario import HostTcp, Scenario
 from testbed import hostconfig
 from testbed.links import LinkDirection
+from testbed.plan import core_ips, group_net, host_ip, interfaces, plan
 from testbed.machines import THIS, Machine
 from testbed.paths import PREFIX
 from workloads.apps.base import Host
-
-CORE_NET = ipaddress.ip_network("172.16.0.0/12")
-
-
-def host_ip(net: ipaddress.IPv4Network, index: int) -> str:
-    """Index 0 is the router (.1); hosts count from 1 (.2 onwards; .0 and .255 of each /24 skipped)."""
-    return str(net.network_address + (index // 254) * 256 + (index % 254) + 1)
-
-
-def group_net(position: int) -> ipaddress.IPv4Network:
-    """The address block of the group at this position (spec.graph.Graph.subnets)."""
-    return ipaddress.ip_network(f"10.{position + 1}.0.0/16")
-
 
 @dataclass
 class Network:
@@ -64,6 +52,7 @@ class Network:
     machine_of: dict[str, str] = field(default_factory=dict)  # router -> the machine it runs on (split only)
     tunnels: list[dict] = field(default_factory=list)         # links between machines (testbed/remote.py)
     machines: dict[str, Machine] = field(default_factory=dict)  # by name, this one included (split only)
+    record: PointRecord | None = None  # what it was built from (testbed/plan.py): its link directions
 
     def hosts_of(self, name: str) -> list[Host]:
         """The hosts of a group, or of every group with that role, in graph order."""
@@ -106,8 +95,10 @@ def _check_tunnel_speed(record: dict, link: RouterLink, policy: Any) -> None:
                              f" underlay {end['underlay_device']} of {speed} Mbit/s: the underlay would set the rate")
 
 
-def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None = None) -> Network:
-    """Create and start the network; the caller must call `stop(n)` (also on failure).
+def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None = None,
+          record: PointRecord | None = None) -> Network:
+    """Create and start the network; the caller must call `stop(n)` (also on failure). Its link
+    directions are the record's (testbed/plan.py; planned here when none is given).
 
     `split` places routers on other machines (router -> Machine): each goes with its groups' switch
     and hosts; a router link between machines is a VXLAN tunnel over the machines' underlays."""
@@ -123,15 +114,10 @@ def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None
     _check_split(graph, split, switch_kind)
     net = Mininet(topo=None, controller=None, build=False, switch=_switch_class(switch_kind), host=MnHost,
                   autoSetMacs=False, waitConnected=False)
-    n = Network(net=net, switch_kind=switch_kind, graph=graph,
-                mtu=scenario.topology.mss + 40 if scenario.topology.mss else 1500)
+    record = record or plan(scenario)
+    n = Network(net=net, switch_kind=switch_kind, graph=graph, mtu=record.topology["mtu"], record=record)
+    lan, core_intf = interfaces(graph)  # each router's interfaces, named as the record names them
     try:
-        ports: dict[str, int] = {}
-
-        def port(router: str) -> str:
-            ports[router] = ports.get(router, -1) + 1
-            return f"{PREFIX}{router}-eth{ports[router]}"
-
         if split:  # Mininet Cluster Edition's classes, only where a run asks for them
             from testbed import remote
         def on(router: str, switch: bool = False) -> dict:
@@ -146,10 +132,8 @@ def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None
         link_cls = {"cls": remote.VxlanLink} if split else {}  # a veth pair within a machine, as Link's
         for r in graph.routers:
             n.routers[r] = net.addHost(PREFIX + r, ip=None, **on(r))
-        lan: dict[str, str] = {}
         for gi, group in enumerate(graph.groups):
             sw = net.addSwitch(f"{PREFIX}s{gi + 1}", **on(group.router, switch=True))
-            lan[group.name] = port(group.router)
             net.addLink(n.routers[group.router], sw, intfName1=lan[group.name], **link_cls)
             n.subnets[group.name] = graph.subnets()[group.name]
             for i, short in enumerate(group.host_names()):
@@ -158,34 +142,26 @@ def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None
                 net.addLink(node, sw, intfName1=f"{PREFIX}{short}-eth0", **link_cls)
                 n.hosts[short] = Host(name=PREFIX + short, ip=host_ip(group_net(gi), i + 1), group=group.name,
                                       index=i, tag=cls.tag if cls else "", node=node)
-        core_intf: list[tuple[str, str]] = []
-        for k, link in enumerate(graph.links):
-            ia, ib = port(link.a), port(link.b)
+        for k, (link, (ia, ib)) in enumerate(zip(graph.links, core_intf)):
             ends = {PREFIX + r: split.get(r, THIS) for r in (link.a, link.b)}
             tunnel = {"vni": k + 1, "machines": ends, "mtu": n.mtu} if split else {}  # the VNI names the link
             made = net.addLink(n.routers[link.a], n.routers[link.b], intfName1=ia, intfName2=ib, **link_cls, **tunnel)
             if getattr(made, "tunnel_record", None):
                 _check_tunnel_speed(made.tunnel_record, link, scenario.router.policy)
                 n.tunnels.append({"link": f"{PREFIX}{link.a}-{PREFIX}{link.b}", "routers": [link.a, link.b],
-                                  "link_addresses": list(_core_ips(k)[:2]), **made.tunnel_record})
-            core_intf.append((ia, ib))
+                                  "link_addresses": list(core_ips(k)[:2]), **made.tunnel_record})
         net.build()
         net.start()
         _configure(n, scenario, lan, core_intf)
-        _plan_directions(n, scenario, lan, core_intf)
+        n.directions = [LinkDirection(spec=d, router=n.routers[d.router]) for d in record.links]
     except BaseException:
         stop(n)
         raise
     return n
 
 
-def _core_ips(k: int) -> tuple[str, str, int]:
-    base = CORE_NET.network_address + 4 * k
-    return str(base + 1), str(base + 2), 30
-
-
 def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: list[tuple[str, str]]) -> None:
-    topo, tcp, graph = scenario.topology, scenario.tcp, n.graph
+    topo, graph = scenario.topology, n.graph
     run = hostconfig.run
     # Switch-side veth ends live in the root namespace; they carry our prefix.
     for sw in n.net.switches:
@@ -198,7 +174,7 @@ def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: l
                         sw.cmd(f"ovs-vsctl set interface {intf.name} mtu_request={n.mtu}")
     addr: dict[str, str] = {}  # router -> its address on each link, by neighbour: "a>b" -> ip of b
     for k, (link, (ia, ib)) in enumerate(zip(graph.links, core_intf)):
-        ip_a, ip_b, plen = _core_ips(k)
+        ip_a, ip_b, plen = core_ips(k)
         run(n.routers[link.a], "ip", "addr", "add", f"{ip_a}/{plen}", "dev", ia)
         run(n.routers[link.b], "ip", "addr", "add", f"{ip_b}/{plen}", "dev", ib)
         addr[f"{link.a}>{link.b}"], addr[f"{link.b}>{link.a}"] = ip_b, ip_a
@@ -219,8 +195,8 @@ def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: l
         for gi, group in enumerate(graph.groups):
             if group.router != name:
                 run(router, "ip", "route", "add", str(group_net(gi)), "via", addr[f"{name}>{hops[group.router]}"])
-    sysctls = hostconfig.tcp_sysctls(tcp.congestion_control, tcp.sack, tcp.timestamps)
     n.tcp = scenario.host_tcp()
+    hosts = {h.name: h for h in n.record.hosts}
     for gi, group in enumerate(graph.groups):
         net = group_net(gi)
         up = resolve(group.link, group.link.up, scenario.router.policy)
@@ -234,66 +210,11 @@ def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: l
             run(h.node, "ip", "link", "set", intf, "up")
             settings = n.tcp[short]  # the `tcp` defaults with the host's group's and web server's own
             run(h.node, "ip", "route", "add", "default", "via", host_ip(net, 0), *settings.route_options())
-            hostconfig.set_sysctls(h.node, {**sysctls, **settings.sysctls()})
+            hostconfig.set_sysctls(h.node, hosts[short].sysctls)  # the record's: the common ones and its own
             if not group.link.source_queue():  # else the engine serializes it, the host's queues in the scheduler
                 hostconfig.shape_egress(h.node, intf, up.rate, n.mtu)
             if settings.pacing == "fq":  # the machine has fq: checked before the run (controller/runner.py)
                 hostconfig.pace_with_fq(h.node, intf)
-
-
-def _engine_policy(policy: Any, buffer: dict | None, where: str) -> dict:
-    try:
-        return policy.engine_config(buffer)
-    except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
-
-
-def _plan_directions(n: Network, sc: Scenario, lan: dict[str, str], core_intf: list[tuple[str, str]]) -> None:
-    graph, default = n.graph, sc.router.policy
-    for group in graph.groups:
-        router = n.routers[group.router]
-        rname = PREFIX + group.router
-        for i, short in enumerate(group.host_names()):
-            h = n.hosts[short]
-            cls = group.delay_class(i)
-            delay = cls.delay if cls else None
-            down = resolve(group.link, group.link.down, default, delay)
-            up = resolve(group.link, group.link.up, default, delay)
-            n.directions.append(LinkDirection(
-                name=f"{rname}>{h.name}", role=f"access-{group.role or group.name}", router=router, hook="egress",
-                interface=lan[group.name], rate_bps=down.rate, delay_s=down.delay, buffer=down.buffer,
-                policy=_engine_policy(down.policy, down.buffer, f"groups.{group.name}.link"),
-                loss=down.loss.engine_config() if down.loss else None,
-                edge=[e.engine_config(n.subnets) for e in down.edge], match_dst=h.ip))
-            if group.link.source_queue():
-                # The sending host's own queues and scheduler (Nouredine-Tobagi 6.2): the engine serializes the
-                # uplink at its rate; the host has no shaper of its own, so its backlog waits here.
-                up_rate, up_buffer = up.rate, group.link.up.buffer
-                up_policy = _engine_policy(group.link.up.policy, up_buffer, f"groups.{group.name}.link.up")
-                role = f"source-{group.role or group.name}"
-            else:
-                # The host's htb serializes its uplink; the router adds its delay and edge functions.
-                up_rate, up_buffer, up_policy, role = 0, None, {"kind": "droptail"}, "ingress-delay"
-            n.directions.append(LinkDirection(
-                name=f"{h.name}>{rname}", role=role, router=router, hook="ingress",
-                interface=lan[group.name], rate_bps=up_rate, delay_s=up.delay, buffer=up_buffer, policy=up_policy,
-                loss=up.loss.engine_config() if up.loss else None,
-                edge=[e.engine_config(n.subnets) for e in up.edge], match_src=h.ip))
-    for link, (ia, ib) in zip(graph.links, core_intf):
-        for (src, dst, intf, d), label in ((( link.a, link.b, ia, link.forward), "forward"),
-                                           ((link.b, link.a, ib, link.reverse), "reverse")):
-            r = resolve(link, d, default)
-            n.directions.append(LinkDirection(
-                name=f"{PREFIX}{src}>{PREFIX}{dst}", role=_core_role(link, label), router=n.routers[src],
-                hook="egress", interface=intf, rate_bps=r.rate, delay_s=r.delay, buffer=r.buffer,
-                policy=_engine_policy(r.policy, r.buffer, f"links {link.a}-{link.b} ({label})"),
-                loss=r.loss.engine_config() if r.loss else None, edge=[e.engine_config(n.subnets) for e in r.edge],
-                point_to_point=True))
-
-
-def _core_role(link: RouterLink, direction: str) -> str:
-    """`bottleneck-data` / `bottleneck-ack` (CATNIP's dumbbell: data from the servers' side, rs -> rc)."""
-    return f"{link.role or 'core'}-{'data' if direction == link.data else 'ack'}"
 
 
 def stop(n: Network) -> None:

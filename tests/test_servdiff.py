@@ -22,6 +22,7 @@ from results import figures, layouts
 from results import servdiff as sd
 from results.samples import t975
 from results.store import Store
+from spec.record import AppRecord, DirectionRecord, PointRecord, RunPlacement
 from tests.conftest import REPO
 from tests.test_dashboard_browser import browser  # noqa: F401 - the headless Chromium fixture
 from webui.app import create_app
@@ -39,7 +40,14 @@ DT, DS = {"router.policy": {"kind": "droptail"}}, {"router.policy": {"kind": "re
 
 
 def _resolved(apps=APPS, topology=TREE) -> dict:
-    return {"name": "servdiff-test", "topology": topology, "applications": apps}
+    """A point's record (spec/record.py) with these applications and a bottleneck of the topology's rate."""
+    link = DirectionRecord(name="sa>da", where="links.0 (sa-da).forward", role="bottleneck-data", router="sa",
+                           hook="egress", interface="ctpsa-eth9", rate_bps=int(topology["bottleneck"]["rate"]),
+                           delay_s=0.0, buffer={"packets": 100}, policy={"kind": "droptail"})
+    apps = [AppRecord(instance=a.get("name") or a["kind"], kind=a["kind"], clients=[], servers=[], params=a)
+            for a in apps]
+    return PointRecord(seed=1, topology={"kind": topology["kind"]}, links=[link], hosts=[], applications=apps,
+                       marking={}, placement=RunPlacement(link_backend="engine")).model_dump(mode="json")
 
 
 def _samples(app: str, metric: str, values, tag: str | None = None, host: str = "s1", flow: str | None = None,
@@ -65,7 +73,7 @@ def _run(store: Store, run_id: str, points: list[tuple[dict, dict, list[dict]]],
          seed: int = 1, statuses: dict[int, str] | None = None, realtime: bool = True) -> None:
     store.create_run(run_id, name, "scenarios/x.yaml", {"name": name}, {}, seed, "abc", {}, {})
     for i, (assignment, resolved, rows) in enumerate(points):
-        store.create_point(run_id, i, 0, assignment, resolved, seed)
+        store.create_point(run_id, i, 0, assignment, {"name": name}, seed, record=resolved)
         store.add_samples(run_id, i, rows)
         status = (statuses or {}).get(i, "done")
         store.update_point(run_id, i, status=status, realtime_ok=int(realtime), finished=1.0)
@@ -217,10 +225,10 @@ def test_repetitions_and_seeds_pool_with_student_t_intervals(tmp_path):
         # repetitions: two points of one sweep assignment in one run pool the same way
         s.create_run("reps", "servdiff-test", "x", {"name": "servdiff-test"}, {}, 1, "abc", {}, {})
         for i, rows in enumerate((quarter, three)):
-            s.create_point("reps", i, i, {}, _resolved(), 1 + 1000 * i)
+            s.create_point("reps", i, i, {}, {}, 1 + 1000 * i, record=_resolved())
             s.add_samples("reps", i, rows)
             s.update_point("reps", i, status="done", realtime_ok=1)
-        s.create_point("reps", 2, 2, {}, _resolved(), 2001)  # still running: left out, and said
+        s.create_point("reps", 2, 2, {}, {}, 2001, record=_resolved())  # still running: left out, and said
         r = _row(layouts.build("servdiff", s, "reps"), tag="all")
         assert (r["reps"], r["echo_over_150ms"], r["echo_over_150ms_ci95"]) == (2, 0.5, pytest.approx(half))
         assert "reps point 2: left out, status running" in layouts.build("servdiff", s, "reps").notes
@@ -273,7 +281,8 @@ def test_layout_renders_text_csv_and_json_from_one_table(store):
 # --- fair share and C.O.V. (Figs 16-17) ---------------------------------------------------------------------
 def _bulk_run(s: Store, run_id: str, assignment: dict, window: bool = False, rate: int = 1_000_000) -> None:
     """Four long FTP flows on a 1 Mbit/s bottleneck (fair share 250 kbit/s), goodput every 2 s."""
-    res = _resolved([{"kind": "bulk", "name": None, "interval": 2.0}], {"kind": "tree", "bottleneck": {"rate": 9e9}})
+    res = _resolved([{"kind": "bulk", "name": None, "interval": 2.0}],
+                    {"kind": "tree", "bottleneck": {"rate": rate * 5 / 4}})  # 5 flows: 250 kbit/s each
     rows = []
     flows = [("s1/0", "rtt20ms", [300e3, 300e3, 300e3]), ("s2/0", "rtt200ms", [100e3, 200e3, 300e3]),
              ("s3/0", "rtt20ms", [250e3, 250e3, 250e3]), ("s4/0", "rtt200ms", [150e3, 150e3, 150e3])]
@@ -290,7 +299,7 @@ def _bulk_run(s: Store, run_id: str, assignment: dict, window: bool = False, rat
     rows += _samples("bulk", "flow_goodput", [None], "rtt200ms", flow="s5/0", unit="bit/s")  # never completed
     rows += _samples("bulk", "window_nstat", [3], None, flow="TcpExtTCPTimeouts", unit="count")  # not a flow
     s.create_run(run_id, "ftplong", "x", {"name": "ftplong"}, {}, 1, "abc", {}, {})
-    s.create_point(run_id, 0, 0, assignment, res, 1)
+    s.create_point(run_id, 0, 0, assignment, {"name": "ftplong"}, 1, record=res)
     s.add_samples(run_id, 0, rows)
     _links(s, run_id, 0, {"other": (10, 0)}, (10, 0), rate=int(rate * 5 / 4))  # 5 flows: 250 kbit/s each
     s.update_point(run_id, 0, status="done", realtime_ok=1)
@@ -303,7 +312,7 @@ def test_fair_share_and_cov_per_rtt_class_by_hand(tmp_path):
         rep = sd.fair_share(s, ["long"])
         by = {f.flow: f for f in rep.flows}
         assert set(by) == {"s1/0", "s2/0", "s3/0", "s4/0", "s5/0"}  # the counter's 'flow' is not a flow
-        assert by["s1/0"].fair_share == 250e3  # the engine's rate (1.25 Mbit/s), not the topology's, over 5 flows
+        assert by["s1/0"].fair_share == 250e3  # the rate the point ran (1.25 Mbit/s) over 5 flows
         # whole-flow throughput (flow_goodput) without a window
         assert by["s2/0"].throughput == 123.0
         assert by["s5/0"].throughput is None and by["s5/0"].error == "timeout"

@@ -15,6 +15,7 @@ from results import layouts, tcpf, tcpf_paper
 from results.store import Store
 from spec import scenario as s
 from testbed import engine
+from testbed.plan import plan
 from testbed.paths import REPO
 
 
@@ -35,7 +36,7 @@ def test_the_papers_tables_as_entered():
 
 def test_the_grid_covers_every_cell_of_the_paper_once():
     sweep = s.load(REPO / "scenarios" / "tcpf-grid.yaml")
-    cells = [tcpf.classify(json.loads(sc.model_dump_json())) for _, sc in sweep.points]
+    cells = [tcpf.classify(plan(sc)) for _, sc in sweep.points]
     assert len(cells) == len(set(cells)) == 52, "a cell measured twice in one run"
     covered = sorted((config, c.case, c.flows) for c in cells for config in c.configs())
     assert covered == sorted(tcpf_paper.PAPER), set(tcpf_paper.PAPER) ^ set(covered)
@@ -44,16 +45,15 @@ def test_the_grid_covers_every_cell_of_the_paper_once():
 
 def test_the_quick_look_is_table_4_at_50_flows():
     sweep = s.load(REPO / "scenarios" / "tcpf-quick.yaml")
-    cells = [tcpf.classify(json.loads(sc.model_dump_json())) for _, sc in sweep.points]
+    cells = [tcpf.classify(plan(sc)) for _, sc in sweep.points]
     assert [c.case for c in cells] == list(tcpf_paper.CASES)
     assert all("A" in c.configs() and c.flows == 50 and c.tcp == "SACK" for c in cells)
 
 
 def test_a_point_that_is_not_the_papers_experiment_is_named():
-    resolved = json.loads(s.load(REPO / "scenarios" / "tcpf-quick.yaml").points[0][1].model_dump_json())
-    resolved["topology"]["kind"] = "dumbbell"
-    with pytest.raises(tcpf.NotTcpf, match="edge_bottleneck"):
-        tcpf.classify(resolved)
+    record = plan(s.load(REPO / "scenarios" / "quick.yaml").points[0][1])
+    with pytest.raises(tcpf.NotTcpf, match="'dumbbell' is not edge_bottleneck"):
+        tcpf.classify(record)
 
 
 def test_link_counters_are_interpolated_between_stats_lines():
@@ -69,8 +69,8 @@ def test_link_counters_are_interpolated_between_stats_lines():
     assert engine.link_counters_at(lines, "c>d", 1.0) is None
 
 
-def _point(store, run_id, point, resolved, goodputs_bps, timeouts, arrived, dropped, realtime=True):
-    store.create_point(run_id, point, 0, {}, resolved, 1)
+def _point(store, run_id, point, sc, goodputs_bps, timeouts, arrived, dropped, realtime=True):
+    store.create_point(run_id, point, 0, {}, sc.model_dump(), 1, record=plan(sc).model_dump(mode="json"))
     store.update_point(run_id, point, status="done", realtime_ok=int(realtime))
     rows = [{"app": "bulk", "metric": "window_goodput", "host": "ctpd1", "flow": f"ctps1/{i}", "value": v,
              "unit": "bit/s"} for i, v in enumerate(goodputs_bps)]
@@ -86,11 +86,12 @@ def _point(store, run_id, point, resolved, goodputs_bps, timeouts, arrived, drop
 
 
 def test_the_layout_against_a_hand_computation(tmp_path):
-    sweep = s.load(REPO / "scenarios" / "tcpf-quick.yaml")
-    frio = json.loads(sweep.points[0][1].model_dump_json())        # TCPF+FRIO
-    taildrop = json.loads(sweep.points[5][1].model_dump_json())    # NoMark+TailDrop
-    for r in (frio, taildrop):  # 2 flows, so a hand computation stays short
-        r["topology"]["senders"], r["applications"][0]["flows_per_client"] = 1, 2
+    # 2 flows, so a hand computation stays short
+    sweep = s.load(REPO / "scenarios" / "tcpf-quick.yaml", ["topology.senders=1", "applications=" + json.dumps(
+        [{"kind": "bulk", "clients": "senders", "servers": "receivers", "direction": "upload", "flows_per_client": 2,
+          "stagger": "2s", "duration": "57s", "interval": "1s", "measure_from": "15s", "measure_for": "40s"}])])
+    frio = sweep.points[0][1]        # TCPF+FRIO
+    taildrop = sweep.points[5][1]    # NoMark+TailDrop
     with Store(tmp_path / "t.db") as store:
         for run_id in ("s1", "s2"):
             store.create_run(run_id, "tcpf-quick", "x", {}, {}, 1, "", {}, {})
@@ -122,8 +123,8 @@ def test_the_layout_against_a_hand_computation(tmp_path):
 def test_the_layout_refuses_runs_of_another_experiment(tmp_path):
     with Store(tmp_path / "t.db") as store:
         store.create_run("w", "quick", "x", {}, {}, 1, "", {}, {})
-        resolved = json.loads(s.load(REPO / "scenarios" / "quick.yaml").points[0][1].model_dump_json())
-        store.create_point("w", 0, 0, {}, resolved, 1)
+        sc = s.load(REPO / "scenarios" / "quick.yaml").points[0][1]
+        store.create_point("w", 0, 0, {}, sc.model_dump(), 1, record=plan(sc).model_dump(mode="json"))
         with pytest.raises(layouts.LayoutError, match="no point of w is a TCP-friendly marking experiment"):
             layouts.build("tcpf-tables", store, "w")
 
@@ -177,7 +178,7 @@ def test_window_goodput_and_counters():
 def test_the_run_page_shows_the_tables_beside_the_papers(tmp_path):
     from controller.run_queue import RunQueue
     from webui.app import create_app
-    resolved = json.loads(s.load(REPO / "scenarios" / "tcpf-quick.yaml").points[0][1].model_dump_json())
+    resolved = s.load(REPO / "scenarios" / "tcpf-quick.yaml").points[0][1]
     db = tmp_path / "catnip.db"
     with Store(db) as store:
         store.create_run("tq", "tcpf-quick", "x", {"name": "tcpf-quick"}, {}, 1, "", {}, {})

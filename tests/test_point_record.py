@@ -1,0 +1,130 @@
+"""The resolved record of a point (spec/record.py, testbed/plan.py, results/point_record.py): what
+the network is built from, stored once, and read by the reports instead of the scenario's fields."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from controller.runner import PointPlan
+from results import layouts, servdiff, tcpf
+from results.point_record import record_of
+from results.store import Store
+from spec import scenario as s
+from spec.record import RECORD_VERSION, RecordError, parse
+from testbed.engine import RouterEngine
+from testbed.links import LinkDirection
+from testbed.plan import plan
+from tests.conftest import REPO
+
+# TCP-friendly marking's edge/bottleneck with FRIO given once, as the routers' default policy: the
+# bottleneck has no policy of its own, so FRIO runs on its data direction (spec.graph.resolve).
+FRIO_BY_DEFAULT = """
+name: frio-default
+seed: 1
+router:
+  policy: {kind: frio, w_q: 0.002, mean_pkt_bytes: 1500,
+           levels: [{min_th: 50KB, max_th: 490KB, max_p: 0.005}, {min_th: 10KB, max_th: 200KB, max_p: 0.25}]}
+topology:
+  kind: edge_bottleneck
+  senders: 2
+  sender_link: {rate: 100Mbit, delay: 0ms, buffer: 1000p}
+  bottleneck: {rate: 10Mbit, delay: 0ms, buffer: 500KB,
+               forward: {edge: [{kind: tcpf, interval: 400ms, pool: 300KB}]}}
+  receiver_link: {rate: 100Mbit, delay: 0ms, buffer: 1000p, up: {delay: 200ms}}
+tcp: {profile: linux-2.2, sack: true}
+applications:
+  - {kind: bulk, clients: senders, servers: receivers, direction: upload, flows_per_client: 5,
+     stagger: 2s, duration: 57s, interval: 1s, measure_from: 15s, measure_for: 40s}
+run: {time_limit: 3min}
+"""
+
+
+def _store_point(store: Store, tmp_path: Path, sweep: s.Sweep, run_id: str = "r1", index: int = 0) -> None:
+    """A run and one point recorded the way the runner records them (PointPlan.create)."""
+    assignment, sc = sweep.points[index]
+    store.create_run(run_id, sweep.name, sweep.source, sweep.raw, sweep.sweep, sc.seed, "abc", {}, {})
+    PointPlan(index, 0, assignment, sc, "", len(sweep.points), tmp_path / run_id / str(index)).create(store, run_id)
+
+
+def test_a_router_default_policy_is_labelled_by_what_ran(tmp_path):
+    path = tmp_path / "frio-default.yaml"
+    path.write_text(FRIO_BY_DEFAULT)
+    sweep = s.load(path)
+    record = plan(sweep.points[0][1])
+    data = record.direction("bottleneck-data")
+    assert data.where == "links.0 (r1-r2).forward"
+    assert data.policy["kind"] == "frio" and [e["kind"] for e in data.edge] == ["tcpf"]
+    with Store(tmp_path / "t.db") as store:
+        _store_point(store, tmp_path, sweep)
+        store.update_point("r1", 0, status="done", realtime_ok=1)
+        store.add_samples("r1", 0, [{"app": "bulk", "metric": "window_goodput", "host": "ctpd1", "flow": f"ctps1/{i}",
+                                     "value": 8e5, "unit": "bit/s"} for i in range(10)])
+        cells, _ = tcpf.cells(store, ["r1"])
+        assert [c.cell.case for c in cells] == ["TCPF+FRIO"]
+        assert cells[0].cell.tuning == "good" and cells[0].cell.flows == 10
+        table = layouts.build("tcpf-tables", store, "r1")
+        assert {r["case"] for r in table.records()} == {"TCPF+FRIO"}
+
+
+def test_the_record_is_the_engines_configuration(tmp_path):
+    """What the store keeps is what the engine is given: each router's config file, link by link."""
+    sc = s.load(REPO / "scenarios" / "tcpf-quick.yaml").points[0][1]
+    record = plan(sc, seed=7)
+
+    class Router:
+        def __init__(self, name):
+            self.name = name
+
+    routers = {r: Router("ctp" + r) for r in record.topology["routers"]}
+    directions = [LinkDirection(spec=d, router=routers[d.router]) for d in record.links]
+    for short, router in routers.items():
+        mine = [d for d in directions if d.router is router]
+        config = RouterEngine(router, [d.engine_link() for d in mine], tmp_path, 7).config()
+        assert config["links"] == [d.spec.engine_config(i) for i, d in enumerate(mine)]
+        assert [link["name"] for link in config["links"]] == [d.name for d in record.links if d.router == short]
+    assert record.seed == 7 and record.host("s1").sysctls["net.ipv4.tcp_sack"] == 1
+
+
+def test_a_point_from_before_records_gets_one_planned_from_its_run(tmp_path):
+    """A point with no record of its own (recorded before records) reads the one the planner
+    gives for its run's scenario, sweep (a scheme's set of fields included) and seed."""
+    sweep = s.load(REPO / "scenarios" / "sd-schemes.yaml")
+    with Store(tmp_path / "t.db") as store:
+        _store_point(store, tmp_path, sweep, index=1)
+        store.db.execute("UPDATE points SET record=NULL")
+        store.db.commit()
+        got = record_of(store.run("r1"), store.point("r1", 1))
+    expected = plan(sweep.points[1][1])
+    assert got.derived and not expected.derived
+    assert got.model_copy(update={"derived": False}) == expected
+    assert got.direction("bottleneck-data").policy == expected.direction("bottleneck-data").policy
+
+
+def test_a_stored_record_is_read_back_and_a_newer_one_refused(tmp_path):
+    sweep = s.load(REPO / "scenarios" / "quick.yaml")
+    with Store(tmp_path / "t.db") as store:
+        _store_point(store, tmp_path, sweep)
+        row = store.point("r1", 0)
+        assert record_of(store.run("r1"), row) == plan(sweep.points[0][1])
+        newer = {**json.loads(row["record"]), "version": RECORD_VERSION + 1}
+    with pytest.raises(RecordError, match=f"version {RECORD_VERSION + 1}; this code reads up to {RECORD_VERSION}"):
+        parse(json.dumps(newer))
+    with pytest.raises(RecordError, match="not JSON"):
+        parse("{")
+
+
+def test_the_servdiff_fair_share_reads_the_rate_the_bottleneck_ran(tmp_path):
+    """A bottleneck whose data direction has a rate of its own (forward.rate) runs at that rate;
+    the fair share is that rate over the flows, not the link's shared rate."""
+    path = tmp_path / "fwd.yaml"
+    path.write_text(FRIO_BY_DEFAULT.replace("forward: {edge:", "forward: {rate: 4Mbit, edge:"))
+    sweep = s.load(path)
+    with Store(tmp_path / "t.db") as store:
+        _store_point(store, tmp_path, sweep)
+        store.update_point("r1", 0, status="done", realtime_ok=1)
+        member = servdiff.Member("r1", 0, 0, 1, True, record_of(store.run("r1"), store.point("r1", 0)))
+        assert servdiff.bottleneck_rate(store, member) == 4e6
+        assert servdiff.bottleneck_rate(store, member, "bottleneck-ack") == 10e6
