@@ -127,8 +127,10 @@ def _verdict(text: str) -> str:
               help="with --jobs: how long every running point must have run its workload before the room "
                    "is measured for another")
 @click.option("--cluster", "cluster_address", default=None, metavar="ADDRESS",
-              help="run the points on the workers of the Dask scheduler at ADDRESS (e.g. tcp://127.0.0.1:8786;"
+              help="run the points on the workers of the Dask scheduler at ADDRESS (e.g. tls://127.0.0.1:8786;"
                    " `catnip cluster`), one point per worker machine at a time, recorded here")
+@click.option("--tls-dir", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="with --cluster: the cluster's certificates (default <data dir>/cluster/tls; docs/cluster.md)")
 @click.option("--retries", type=click.IntRange(0, 10), default=1, show_default=True,
               help="with --cluster: how often a point whose worker died is sent again")
 @click.option("--resume", "resume_id", default=None, metavar="RUN_ID",
@@ -136,7 +138,7 @@ def _verdict(text: str) -> str:
                    " points that are not done")
 def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, only: tuple[str, ...], db: str | None,
             as_json: bool, report: bool, run_id: str | None, jobs: int, room: float, settle: float,
-            cluster_address: str | None, retries: int, resume_id: str | None) -> None:
+            cluster_address: str | None, tls_dir: Path | None, retries: int, resume_id: str | None) -> None:
     """Run SCENARIO_FILE; prints the run id. A bare name (no folder, no extension, not a file
     here), e.g. `quick`, is scenarios/quick.yaml of this repository."""
     # Everything refused is refused before a run id is printed or the database opened (exit 2).
@@ -145,6 +147,8 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
     if cluster_address is not None and jobs > 1:
         raise click.BadParameter("--cluster runs one point per worker machine; --jobs is for one machine",
                                  param_hint="--jobs")
+    if tls_dir is not None and cluster_address is None:
+        raise click.BadParameter("the cluster's certificates are for --cluster: give it too", param_hint="--tls-dir")
     if resume_id is not None:
         if cluster_address is None:
             raise click.BadParameter("--resume takes up a cluster run: give --cluster too", param_hint="--resume")
@@ -189,7 +193,7 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
     run_id = run_id or runner.new_run_id(sweep.name)
     if cluster_address is not None:
         _run_on_cluster(sweep, caps, Path(scenario_file), list(overrides), seed, db, run_id, cluster_address,
-                        retries, resume_id is not None, as_json, report)
+                        retries, resume_id is not None, as_json, report, tls_dir)
     if Path(db or paths.database()).exists():  # a database is created only for a run that starts
         with _store(db) as existing:
             if existing.run(run_id) is not None:
@@ -238,7 +242,8 @@ def _finish(store, run_id: str, started: float, as_json: bool, report: bool) -> 
 
 
 def _run_on_cluster(sweep, caps, scenario_file: Path, overrides: list[str], seed: int | None, db: str | None,
-                    run_id: str, address: str, retries: int, resume: bool, as_json: bool, report: bool) -> None:
+                    run_id: str, address: str, retries: int, resume: bool, as_json: bool, report: bool,
+                    tls_dir: Path | None = None) -> None:
     """`catnip run --cluster`: the points go to the workers (controller/cluster.py); exits."""
     from controller import cluster, runner
     if any(sc.run.machines for _, sc in sweep.points):
@@ -246,6 +251,10 @@ def _run_on_cluster(sweep, caps, scenario_file: Path, overrides: list[str], seed
         # share one of them: not carried over yet (docs/cluster.md).
         raise validate_mod.Refused("--cluster: the scenario puts routers on other machines (run.machines); run it"
                                    " without --cluster")
+    try:
+        cluster.check_address(address)  # TLS only (docs/cluster.md, Security)
+    except cluster.ClusterError as exc:
+        raise validate_mod.Refused(str(exc)) from None
     if not resume and Path(db or paths.database()).exists():
         with _store(db) as existing:
             if existing.run(run_id) is not None:
@@ -257,7 +266,8 @@ def _run_on_cluster(sweep, caps, scenario_file: Path, overrides: list[str], seed
     try:
         with display:
             cluster.run(sweep, caps, store, address, scenario_file, overrides, seed, progress=display.update,
-                        run_id=run_id, retries=retries, resume=resume, notice=lambda line: click.echo(line, err=True))
+                        run_id=run_id, retries=retries, resume=resume, notice=lambda line: click.echo(line, err=True),
+                        tls_dir=tls_dir)
     except cluster.ClusterError as exc:
         raise click.ClickException(str(exc)) from None
     except sqlite3.Error as exc:
@@ -814,6 +824,9 @@ def clean(dry_run: bool, force: bool) -> None:
         raise click.ClickException(str(exc)) from None
     for line in removed:
         click.echo(f"removed {line}")
+    from controller.recover import after_clean
+    for line in after_clean():  # what killed runs' clients wrote, into the database
+        click.echo(line)
     left = cleanup.leftovers()
     if left:
         raise click.ClickException("still present after cleaning: " + json.dumps(left))

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from controller import cluster_task
+from controller import cluster_task, cluster_tls
 from controller.cluster_point import resolved_hash
 from controller.runner import PointPlan, plan_points
 from controller.skeleton import Progress, ProgressSink, RunCancelled, close_abandoned_runs
@@ -71,12 +71,31 @@ class PointTask:
         return self.plans[0].index
 
 
-def connect(address: str):
-    """A Dask client of the scheduler at `address`, or ClusterError."""
-    from distributed import Client
+def check_address(address: str) -> None:
+    """ClusterError unless `address` is tls:// (the cluster speaks nothing else; docs/cluster.md, Security)."""
     try:
-        return Client(address, timeout=CONNECT_S)  # the default client: distributed.wait uses it
+        cluster_tls.check_address(address, "--cluster")
+    except cluster_tls.TLSError as exc:
+        raise ClusterError(str(exc)) from None
+
+
+def connect(address: str, tls_dir: Path | None = None):
+    """A Dask client of the scheduler at `address`, authenticated by the cluster's certificates in
+    `tls_dir` (default cluster_tls.default_dir()), or ClusterError."""
+    from distributed import Client
+    check_address(address)
+    try:
+        security = cluster_tls.security(tls_dir or cluster_tls.default_dir())
+    except cluster_tls.TLSError as exc:
+        raise ClusterError(f"--tls-dir: {exc}") from None
+    try:
+        # The default client: distributed.wait uses it.
+        return Client(address, security=security, timeout=CONNECT_S)
     except (OSError, TimeoutError) as exc:
+        if "TLS certificate does not match" in str(exc):  # Dask's words when either end refused the other
+            raise ClusterError(f"--cluster {address}: the scheduler there was not started with the certificates of"
+                               f" {tls_dir or cluster_tls.default_dir()} (copy its folder here, docs/cluster.md)"
+                               ) from None
         raise ClusterError(f"--cluster {address}: no Dask scheduler answers there within {CONNECT_S:.0f} s ({exc});"
                            " start one with `catnip cluster scheduler`") from None
 
@@ -335,11 +354,14 @@ class Coordinator:
 def run(sweep: Sweep, caps: Capabilities, store: Store, address: str, scenario_file: Path,
         overrides: list[str], seed: int | None, progress: ProgressSink = lambda p: None,
         cancelled: Callable[[], bool] = lambda: False, run_id: str | None = None, retries: int = 1,
-        resume: bool = False, notice: Callable[[str], None] = lambda line: None) -> str:
+        resume: bool = False, notice: Callable[[str], None] = lambda line: None,
+        tls_dir: Path | None = None) -> str:
     """Run every point of the sweep on the cluster at `address`; returns the run id. With `resume`,
-    `run_id` is a run of the same sweep in `store` and only its points that are not done run."""
+    `run_id` is a run of the same sweep in `store` and only its points that are not done run.
+    `tls_dir` holds the cluster's certificates (controller/cluster_tls.py)."""
     from controller.runner import new_run_id
     from controller.skeleton import signals_cancel
+    check_address(address)  # before anything is planned
     run_id = run_id or new_run_id(sweep.name)
     artifacts = paths.runs_dir(store.path) / run_id
     plans = plan_points(sweep, artifacts)
@@ -358,7 +380,7 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, address: str, scenario_f
         tasks = [t for t in tasks if not all(p.index in done for p in t.plans)]
         notice(f"run {run_id}: {len(plans) - sum(len(t.plans) for t in tasks)} point run(s) already done,"
                f" {sum(len(t.plans) for t in tasks)} to go")
-    client = connect(address)
+    client = connect(address, tls_dir)
     try:
         mine, known = local_identity(caps), {}
         accepted, refused = check_workers(client, mine, known)

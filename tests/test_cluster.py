@@ -2,7 +2,8 @@
 
 On one machine a cluster is imitated by Dask's LocalCluster: the scheduler in this process and two
 workers as processes of their own, each offering the `machine` resource as `catnip cluster worker`
-does. Both workers share this kernel, so their points take turns at the machine lock, as two
+does, all speaking TLS with certificates made as `catnip cluster scheduler` makes them, in the
+test's data folder where the coordinator finds them by default. Both workers share this kernel, so their points take turns at the machine lock, as two
 points on one real machine would have to."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from controller import cluster, cluster_task
+from controller import cluster, cluster_task, cluster_tls
 from results import archive
 from results.store import Store
 from testbed.paths import REPO
@@ -30,15 +31,23 @@ FOUR_POINTS = ["--set", "sweep.router.policy=[{kind: droptail}, {kind: catnip_go
                "--set", "sweep.workload.rounds=[1, 2]"]
 
 
+def tls_cluster(**kwargs):
+    """A LocalCluster on loopback speaking TLS with the certificates of the data folder's
+    cluster/tls (made first if missing), as `catnip cluster` would."""
+    from distributed import LocalCluster
+    cluster_tls.ensure(cluster_tls.default_dir())
+    return LocalCluster(threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0", host="127.0.0.1",
+                        protocol="tls://", security=cluster_tls.security(cluster_tls.default_dir()), **kwargs)
+
+
 @pytest.fixture
-def local_cluster():
+def local_cluster(isolated_data):
     """A scheduler here and two workers (processes) like `catnip cluster` starts them."""
     pytest.importorskip("distributed")
     import dask
-    from distributed import LocalCluster
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        lc = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, resources={"machine": 1},
-                          dashboard_address=None, host="127.0.0.1")
+        lc = tls_cluster(n_workers=2, resources={"machine": 1})
+    assert lc.scheduler_address.startswith("tls://")
     try:
         yield lc
     finally:
@@ -113,6 +122,8 @@ def test_cluster_options_are_checked_before_anything_starts(isolated_data):
     assert res.returncode == 2 and "--cluster runs one point per worker machine" in res.stderr
     res = catnip("run", QUICK, "--resume", "abc")
     assert res.returncode == 2 and "give --cluster too" in res.stderr
+    res = catnip("run", QUICK, "--tls-dir", str(isolated_data))
+    assert res.returncode == 2 and "the cluster's certificates are for --cluster: give it too" in res.stderr
 
 
 # --- with a scheduler and workers -------------------------------------------------------------
@@ -149,8 +160,18 @@ def test_no_scheduler_is_one_line(isolated_data):
     need_engine()
     pytest.importorskip("distributed")
     res = catnip("run", QUICK, *SMALL, "--cluster", "tcp://127.0.0.1:9")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1] == ("Error: --cluster tcp://127.0.0.1:9: tcp:// is refused, the cluster"
+                                                   " speaks TLS only: give tls://127.0.0.1:9"), res.stderr[-2000:]
+    folder = cluster_tls.default_dir()
+    res = catnip("run", QUICK, *SMALL, "--cluster", "tls://127.0.0.1:9")
     assert res.returncode == 1
-    assert "--cluster tcp://127.0.0.1:9: no Dask scheduler answers there" in res.stderr, res.stderr[-2000:]
+    assert f"--tls-dir: no cluster certificates in {folder}: start `catnip cluster scheduler`" in res.stderr, \
+        res.stderr[-2000:]
+    cluster_tls.create(folder)
+    res = catnip("run", QUICK, *SMALL, "--cluster", "tls://127.0.0.1:9")
+    assert res.returncode == 1
+    assert "--cluster tls://127.0.0.1:9: no Dask scheduler answers there" in res.stderr, res.stderr[-2000:]
 
 
 @pytest.mark.netns
@@ -160,13 +181,11 @@ def test_unfit_workers_are_refused(isolated_data, tmp_path, kind):
     (every worker here runs this checkout: its environment points it at another engine file)."""
     need_engine()
     pytest.importorskip("distributed")
-    from distributed import LocalCluster
     other = tmp_path / "other-engine"
     other.write_bytes(b"not the engine this coordinator has")
     kwargs = ({"env": {"CATNIP_ENGINE": str(other)}, "resources": {"machine": 1}} if kind == "other-engine"
               else {})
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1",
-                      **kwargs) as lc:
+    with tls_cluster(n_workers=1, **kwargs) as lc:
         res = catnip("run", QUICK, *SMALL, "--cluster", lc.scheduler_address)
     assert res.returncode == 1, res.stderr[-2000:]
     assert "no worker can run this run's points" in res.stderr, res.stderr[-2000:]
