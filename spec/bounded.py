@@ -175,11 +175,65 @@ def check_events(text: str, source: str) -> None:
         return  # the loader reports the syntax error, with its line
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _UniqueKeys(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader, refusing a mapping that gives a key twice: PyYAML keeps the last one
+    silently, so a second `topology:` block would replace the first without a word. A key after a
+    merge (`<<: *anchor`) overrides the merged one, as merges are meant to: not a duplicate."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node, deep=False)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise _DuplicateKey(f"line {line}: key {short(key)} given twice (first at line {seen[key]}); a"
+                                        " second one would silently replace the first")
+                seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
 def load_yaml(text: str, source: str) -> Any:
-    """yaml.safe_load of `text` within the bounds above (InputError beyond them; yaml.YAMLError
-    for a syntax error, as safe_load raises it)."""
+    """yaml.safe_load of `text` within the bounds above, refusing duplicate keys (InputError beyond
+    them; yaml.YAMLError for a syntax error, as safe_load raises it)."""
     check_events(text, source)
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return yaml.load(text, Loader=_UniqueKeys)
+    except _DuplicateKey as exc:
+        raise InputError(f"{source}: {exc}") from None
     except (ValueError, OverflowError, RecursionError) as exc:  # a value the constructor cannot build
         raise InputError(f"{source}: a value cannot be read: {shorten(str(exc), 120)}") from None
+
+
+def coerced_booleans(model: Any, raw: Any, path: tuple = ()) -> list[str]:
+    """Field paths where `raw` (what the user wrote) has a boolean and the validated `model` a
+    number: pydantic's lax mode reads `true` as 1, so `clients: true` would mean one client.
+    Walks the fields the input names, into models, lists and mappings."""
+    from pydantic import BaseModel
+
+    out: list[str] = []
+    if isinstance(raw, bool):
+        if isinstance(model, (int, float)) and not isinstance(model, bool):
+            out.append(".".join(str(p) for p in path) or "(top level)")
+    elif isinstance(model, BaseModel) and isinstance(raw, dict):
+        fields = type(model).model_fields
+        for key, value in raw.items():
+            if isinstance(key, str) and key in fields:
+                out += coerced_booleans(getattr(model, key, None), value, path + (key,))
+    elif isinstance(model, (list, tuple)) and isinstance(raw, list) and len(model) == len(raw):
+        for i, (m, r) in enumerate(zip(model, raw)):
+            out += coerced_booleans(m, r, path + (i,))
+    elif isinstance(model, dict) and isinstance(raw, dict):
+        for key, value in raw.items():
+            if isinstance(key, (str, int)) and key in model:
+                out += coerced_booleans(model[key], value, path + (key,))
+    return out

@@ -75,6 +75,8 @@ class MarkRule(BaseModel):
     @field_validator("src", "dst")
     @classmethod
     def _block(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError(f"{v!r} is neither an address block (10.1.0.0/16) nor a host group name")
         if v is None or "/" not in v and not any(c.isdigit() for c in v.split(".")[0][:1]):
             return v  # a group name, resolved once the graph is known
         try:
@@ -119,7 +121,8 @@ class Police(_Edge):
 
     _rate = field_validator("rate", mode="before")(
         lambda cls, v, info: units.parse_rate(v, bare=not units.from_input(info)))
-    _bucket = field_validator("bucket", mode="before")(lambda cls, v: v if type(v) is int else units.parse_size(v))
+    _bucket = field_validator("bucket", mode="before")(
+        lambda cls, v, info: units.parse_bucket(v, bare=not units.from_input(info)))
 
     @field_validator("dscp", mode="before")
     @classmethod
@@ -151,25 +154,25 @@ class Shape(_Edge):
 
     _rate = field_validator("rate", mode="before")(
         lambda cls, v, info: units.parse_rate(v, bare=not units.from_input(info)))
-    _bucket = field_validator("bucket", mode="before")(lambda cls, v: v if type(v) is int else units.parse_size(v))
+    _bucket = field_validator("bucket", mode="before")(
+        lambda cls, v, info: units.parse_bucket(v, bare=not units.from_input(info)))
     _buffer = field_validator("buffer", mode="before")(lambda cls, v: None if v is None else units.parse_buffer(v))
 
     def engine_config(self, subnets):
         return {"kind": "shape", "rate_bps": self.rate, "bucket_bytes": self.bucket, "buffer": self.buffer}
 
 
-def _positive_size(v: Any) -> int:
+def _positive_size(v: Any, most: int = units.MAX_SIZE_BYTES) -> int:
     size = v if type(v) is int else units.parse_size(v)
     if size <= 0:
         raise ValueError(f"{v!r}: must be above 0 bytes")
+    if size > most:
+        raise ValueError(f"{v!r}: at most {most} bytes")
     return size
 
 
-def _positive_duration(v: Any) -> float:
-    s = units.parse_duration(v)
-    if s <= 0:
-        raise ValueError(f"{v!r}: must be above 0")
-    return s
+MAX_MSS = 65535  # bytes: no TCP segment is larger (an IPv4 packet's length field)
+MAX_MARKER_INTERVAL = 3600.0  # seconds: the paper's T is 400 ms (section 4); the engine counts microseconds
 
 
 class _TokenPool(_Edge):
@@ -181,7 +184,8 @@ class _TokenPool(_Edge):
     in_dscp: int = Field(default=10, description="DSCP of IN packets (AF11: RIO's and FRIO's IN)")
     out_dscp: int = Field(default=12, description="DSCP of OUT packets (AF12)")
 
-    _interval = field_validator("interval", mode="before")(lambda cls, v: _positive_duration(v))
+    _interval = field_validator("interval", mode="before")(
+        lambda cls, v: units.parse_micros(v, what="the interval", most=MAX_MARKER_INTERVAL))
     _pool = field_validator("pool", mode="before")(lambda cls, v: _positive_size(v))
     _dscps = field_validator("in_dscp", "out_dscp", mode="before")(lambda cls, v: parse_dscp(v))
 
@@ -214,8 +218,9 @@ class Tcpf(_TokenPool):
                                                                " interval")
     flow_idle: float = Field(default=0.8, description="a flow unseen this long is forgotten (2 T)")
 
-    _mss = field_validator("mss", mode="before")(lambda cls, v: _positive_size(v))
-    _idle = field_validator("flow_idle", mode="before")(lambda cls, v: _positive_duration(v))
+    _mss = field_validator("mss", mode="before")(lambda cls, v: _positive_size(v, MAX_MSS))
+    _idle = field_validator("flow_idle", mode="before")(
+        lambda cls, v: units.parse_micros(v, what="flow_idle", most=2 * MAX_MARKER_INTERVAL))
 
     @model_validator(mode="after")
     def _idle_covers_an_interval(self):

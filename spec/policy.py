@@ -246,7 +246,8 @@ class Wrr(_Policy):
     """Weighted round robin over 2 queues (AF11, the rest) or 3 (AF11, AF12, AF13 and unmarked)
     (Nouredine and Tobagi, section 5); the buffer is split among the queues by weight."""
     kind: Literal["wrr"] = "wrr"
-    weights: list[Annotated[int, Field(ge=1)]] = Field(description="packets per round of each queue")
+    weights: list[Annotated[int, Field(ge=1, le=MAX_WRR_WEIGHT)]] = Field(description="packets per round of each"
+                                                                                     " queue")
 
     @field_validator("weights")
     @classmethod
@@ -286,15 +287,8 @@ class CatnipLoss(_Policy):
         return {"kind": "catnip_loss", "loss_p": self.loss_p, "loss_p_high": self.loss_p_high}
 
 
-MIN_BUCKET_BYTES = 64  # the engine's smallest token bucket: one packet of 64 bytes (engine/src/edge.rs)
-
-
-def _bucket_bytes(v: Any, bare: bool) -> int:
-    """A bucket depth: a size ('6000B'); a bare number of bytes only where `bare` allows it."""
-    size = v if type(v) is int and bare else units.parse_size(v)
-    if size < MIN_BUCKET_BYTES:
-        raise ValueError(f"{v!r}: a bucket must hold one packet of {MIN_BUCKET_BYTES} bytes at least")
-    return size
+MIN_BUCKET_BYTES = units.MIN_BUCKET_BYTES  # the engine's smallest token bucket (engine/src/edge.rs)
+MAX_WRR_WEIGHT = 10**6  # packets per round; the engine holds a weight in 32 bits
 
 
 class TokenBucket(BaseModel):
@@ -306,7 +300,7 @@ class TokenBucket(BaseModel):
     _rate = field_validator("rate", mode="before")(
         lambda cls, v, info: units.parse_rate(v, bare=not units.from_input(info)))
     _bucket = field_validator("bucket", mode="before")(
-        lambda cls, v, info: _bucket_bytes(v, bare=not units.from_input(info)))
+        lambda cls, v, info: units.parse_bucket(v, bare=not units.from_input(info)))
 
     def engine_config(self) -> dict[str, int]:
         return {"rate_bps": self.rate, "bucket_bytes": self.bucket}

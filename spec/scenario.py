@@ -386,7 +386,8 @@ class RunSpec(_Strict):
                                           " routers each runs; the rest runs here (docs/cluster.md)")
     time_limit: float = Field(default=900.0, description="a sweep point still running after this is stopped")
     capture: bool = Field(default=False, description="tcpdump (headers only) at the bottleneck")
-    late_threshold: float = Field(default=0.001, description="engine wake-ups later than this count as late")
+    late_threshold: float = Field(default=0.001, le=60.0,
+                                  description="engine wake-ups later than this count as late")
     max_late_fraction: float = Field(default=0.001, ge=0, le=1,
                                      description="more late events than this fraction flags the run as not real time")
     repetitions: int = Field(default=1, ge=1, le=100)
@@ -786,6 +787,8 @@ def _format_errors(exc: ValidationError, prefix: str = "") -> str:
             msg = "unknown field (check the spelling; see docs/scenarios.md for the fields)"
         elif err["type"] == "literal_error":
             msg = f"{bounded.short(err['input'])} not allowed: {msg.removeprefix('Input should be ')}"
+        elif type(err.get("input")) is bool and err["type"].startswith(("greater_than", "less_than", "int_", "float_")):
+            msg = "a boolean (true/false) where a number is meant; write the number"
         elif "input" in err and err["type"] not in ("missing", "value_error"):
             msg = f"{bounded.short(err['input'])}: {msg}"
         if not loc and msg.split(":")[0].split(".")[0] in Scenario.model_fields:
@@ -820,6 +823,7 @@ def normalise(raw: Any) -> tuple[Any, bool]:
 
 def validate(raw: dict[str, Any], context: str = "") -> Scenario:
     raw, short = normalise(raw)
+    written = raw
     # Each application is checked by its own plug-in's schema first, so errors name its fields.
     apps = raw.get("applications") if isinstance(raw, dict) else None
     if isinstance(apps, list):
@@ -840,9 +844,21 @@ def validate(raw: dict[str, Any], context: str = "") -> Scenario:
         raw = {**raw, "applications": parsed}
     try:
         # The context tells validators they read what a user wrote (units.from_input: no bare rates).
-        return Scenario.model_validate(raw, context={units.INPUT: True})
+        sc = Scenario.model_validate(raw, context={units.INPUT: True})
     except ValidationError as exc:
         raise ScenarioError(_format_errors(exc, context)) from None
+    refuse_booleans(sc, written, context, short)
+    return sc
+
+
+def refuse_booleans(model: BaseModel, written: Any, context: str = "", short: bool = False) -> None:
+    """ScenarioError naming every field where a boolean was read as a number (`seed: true`)."""
+    paths = bounded.coerced_booleans(model, written)
+    if short:  # the `workload:` short form is applications[0]
+        paths = [re.sub(r"^applications\.0(?=\.|$)", "workload", p) for p in paths]
+    if paths:
+        raise ScenarioError("\n".join(f"{context}{p}: a boolean (true/false) where a number is meant; write the"
+                                      " number" for p in paths))
 
 
 def _sweep_value_name(key: str, value: Any) -> str:

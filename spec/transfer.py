@@ -13,7 +13,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from spec import bounded, units
-from spec.scenario import ScenarioError, _format_errors, _set_path, _Strict, parse_override
+from spec.scenario import ScenarioError, _format_errors, _set_path, _Strict, parse_override, refuse_booleans
 
 # TCP settings of a measurement (controller/transfers.py applies them; docs/models.md explains them).
 PROFILES = ("linux", "reno2004")
@@ -68,7 +68,7 @@ class TransferScenario(_Strict):
     name: str
     description: str = ""
     paper: str = ""
-    seed: int = 1
+    seed: int = Field(1, ge=0, le=2**31 - 1)
     sizes_kb: list[int] = Field(min_length=1, description="transfer sizes in KB (1 KB = 1024 bytes, Table 1)")
     loss: list[LossPoint] = Field(min_length=1)
     profiles: list[Literal["linux", "reno2004"]] = Field(default=["reno2004"], min_length=1)
@@ -117,6 +117,8 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -
     if seed is not None:
         raw["seed"] = seed
     try:
-        return TransferScenario.model_validate(raw, context={units.INPUT: True})
+        sc = TransferScenario.model_validate(raw, context={units.INPUT: True})
     except ValidationError as exc:
         raise ScenarioError(_format_errors(exc)) from None
+    refuse_booleans(sc, raw)
+    return sc

@@ -25,6 +25,15 @@ _TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0}
 _BYTE_UNITS = {"b": 1, "byte": 1, "bytes": 1, "kb": 1024, "kib": 1024, "mb": 1024**2, "mib": 1024**2}
 _PACKET_UNITS = {"p", "pkt", "pkts", "packet", "packets"}
 
+# Upper bounds of what a scenario may write, far above any use and far below where a number stops
+# fitting the engine (u64 microseconds, bytes, packets; engine/src/config.rs, `catnip-engine
+# limits`): a value beyond them is a typo or an attack, and is refused where it is read.
+MAX_RATE = 10**12                  # bit/s: 1000 Gbit/s (links are held to 100 Gbit/s in spec/graph.py)
+MAX_DURATION = 10**9               # seconds (about 31 years; time limits and intervals are tighter)
+MAX_SIZE_BYTES = 2**40             # 1 TiB: a buffer, bucket, pool or application size
+MAX_BUFFER_PACKETS = 10**9         # a buffer's packets
+MIN_BUCKET_BYTES = 64              # the engine's smallest token bucket: one packet of 64 bytes (engine/src/edge.rs)
+
 RATE_HELP = "a number with a unit: bit, kbit, Mbit, Gbit (or bps, kbps, Mbps, Gbps), e.g. '1.5Mbit'"
 TIME_HELP = "a number with a unit: us, ms, s or min, e.g. '5ms'"
 BUFFER_HELP = "a packet count like '10p' or '50 packets', or a size like '64KB' (1 KB = 1024 bytes)"
@@ -34,7 +43,10 @@ def _split(text: str) -> tuple[float, str] | None:
     m = re.fullmatch(_NUMBER + r"([A-Za-z/]*)\s*", text)
     if not m:
         return None
-    return float(m.group(1)), m.group(2).lower()
+    number = float(m.group(1))
+    if not math.isfinite(number):  # '1e999' reads as infinity, which no int() takes
+        raise ValueError(f"{text!r}: {m.group(1)[:40]} is not a finite number")
+    return number, m.group(2).lower()
 
 
 INPUT = "catnip_input"
@@ -64,6 +76,8 @@ def parse_rate(value: object, bare: bool = True) -> int:
         raw_unit = m.group(2) if m else ""
         if m and raw_unit in _BYTE_RATE_UNITS:  # a capital B is bytes: 1 MB/s = 8 Mbit/s
             number, unit, scale = float(m.group(1)), raw_unit, _BYTE_RATE_UNITS[raw_unit]
+        elif m and not math.isfinite(float(m.group(1))):
+            raise ValueError(f"{value!r} is not a finite rate")
         else:
             parts = _split(str(value))
             if parts is None or parts[1] not in _RATE_UNITS:
@@ -77,6 +91,8 @@ def parse_rate(value: object, bare: bool = True) -> int:
     if round(bps) < 1:
         # 0 bit/s would mean an unshaped link to the engine: never let a rate round to it.
         raise ValueError(f"{value!r} rounds to 0 bit/s; the smallest rate is 1bit")
+    if bps > MAX_RATE:
+        raise ValueError(f"{value!r}: above {format_rate(MAX_RATE)}, more than this testbed can emulate")
     return int(round(bps))
 
 
@@ -101,6 +117,19 @@ def parse_duration(value: object, bare: bool = True) -> float:
         raise ValueError(f"{value!r} is not a finite duration")
     if seconds < 0:
         raise ValueError(f"{value!r}: a duration cannot be negative")
+    if seconds > MAX_DURATION:
+        raise ValueError(f"{value!r}: at most {MAX_DURATION:g} s")
+    return seconds
+
+
+def parse_micros(value: object, bare: bool = True, what: str = "an interval", most: float = 3600.0) -> float:
+    """A duration the engine takes in whole microseconds (a marker's interval, a flow's idle
+    time): at least 1us once rounded (0 is refused by the engine), at most `most` seconds."""
+    seconds = parse_duration(value, bare=bare)
+    if round(seconds * 1e6) < 1:
+        raise ValueError(f"{value!r}: {what} must be above 0, at least 1us (the engine counts whole microseconds)")
+    if seconds > most:
+        raise ValueError(f"{value!r}: {what} is at most {most:g} s")
     return seconds
 
 
@@ -109,7 +138,7 @@ def parse_buffer(value: object) -> dict[str, int]:
     if isinstance(value, dict) and len(value) == 1:
         (kind, amount), = value.items()
         if kind in ("packets", "bytes") and isinstance(amount, int) and not isinstance(amount, bool) and amount > 0:
-            return {kind: amount}
+            return _buffer_within({kind: amount}, value)
         raise ValueError(f"{value!r} is not a buffer; use {BUFFER_HELP}")
     if isinstance(value, (int, float, bool)):
         raise ValueError(f"{value!r} is ambiguous; use {BUFFER_HELP}")
@@ -120,13 +149,21 @@ def parse_buffer(value: object) -> dict[str, int]:
     if unit in _PACKET_UNITS:
         if number != int(number) or number < 1:
             raise ValueError(f"{value!r}: a packet count must be a whole number of at least 1")
-        return {"packets": int(number)}
+        return _buffer_within({"packets": int(number)}, value)
     if unit in _BYTE_UNITS:
         size = int(round(number * _BYTE_UNITS[unit]))
         if size < 1:
             raise ValueError(f"{value!r}: a buffer must hold at least one byte")
-        return {"bytes": size}
+        return _buffer_within({"bytes": size}, value)
     raise ValueError(f"{value!r} is not a buffer; use {BUFFER_HELP}")
+
+
+def _buffer_within(buffer: dict[str, int], value: object) -> dict[str, int]:
+    most = MAX_BUFFER_PACKETS if "packets" in buffer else MAX_SIZE_BYTES
+    (unit, amount), = buffer.items()
+    if amount > most:
+        raise ValueError(f"{value!r}: a buffer holds at most {most} {unit}")
+    return buffer
 
 
 def format_rate(bps: int) -> str:
@@ -146,4 +183,17 @@ def parse_size(value: object) -> int:
     size = int(round(parts[0] * _BYTE_UNITS[parts[1]]))
     if size < 1:
         raise ValueError(f"{value!r}: a size must be at least one byte")
+    if size > MAX_SIZE_BYTES:
+        raise ValueError(f"{value!r}: a size is at most {MAX_SIZE_BYTES} bytes (1024GB)")
+    return size
+
+
+def parse_bucket(value: object, bare: bool = True) -> int:
+    """A token bucket's depth in bytes ('6000B'); a bare number of bytes only where `bare` allows
+    it (values the code built). From one packet of MIN_BUCKET_BYTES to MAX_SIZE_BYTES."""
+    size = value if type(value) is int and bare else parse_size(value)
+    if size < MIN_BUCKET_BYTES:
+        raise ValueError(f"{value!r}: a bucket must hold one packet of {MIN_BUCKET_BYTES} bytes at least")
+    if size > MAX_SIZE_BYTES:
+        raise ValueError(f"{value!r}: a bucket holds at most {MAX_SIZE_BYTES} bytes (1024GB)")
     return size

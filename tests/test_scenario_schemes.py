@@ -55,7 +55,7 @@ def test_a_scheme_that_is_not_a_list_is_refused_with_a_plain_set_beside_it(tmp_p
     # The check that a plain --set is not replaced by the sweep reads the schemes' paths; a scheme
     # set to a number by --set once raised TypeError there (found by tests/test_validate_props.py).
     with pytest.raises(s.ScenarioError, match="sweep: must map field paths to non-empty lists"):
-        s.load(write(tmp_path, "name: q\n"), ["name=5", "sweep.scheme=5"])
+        s.load(write(tmp_path, ""), ["name=5", "sweep.scheme=5"])
 
 
 def test_a_set_under_a_path_a_scheme_sets_is_refused(tmp_path):

@@ -257,7 +257,8 @@ def test_sweep_size_limited_before_expanding(tmp_path, state):
     ("topology.bottleneck.rate", "1500", ["rate: 1500 is a bare number", "'1500bit'"]),
     ("topology.client_link.delay", "0.002", ["'0.002s' or '0.002ms'"]),
     ("topology.bottleneck.delay", ".inf", ["inf is not a finite duration"]),
-    ("run.time_limit", "1e300s", ["1e+300 s: a point's time limit is above 0 and at most 7 days"]),
+    ("run.time_limit", "1e300s", ["'1e300s': at most 1e+09 s"]),
+    ("run.time_limit", "1e8s", ["1e+08 s: a point's time limit is above 0 and at most 7 days"]),
     ("run.time_limit", "0s", ["0 s: a point's time limit is above 0"]),
 ])
 def test_bare_numbers_for_rate_and_delay_and_absurd_time_limits_refused(field, value, words):
