@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from spec.scenario import point_label
-from results.report import _fmt, _page_row, loss_summary
+from results.report import fmt_seconds, page_row, loss_summary
 from results.store import Store
 from workloads.pages import catnip_pages
 
@@ -54,7 +54,7 @@ def _groups(store: Store, runs: list, realtime_only: bool) -> list[dict[str, Any
                 else:
                     durations.setdefault(p["page"], []).append(p["duration"])
             stats.extend(store.link_stats(run_id, point))
-        g["table"] = [_page_row(page, durations.get(page.number, []), failed.get(page.number, 0))
+        g["table"] = [page_row(page, durations.get(page.number, []), failed.get(page.number, 0))
                       for page in catnip_pages() if page.number in durations or page.number in failed]
         g["loss"] = loss_summary(stats)
         g["label"] = point_label(g["assignment"], "single point")
@@ -131,9 +131,9 @@ def render_text(report: dict[str, Any]) -> str:
         out.append(f"  {'Page':>4} {'N':>5} {'Min':>7} {'Median':>7} {'Max':>7} {'Mean':>7} {'+-95%':>6}"
                    f" {'SDev':>7} {'Fail':>4}")
         for r in g["table"]:
-            out.append(f"  {r['page']:>4} {r['n']:>5} {_fmt(r.get('min')):>7} {_fmt(r.get('median')):>7}"
-                       f" {_fmt(r.get('max')):>7} {_fmt(r.get('mean')):>7} {_fmt(r.get('ci95')):>6}"
-                       f" {_fmt(r.get('sdev')):>7} {r['failed']:>4}")
+            out.append(f"  {r['page']:>4} {r['n']:>5} {fmt_seconds(r.get('min')):>7} {fmt_seconds(r.get('median')):>7}"
+                       f" {fmt_seconds(r.get('max')):>7} {fmt_seconds(r.get('mean')):>7} {fmt_seconds(r.get('ci95')):>6}"
+                       f" {fmt_seconds(r.get('sdev')):>7} {r['failed']:>4}")
         b = g["loss"].get("bottleneck-data")
         if b:
             out.append(f"  Bottleneck loss: {100 * b['loss']:.2f}% ({b['dropped']} of {b['arrived']} packets)"

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import replace
 from typing import Any
 
 from results.samples import INTERVALS, ci95
 from results.samples import interval as interval_of
 from results.store import Store
+from results.table import Column, Table
+from results.table import render_csv as table_csv
 from spec.scenario import point_label
 from workloads.pages import catnip_pages
 
 
-def _page_row(page, durations: list[float], failed: int, interval: str = "t") -> dict[str, Any]:
+def page_row(page, durations: list[float], failed: int, interval: str = "t") -> dict[str, Any]:
     row: dict[str, Any] = {"page": page.number, "conns": len(page.objects), "bytes": page.total_bytes,
                            "n": len(durations), "failed": failed}
     if durations:
@@ -63,7 +66,7 @@ def point_report(store: Store, run_id: str, point_row, interval: str = "t") -> d
             failed[p["page"]] = failed.get(p["page"], 0) + 1
         else:
             by_page.setdefault(p["page"], []).append(p["duration"])
-    table = [_page_row(page, by_page.get(page.number, []), failed.get(page.number, 0), interval)
+    table = [page_row(page, by_page.get(page.number, []), failed.get(page.number, 0), interval)
              for page in catnip_pages() if page.number in by_page or page.number in failed]
     tcp: dict[str, Any] = store.tcp_totals(run_id, point, (
         "TcpOutSegs", "TcpRetransSegs", "TcpExtTCPTimeouts", "TcpExtTCPLossProbes", "TcpExtTCPSackRecovery",
@@ -141,7 +144,8 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
+def fmt_seconds(v: Any, digits: int = 3) -> str:
+    """Seconds as the text tables show them: 3 decimals, "-" for none."""
     return "-" if v is None else f"{v:.{digits}f}"
 
 
@@ -249,10 +253,10 @@ def render_text(report: dict[str, Any]) -> str:
             out.append(f"  {'Page':>4} {'Conns':>5} {'Bytes':>8} {'N':>4} {'Min':>7} {'Median':>7} {'Max':>7}"
                        f" {'Mean':>7} {head:>{width}} {'SDev':>7} {'Fail':>4}")
         for r in p["table"]:
-            ci = _fmt(r.get("ci95")) if kind == "t" else _bounds(r)
-            out.append(f"  {r['page']:>4} {r['conns']:>5} {r['bytes']:>8,} {r['n']:>4} {_fmt(r.get('min')):>7}"
-                       f" {_fmt(r.get('median')):>7} {_fmt(r.get('max')):>7} {_fmt(r.get('mean')):>7}"
-                       f" {ci:>{width}} {_fmt(r.get('sdev')):>7} {r['failed']:>4}")
+            ci = fmt_seconds(r.get("ci95")) if kind == "t" else _bounds(r)
+            out.append(f"  {r['page']:>4} {r['conns']:>5} {r['bytes']:>8,} {r['n']:>4} {fmt_seconds(r.get('min')):>7}"
+                       f" {fmt_seconds(r.get('median')):>7} {fmt_seconds(r.get('max')):>7} {fmt_seconds(r.get('mean')):>7}"
+                       f" {ci:>{width}} {fmt_seconds(r.get('sdev')):>7} {r['failed']:>4}")
 
         data = p["loss"].get("bottleneck-data")
         if data:
@@ -306,11 +310,6 @@ def render_csv(report: dict[str, Any]) -> str:
     """One row per (point, page): the Table II columns plus the point's sweep values and loss (the
     rows of the catnip-table-ii layout, results/layouts.py). With an interval other than Student
     t (whose half-width is the ci95 column), three columns more: interval, ci_low, ci_high."""
-    from dataclasses import replace
-
-    from results.layouts import Column
-    from results.layouts import render_csv as table_csv
-    from results.layouts import table_ii_from_report
     table = table_ii_from_report(report)
     kind = report.get("interval", {}).get("kind", "t")
     if kind != "t":  # the default CSV stays as scripts read it
@@ -356,3 +355,28 @@ def render_loss_table(report: dict[str, Any]) -> str:
                    f"{r['high_sent']:>8,} {r['high_drops']:>7,} {pct(r['high_loss']):>8}  "
                    f"{r['low_sent']:>8,} {r['low_drops']:>7,} {pct(r['low_loss']):>8}{flag}")
     return "\n".join(out)
+
+
+SECONDS = {"type": "float", "unit": "s"}
+TABLE_II_TITLE, TABLE_II_PAPER = "Web page download times per page", "CATNIP Table II"
+
+TABLE_II_COLUMNS = [
+    Column("run_id", "str"), Column("point", "int"), Column("rep", "int"), Column("assignment", "json"),
+    Column("page", "int"), Column("conns", "int"), Column("bytes", "int", "B"), Column("n", "int"),
+    Column("min", **SECONDS), Column("median", **SECONDS), Column("max", **SECONDS), Column("mean", **SECONDS),
+    Column("sdev", **SECONDS), Column("failed", "int"), Column("bottleneck_loss", "float", "1", fmt="%"),
+    Column("realtime_ok", "bool"), Column("ci95", **SECONDS)]
+
+
+def table_ii_from_report(rep: dict[str, Any]) -> Table:
+    """The rows of Table II per point and page of a `report.run_report` (what `catnip report RUN
+    --csv` writes: one row per point and page with the point's sweep values and loss)."""
+    rows = []
+    for p in rep["points"]:
+        data = p["loss"].get("bottleneck-data", {})
+        for r in p["table"]:
+            rows.append((rep["run_id"], p["point"], p["rep"], p["assignment"], r["page"], r["conns"], r["bytes"],
+                         r["n"], r.get("min"), r.get("median"), r.get("max"), r.get("mean"), r.get("sdev"),
+                         r["failed"], data.get("loss"), p["realtime_ok"], r.get("ci95")))
+    return Table("catnip-table-ii", TABLE_II_TITLE, TABLE_II_PAPER, (rep["run_id"],), tuple(TABLE_II_COLUMNS),
+                 tuple(rows), (), rep)

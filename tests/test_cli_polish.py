@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from controller import cli
 from controller import validate as validate_mod
 from controller.cli import main
+from results import table as tables
 from results import compare, layouts
 from results.store import Store
 from testbed import paths
@@ -81,7 +82,7 @@ def test_compare_csv_is_the_table_xi_layout(db):
     assert res.exit_code == 0, res.output
     with Store(db) as s:
         table = layouts.build("catnip-table-xi", s, BASE, *RUNS)
-    assert res.output == layouts.render_csv(table).replace("\r\n", "\n")
+    assert res.output == tables.render_csv(table).replace("\r\n", "\n")
     assert tuple(c.name for c in table.columns) == cli.TABLE_XI_COLUMNS
     # --realtime-only, which the layout does not take: point 1 (not real time) is left out everywhere.
     res = _cli("compare", BASE, RUNS[0], "--db", db, "--csv", "--realtime-only")

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from controller import cli
 from controller.cli import main
+from results import table as tables
 from results import layouts, pooled, report, samples
 from results.store import Store
 
@@ -79,7 +80,7 @@ def test_loss_and_by_sender_in_every_format(db):
     with Store(db) as s:
         table = layouts.build("catnip-loss", s, "s1")
     assert _report(db, "s1", "--loss").output == layouts.render_text(table) + "\n"
-    assert _report(db, "s1", "--loss", "--csv").output == layouts.render_csv(table).replace("\r\n", "\n")
+    assert _report(db, "s1", "--loss", "--csv").output == tables.render_csv(table).replace("\r\n", "\n")
     assert json.loads(_report(db, "s1", "--loss", "--json").output)["layout"] == "catnip-loss"
     text = _report(db, "s1", "--by-sender").output
     assert text.startswith("Page times and retransmissions by the servers' congestion control")

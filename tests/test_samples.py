@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from controller.cli import main
+from results import table as tables
 from results import compare, layouts, report, samples
 from results.samples import MetricSummary
 from results.store import Store
@@ -199,16 +200,16 @@ def test_registry_and_unknown_names():
 
 
 def test_tables_check_their_types():
-    cols = (layouts.Column("n", "int"), layouts.Column("t", "float", "s"))
-    layouts.Table("x", "X", "p", ("r",), cols, ((1, 2), (None, 0.5)))
+    cols = (tables.Column("n", "int"), tables.Column("t", "float", "s"))
+    tables.Table("x", "X", "p", ("r",), cols, ((1, 2), (None, 0.5)))
     with pytest.raises(TypeError, match="column n"):
-        layouts.Table("x", "X", "p", ("r",), cols, ((1.5, 2.0),))
+        tables.Table("x", "X", "p", ("r",), cols, ((1.5, 2.0),))
     with pytest.raises(TypeError, match="column t"):
-        layouts.Table("x", "X", "p", ("r",), cols, ((1, True),))
+        tables.Table("x", "X", "p", ("r",), cols, ((1, True),))
     with pytest.raises(ValueError, match="2 columns"):
-        layouts.Table("x", "X", "p", ("r",), cols, ((1,),))
+        tables.Table("x", "X", "p", ("r",), cols, ((1,),))
     with pytest.raises(ValueError):
-        layouts.Column("n", "integer")
+        tables.Column("n", "integer")
 
 
 def test_app_metrics_layout(store):
@@ -219,9 +220,9 @@ def test_app_metrics_layout(store):
     assert recs[2]["label"] == "app.rate=1" and recs[2]["mean"] == 2.5 and recs[2]["unit"] == "s"
     mean = next(c for c in table.columns if c.name == "mean")
     assert mean.unit_from == "unit"
-    rows = list(csv.DictReader(io.StringIO(layouts.render_csv(table))))
+    rows = list(csv.DictReader(io.StringIO(tables.render_csv(table))))
     assert rows[2]["metric"] == "echo_delay" and float(rows[2]["p50"]) == 2.5 and rows[0]["tag"] == ""
-    doc = json.loads(layouts.render_json(table))
+    doc = json.loads(tables.render_json(table))
     assert doc["layout"] == "app-metrics" and doc["rows"] == json.loads(json.dumps(recs))
     assert {"name": "mean", "type": "float", "unit_from": "unit"} in doc["columns"]
     text = layouts.render_text(table)
@@ -285,7 +286,7 @@ def test_table_ii_layout_is_the_report(web_db):
     res = _cli("base", "--db", str(web_db))
     assert res.exit_code == 0 and res.output == report.render_text(rep) + "\n"
     res = _cli("base", "--db", str(web_db), "--csv")
-    assert report.render_csv(rep) == layouts.render_csv(table) == _csv_before_layouts(rep)
+    assert report.render_csv(rep) == tables.render_csv(table) == _csv_before_layouts(rep)
     assert res.exit_code == 0 and res.output == _csv_before_layouts(rep).replace("\r\n", "\n")
     assert res.output.splitlines()[0].startswith("run_id,point,rep,assignment,page,conns,bytes,n,min,median")
     res = _cli("ba", "--db", str(web_db), "--json")  # an id prefix, as before

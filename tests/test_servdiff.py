@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from controller.cli import main
 from controller.run_queue import RunQueue
+from results import table as tables
 from results import figures, layouts
 from results import servdiff as sd
 from results.samples import t975
@@ -260,10 +261,10 @@ def test_runs_compared_are_schemes_named_by_their_scenario(tmp_path):
 
 def test_layout_renders_text_csv_and_json_from_one_table(store):
     t = layouts.build("servdiff", store, "dt")
-    rows = list(csv.DictReader(io.StringIO(layouts.render_csv(t))))
+    rows = list(csv.DictReader(io.StringIO(tables.render_csv(t))))
     assert len(rows) == 5 and rows[0]["h10_over_5s"] == "0.75" and rows[0]["loss_arrived"] == "1000"
     assert rows[0]["echo_p90"] == "" and rows[1]["tag"] == "rtt20ms"
-    doc = json.loads(layouts.render_json(t))
+    doc = json.loads(tables.render_json(t))
     assert doc["layout"] == "servdiff" and doc["rows"][0]["echo_over_150ms"] == 0.5
     cols = {c["name"]: c for c in doc["columns"]}
     assert cols["echo_p90"]["unit"] == "s" and cols["loss"]["unit"] == "1" and cols["loss_arrived"]["unit"] == "pkt"
@@ -426,7 +427,7 @@ def test_cli_layouts_and_figure_spec(store):
     db = store.path
     res = _cli(db, "dt", "--layout", "servdiff", "--csv")
     assert res.exit_code == 0, res.output
-    assert res.output == layouts.render_csv(layouts.build("servdiff", store, "dt")).replace("\r\n", "\n")
+    assert res.output == tables.render_csv(layouts.build("servdiff", store, "dt")).replace("\r\n", "\n")
     res = _cli(db, "dt", "--layout", "servdiff")
     assert res.exit_code == 0 and res.output.startswith("Service differentiation (Nouredine and Tobagi 2002): dt")
     res = _cli(db, "dt", "--figure", "telnet", "--tag", "rtt80ms", "--json")

@@ -17,6 +17,7 @@ import shutil
 import pytest
 
 from controller.run_queue import RunQueue
+from results import table as tables
 from results.store import Store
 from testbed.paths import REPO
 from webui.app import create_app
@@ -512,7 +513,7 @@ def test_application_metrics_csv_is_the_app_metrics_layout(apps_env):
     assert r.status_code == 200 and r.mimetype == "text/csv"
     assert r.headers["Content-Disposition"] == f'attachment; filename="{APPS}-apps.csv"'
     with Store(app.config["CATNIP_DB"]) as store:
-        assert r.get_data(as_text=True) == layouts.render_csv(layouts.build("app-metrics", store, APPS))
+        assert r.get_data(as_text=True) == tables.render_csv(layouts.build("app-metrics", store, APPS))
     rows = list(csv.DictReader(io.StringIO(r.get_data(as_text=True))))
     assert [(row["point"], row["app"], row["metric"], row["tag"], row["n"], row["errors"]) for row in rows] == [
         ("0", "bulk", "goodput", TAG, "2", "0"), ("0", "bulk", "goodput", "rtt20ms", "3", "0"),
