@@ -37,7 +37,7 @@ from controller.point import cpu_times
 from controller.skeleton import CANCEL_SIGNALS, Progress, ProgressSink, RunCancelled
 
 if TYPE_CHECKING:
-    from controller.runner import PointPlan
+    from controller.point_plan import PointPlan
 from spec.scenario import Sweep
 from results.store import Store
 from testbed import cleanup, paths, processes

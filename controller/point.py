@@ -48,7 +48,8 @@ from testbed.links import EngineBackend, KernelBackend
 from workloads.apps.base import AppContext, AppError, Application, lookup
 
 if TYPE_CHECKING:
-    from controller.runner import PointPlan, Progress
+    from controller.point_plan import PointPlan
+    from controller.skeleton import Progress
 
 # The clients start on a common clock. The web, Telnet, FTP and burst clients are launched first
 # and say READY once loaded (workloads/gate.py): the first about 1 s after its launch, the rest at

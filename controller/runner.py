@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -20,10 +19,9 @@ from controller.skeleton import (Progress, ProgressSink, RunBusy, RunCancelled, 
                                  signals_cancel)
 from results.store import Store
 from spec import senders
-from spec.scenario import Scenario, Sweep, point_label
-from spec.record import PointRecord
+from spec.scenario import Scenario, Sweep
+from controller.point_plan import PointPlan, plan_points
 from testbed import paths, processes
-from testbed.plan import plan as plan_point
 from testbed.hostconfig import HostConfigError
 from testbed.capabilities import Capabilities
 from testbed.metadata import git_revision, versions
@@ -124,50 +122,6 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
         finally:
             store.finish_run(run_id, status, error)
     return run_id
-
-
-def plan_points(sweep: Sweep, artifacts: Path) -> list["PointPlan"]:
-    """Every point run of the sweep in order; each point repeats as its own scenario says
-    (run.repetitions can be swept, so points may differ)."""
-    total = sum(s.run.repetitions for _, s in sweep.points)
-    plans: list[PointPlan] = []
-    for assignment, scenario in sweep.points:
-        for rep in range(scenario.run.repetitions):
-            index = len(plans)
-            plans.append(PointPlan(index, rep, assignment, scenario, point_label(assignment, sweep.name),
-                                   total, artifacts / f"point{index}"))
-    return plans
-
-
-@dataclass
-class PointPlan:
-    """One point of a run, before it runs: what it is, where its files go."""
-
-    index: int
-    rep: int
-    assignment: dict
-    scenario: Scenario
-    label: str
-    points: int
-    workdir: Path
-
-    @property
-    def seed(self) -> int:
-        return self.scenario.seed + 1000 * self.rep
-
-    def progress(self, run_id: str) -> Progress:
-        return Progress(run_id, self.index, self.points, self.label)
-
-    @property
-    def record(self) -> PointRecord:
-        """What this point runs (spec/record.py): the network is built from it and it is stored."""
-        return plan_point(self.scenario, self.seed)
-
-    def create(self, store: Store, run_id: str) -> None:
-        # Configs, logs and client records stay with the run (enough to explain it).
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        store.create_point(run_id, self.index, self.rep, self.assignment, self.scenario.model_dump(), self.seed,
-                           record=self.record.model_dump(mode="json"))
 
 
 def _run_in_process(plan: PointPlan, run_id: str, caps: Capabilities, store: Store, artifacts: Path,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.runner import PointPlan
+from controller.point_plan import PointPlan
 from results import layouts, servdiff, tcpf
 from results.point_record import record_of
 from results.store import Store
