@@ -49,19 +49,28 @@ class RunBusy(RuntimeError):
     pass
 
 
+class LeftoversFound(RunBusy):
+    """The machine holds what a run that died without its teardown left: a new run would collide
+    with it (Mininet's "RTNETLINK answers: File exists", seconds in) or share the machine with it."""
 
 
-def close_abandoned_runs(store: Store) -> list[str]:
+def close_abandoned_runs(store: Store, recover: bool = True) -> list[str]:
     """Runs recorded as running whose runner has gone (SIGKILL, a crash, a reboot) are marked
     interrupted, with their running points, so lists and the dashboard stop waiting for them;
-    returns their ids. Runs recorded before runners were named cannot be told and stay as they are."""
+    returns their ids. What their clients had written to the runs' folders is then read into the
+    database, marked recovered (controller/recover.py). Runs recorded before runners were named
+    cannot be told and stay as they are."""
+    from controller import recover as recovery
     closed = []
     for run in store.running_runs():
         if run["runner"] and not processes.alive(run["runner"]):
             pid = run["runner"].split("/")[1]
             store.interrupt_run(run["id"], f"its runner (pid {pid}) ended without finishing it (killed, or the"
-                                           " machine restarted); `catnip clean` removes what it left")
+                                           " machine restarted); its watchdog or `catnip clean` removes what"
+                                           " it left")
             closed.append(run["id"])
+    for run_id in closed if recover and not store.readonly else []:
+        recovery.recover_run(store, run_id, wait=recovery.WRITERS_WAIT_S)
     return closed
 
 
@@ -87,7 +96,12 @@ def machine_lock(wait: bool = False) -> Iterator[None]:
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         fh.write(f"pid {os.getpid()} since {since}: {' '.join(sys.argv)[:200]}")
         fh.flush()
-        with run_cgroup.joined():  # everything the run starts is born in its group
+        # Asked while holding the lock: nothing of a live run is among them.
+        left = cleanup.start_blockers()
+        if left:
+            raise LeftoversFound(f"a run that died without its teardown left {cleanup.describe(left)}: run `catnip"
+                                 " clean` first, then start again")
+        with run_cgroup.joined():  # everything the run starts is born in its group; a watchdog outside it
             yield
     finally:
         fh.seek(0)

@@ -161,6 +161,36 @@ def leftovers() -> dict[str, list]:
     return {k: v for k, v in state.items() if v}
 
 
+# What a new run cannot start over: it would collide on their names (Mininet's "RTNETLINK answers:
+# File exists" seconds into building) or share the machine with a dead run's processes.
+BLOCKING = ("processes", "ovs_bridges", "links", "namespaces", "bpf_pins", "cgroups")
+
+
+def in_initial_netns() -> bool:
+    """This process sees the machine's own network (not an imitated machine's, testbed/machines.py,
+    which shares /run/netns and the cgroup tree with the machine it runs on)."""
+    return _net_ns("self") is not None and _net_ns("self") == _net_ns(1)
+
+
+def start_blockers() -> dict[str, list]:
+    """Leftovers a run must not start over (BLOCKING), found where names would collide: in the
+    machine's initial network namespace; elsewhere {}. Asked while holding the machine lock, so
+    nothing of a live run is among them."""
+    if not in_initial_netns():
+        return {}
+    return {k: v for k, v in leftovers().items() if k in BLOCKING}
+
+
+def describe(left: dict[str, list], per_kind: int = 3) -> str:
+    """Leftovers in one line: each kind with its first few names."""
+    parts = []
+    for kind, items in left.items():
+        names = [str(i).split()[0] if kind != "processes" else str(i)[:60] for i in items[:per_kind]]
+        more = f" (+{len(items) - per_kind} more)" if len(items) > per_kind else ""
+        parts.append(f"{kind.replace('_', ' ')} {', '.join(names)}{more}")
+    return "; ".join(parts)
+
+
 class RunInProgress(RuntimeError):
     """A run holds the machine lock: what exists now is its, not left over."""
 
@@ -216,6 +246,13 @@ def clean(force: bool = False) -> list[str]:
     if holder and holder_pid(holder):
         _stop([holder_pid(holder)])
         done.append(f"run holding the machine lock: {holder}")
+    return done + remove_all()
+
+
+def remove_all() -> list[str]:
+    """What `clean` removes, without asking who holds the machine lock: for a caller that holds it
+    itself (a dead run's watchdog, testbed/run_watchdog.py). Returns a line per thing removed."""
+    done = []
     procs = our_processes()
     done += [f"process {pid}: {cmd[:100]}" for pid, cmd in procs]
     _stop([pid for pid, _ in procs])

@@ -121,18 +121,23 @@ def remove(group: Path, timeout: float = 10.0) -> list[str]:
 
 
 @contextmanager
-def joined() -> Iterator[Path | None]:
+def joined(watch: bool = True) -> Iterator[Path | None]:
     """Run the body with this process in a new run group; afterwards move back, end whatever the
     run left running in the group (its teardown should have; a leak must not outlive the run),
-    and remove the group."""
+    and remove the group. With `watch`, a watchdog (testbed/run_watchdog.py), started before this
+    process joins so that it is born outside the group, ends the group and removes what the run
+    left if this process dies without getting here (SIGKILL)."""
+    from testbed import run_watchdog
     root, before = hierarchy(), own_group()
     group = None
-    if root is not None and before is not None:
-        candidate = root / f"{PREFIX}{os.getpid()}"
+    watchdog = None
+    candidate = root / f"{PREFIX}{os.getpid()}" if root is not None and before is not None else None
+    if candidate is not None:
         try:
             if candidate.exists():  # a run of an earlier process with our pid was killed: its leftovers
                 remove(candidate)
             candidate.mkdir()
+            watchdog = run_watchdog.start(candidate) if watch else None
             (candidate / "cgroup.procs").write_text(str(os.getpid()))
             group = candidate
         except OSError as exc:
@@ -142,6 +147,8 @@ def joined() -> Iterator[Path | None]:
                 candidate.rmdir()
             except OSError:
                 pass
+    if watchdog is None and watch and group is None:  # no group: it still removes what the run left
+        watchdog = run_watchdog.start(None)
     try:
         yield group
     finally:
@@ -152,3 +159,5 @@ def joined() -> Iterator[Path | None]:
                 (root / "cgroup.procs").write_text(str(os.getpid()))
             for line in remove(group):
                 print(f"catnip: {line}", file=sys.stderr)
+        if watchdog is not None:  # the run ended through its own teardown: nothing for it to do
+            watchdog.finished()
