@@ -20,8 +20,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 import os
 import sqlite3
+import stat
 import tempfile
 import time
 import zlib
@@ -29,19 +31,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from results.store import RUN_ID, SCHEMA_VERSION, Store
+from results import import_schema, run_ids
+from results.store import SCHEMA_VERSION, Store
 
 FORMAT = "catnip-run-export"
 FORMAT_VERSION = 1
 SUFFIX = ".catnip.json.gz"
 
-# Columns the store writes as JSON text (results/store.py: _dumps, i.e. json.dumps(sort_keys=True)).
-JSON_COLUMNS = {
-    "runs": ("scenario", "sweep", "versions", "capabilities"),
-    "points": ("assignment", "resolved", "fidelity", "sysctls", "offloads", "marking", "environment",
-               "environment_after"),
-    "link_stats": ("config",),
-}
+# Columns the store writes as JSON text (results/store.py: _dumps, i.e. json.dumps(sort_keys=True)):
+# an export may carry them decoded (json_columns), no other column.
+JSON_COLUMNS = import_schema.JSON_COLUMNS
+# What reading an export may cost (issue 47: a 4.2 MB gzip bomb of 4 GiB, /dev/zero, a FIFO). The
+# largest export measured here is a few MB (a 100-client point with 100,000 samples: about 10 MB
+# of JSON); the text is read whole, so these bound the memory an import takes too.
+MAX_FILE_BYTES = 256 * 1024 * 1024   # the gzip'd file
+MAX_TEXT_BYTES = 256 * 1024 * 1024   # the JSON it decompresses to
+MAX_TABLES = 64
 # Where an import records where the run came from (runs.imported, schema version 8; an older
 # database without the column imports the run unmarked).
 PROVENANCE_COLUMN = "imported"
@@ -124,7 +129,7 @@ def _table(db: sqlite3.Connection, table: str, run_id: str) -> dict[str, Any]:
 def run_folder_manifest(folder: Path) -> dict[str, Any] | None:
     """The regular files of a run's folder (links not followed): path relative to it, size and
     SHA-256, so a copy sent beside the export can be checked; None when there is no folder."""
-    if not folder.is_dir():
+    if folder.is_symlink() or not folder.is_dir():  # a link in place of the folder lists where it points
         return None
     files = []
     for root, dirs, names in os.walk(folder):
@@ -146,6 +151,9 @@ def export_run(store: Store, run_id: str, folder: Path | None = None, code_rev: 
                ) -> dict[str, Any]:
     """The export document of run `run_id` (its exact id). `folder` is the run's folder (listed,
     not included); `code_rev` the exporting code's git revision."""
+    why = run_ids.problem(run_id)
+    if why is not None:  # e.g. '..' imported by an older version: its "folder" would be the data folder
+        raise ArchiveError(f"run {why}: not exported (its folder would not be its own)")
     run = store.run(run_id)
     if run is None:
         raise ArchiveError(f"no run {run_id!r} in {store.path} (`catnip list` shows the runs)")
@@ -226,21 +234,40 @@ def check(document: Any, path: Path) -> dict[str, Any]:
     if version > FORMAT_VERSION:
         raise NewerFormat(f"{path} is export format version {version}; this code reads versions up to"
                           f" {FORMAT_VERSION}: update this checkout to import it")
-    run_id = document.get("run_id")
-    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
-        raise _not_valid(path, f"run_id {str(run_id)[:120]!r} is not a run id")
+    why = run_ids.problem(document.get("run_id"))  # the id names a folder: the one validator of every id
+    if why is not None:
+        raise _not_valid(path, f"run_id {why}")
+    run_id = document["run_id"]
     tables = document.get("tables")
     if not isinstance(tables, dict) or "runs" not in tables or "points" not in tables:
         raise _not_valid(path, "it has no tables runs and points")
+    if len(tables) > MAX_TABLES:
+        raise _not_valid(path, f"it has {len(tables)} tables; a database has fewer than {MAX_TABLES}")
+    for key in ("exported", "run_folder"):
+        if document.get(key) is not None and not isinstance(document[key], dict):
+            raise _not_valid(path, f"{key} is {type(document[key]).__name__}, not an object")
+    exported = document.get("exported") or {}
+    at, rev = exported.get("at"), exported.get("code_git_rev")
+    if at is not None and (not isinstance(at, (int, float)) or isinstance(at, bool) or not math.isfinite(at)):
+        raise _not_valid(path, f"exported.at is {str(at)[:40]!r}, not a time in seconds")
+    if rev is not None and (not isinstance(rev, str) or len(rev) > import_schema.MAX_NAME):
+        raise _not_valid(path, f"exported.code_git_rev {str(rev)[:60]!r} is not a git revision")
+    folder = (document.get("run_folder") or {}).get("path")
+    if folder is not None and (not isinstance(folder, str) or len(folder) > 4096):
+        raise _not_valid(path, f"run_folder.path {str(folder)[:60]!r} is not a path")
     for name, t in tables.items():
         if not isinstance(t, dict):
             raise _not_valid(path, f"table {str(name)[:60]!r} is not an object")
         cols, decoded, rows = t.get("columns"), t.get("json_columns", []), t.get("rows")
-        if (not isinstance(cols, list) or not cols or not all(isinstance(c, str) for c in cols)
+        if (not isinstance(cols, list) or not cols or not all(isinstance(c, str) and len(c) <= 64 for c in cols)
                 or len(set(cols)) != len(cols)):
             raise _not_valid(path, f"table {name[:60]!r} has no list of distinct column names")
-        if not isinstance(decoded, list) or not set(decoded) <= set(cols):
-            raise _not_valid(path, f"table {name[:60]!r}: json_columns are not among its columns")
+        if not isinstance(decoded, list) or not all(isinstance(c, str) for c in decoded):
+            raise _not_valid(path, f"table {name[:60]!r}: json_columns is not a list of column names")
+        foreign = [c for c in decoded if c not in cols or c not in JSON_COLUMNS.get(name, ())]
+        if foreign:  # e.g. the run id "decoded": it would be written back quoted
+            raise _not_valid(path, f"table {name[:60]!r}: json_columns {', '.join(foreign)[:120]} are not JSON"
+                                   f" columns of it (those are: {', '.join(JSON_COLUMNS.get(name, ())) or 'none'})")
         if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == len(cols) for r in rows):
             raise _not_valid(path, f"table {name[:60]!r}: every row must be a list of {len(cols)} values")
         key = "id" if name == "runs" else "run_id"
@@ -257,23 +284,70 @@ def check(document: Any, path: Path) -> dict[str, Any]:
     return document
 
 
-def read(path: Path) -> tuple[dict[str, Any], str]:
-    """The checked document of an export file and the SHA-256 of the file."""
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _gunzip(fh, path: Path, max_file: int, max_text: int) -> tuple[bytes, str]:
+    """The decompressed bytes of a gzip file read in blocks (every member of it), and the file's
+    SHA-256; refused past max_file bytes of file or max_text of text, before holding more."""
+    not_gzip = NotAnExport(f"{path} is not a catnip run export (not gzip'd; `catnip export` writes RUN{SUFFIX})")
+    digest, read, out = hashlib.sha256(), 0, bytearray()
+    inflate, in_member = zlib.decompressobj(wbits=31), False
+    while block := fh.read(1 << 20):
+        read += len(block)
+        if read > max_file:
+            raise ArchiveError(f"{path} is larger than {max_file >> 20} MB, the most an import reads")
+        digest.update(block)
+        pending = block
+        while pending:
+            in_member = True
+            try:
+                # At most what is still allowed, +1 to see it overflow: a bomb stops here.
+                out += inflate.decompress(pending, max_text + 1 - len(out))
+            except zlib.error:
+                raise not_gzip from None
+            if len(out) > max_text:
+                raise ArchiveError(f"{path} decompresses to more than {max_text >> 20} MB, the most an import"
+                                   " reads (a run's export is a few MB)")
+            if inflate.eof:  # a member ended; another may follow (as `cat a.gz b.gz` makes)
+                pending = inflate.unused_data
+                inflate, in_member = zlib.decompressobj(wbits=31), False
+            else:
+                pending = inflate.unconsumed_tail
+    if not read:
+        raise NotAnExport(f"{path} is empty, not a catnip run export")
+    if in_member:
+        raise NotAnExport(f"{path} is not a catnip run export (gzip'd data cut short)") if out else not_gzip
+    return bytes(out), digest.hexdigest()
+
+
+def read(path: Path, max_file: int = MAX_FILE_BYTES, max_text: int = MAX_TEXT_BYTES) -> tuple[dict[str, Any], str]:
+    """The checked document of an export file and the SHA-256 of the file. Only a regular file is
+    read (opened without waiting on a FIFO), at most `max_file` bytes decompressing to at most
+    `max_text`, in blocks: a gzip bomb, a device or a pipe is refused in one line."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        text = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error):
-        raise NotAnExport(f"{path} is not a catnip run export (not gzip'd; `catnip export` writes"
-                          f" RUN{SUFFIX})") from None
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ArchiveError(f"{path} is {_kind(mode)}, not a regular file: give the file `catnip export` wrote")
+        try:
+            text, sha256 = _gunzip(fh, path, max_file, max_text)
+        except OSError as exc:
+            raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
         document = json.loads(text)
-    except (ValueError, RecursionError):  # ValueError: not JSON, or not UTF-8
+    except (ValueError, RecursionError):  # ValueError: not JSON, or not UTF-8, or an integer over 4300 digits
         raise NotAnExport(f"{path} is not a catnip run export (gzip'd, but not a JSON document)") from None
-    return check(document, path), hashlib.sha256(raw).hexdigest()
+    return check(document, path), sha256
 
 
 @dataclass(frozen=True)
@@ -284,10 +358,12 @@ class Imported:
 
 
 def check_new_id(run_id: str) -> None:
-    """The shape of a run id (it names the run's folder, data/runs/ID), as `catnip run --run-id`."""
-    if not RUN_ID.fullmatch(run_id) or run_id.startswith((".", "-")):
-        raise ArchiveError(f"--as {run_id[:120]!r}: a run id is letters, digits, '.', '_' and '-', at most 100,"
-                           " starting with a letter or digit")
+    """The shape of a run id (it names the run's folder, data/runs/ID): results/run_ids.py, as
+    `catnip run --run-id` and the dashboard's URLs."""
+    try:
+        run_ids.check(run_id, "--as")
+    except run_ids.BadRunId as exc:
+        raise ArchiveError(str(exc)) from None
 
 
 def _check_tables(store: Store, document: dict[str, Any], source: str) -> None:
@@ -305,20 +381,101 @@ def _check_tables(store: Store, document: dict[str, Any], source: str) -> None:
                                " lacks" + newer)
 
 
+_CHECKERS: dict[tuple[str, tuple], Any] = {}
+
+
+def _checker(db: sqlite3.Connection, table: str):
+    """The row checker of `table` as this database declares it (results/import_schema.py)."""
+    info = tuple((r[1], r[2], bool(r[3])) for r in db.execute(f'PRAGMA table_info("{table}")'))
+    key = (table, info)
+    if key not in _CHECKERS:
+        _CHECKERS[key] = import_schema.row_model(table, list(info))
+    return _CHECKERS[key]
+
+
+def prepare_rows(store: Store, document: dict[str, Any], source: str) -> dict[str, tuple[list[str], list[list]]]:
+    """Every table's rows checked against the schema of `store` (results/import_schema.py) and made
+    ready to write: (columns, rows), JSON columns as the text the store holds (decoded ones encoded
+    as the store writes them, text ones as they came). ArchiveError naming the first wrong value."""
+    _check_tables(store, document, source)
+    out = {}
+    for name, t in document["tables"].items():
+        cols = t["columns"]
+        decoded = set(t.get("json_columns", []))
+        json_cols = [i for i, c in enumerate(cols) if c in JSON_COLUMNS.get(name, ())]
+        values, texts = [], []
+        for n, r in enumerate(t["rows"]):
+            v, text = list(r), list(r)
+            for i in json_cols:
+                if r[i] is None:
+                    continue
+                if cols[i] in decoded:
+                    text[i] = _canonical(r[i])
+                else:
+                    v[i] = import_schema.decode_json(name, cols[i], n, r[i])
+            values.append(v)
+            texts.append(text)
+        try:
+            import_schema.check_rows(name, _checker(store.db, name), cols, values)
+        except import_schema.SchemaError as exc:
+            raise ArchiveError(f"{source}: {exc}") from None
+        out[name] = (cols, texts)
+    return out
+
+
+def _never_running(tables: dict[str, tuple[list[str], list[list]]], run_id: str) -> str | None:
+    """A run recorded running (or queued) elsewhere has no runner here: the import makes it, and
+    such points, `interrupted`, as `catnip list` marks a run whose runner died; what it measured
+    is kept. Its finish is its last sign of life (a point's end, a progress row, its start).
+    Returns the status it was imported with when it was changed."""
+    cols, rows = tables["runs"]
+    run = rows[0]
+    status = run[cols.index("status")]
+    if status not in import_schema.LIVE_STATUSES:
+        return None
+    note = (f"imported while recorded as {status}: its runner was on the machine it came from, so it is"
+            " interrupted here")
+    times = [run[cols.index("started")]] if "started" in cols else []
+    if "points" in tables:
+        pcols, prows = tables["points"]
+        for p in prows:
+            if "finished" in pcols and p[pcols.index("finished")] is not None:
+                times.append(p[pcols.index("finished")])
+            if p[pcols.index("status")] in import_schema.LIVE_STATUSES:
+                p[pcols.index("status")] = "interrupted"
+                if "error" in pcols:
+                    p[pcols.index("error")] = note
+    if "progress" in tables:
+        gcols, grows = tables["progress"]
+        times += [g[gcols.index("t")] for g in grows if "t" in gcols and g[gcols.index("t")] is not None]
+    run[cols.index("status")] = "interrupted"
+    if "error" in cols:
+        error = run[cols.index("error")]
+        run[cols.index("error")] = note if not error else f"{note}; {error}"[:import_schema.MAX_ERROR]
+    if "finished" in cols and run[cols.index("finished")] is None:
+        run[cols.index("finished")] = max((t for t in times if t is not None), default=None)
+    return status
+
+
 def import_run(store: Store, document: dict[str, Any], new_id: str | None = None, source: str = "",
                sha256: str | None = None) -> Imported:
     """Writes a checked document's rows into `store` in one transaction, under `new_id` or the
-    run's own id: all of them, or (on any error) none. RunExists if the id is taken."""
+    run's own id: all of them, or (on any error) none. Every row is checked against the store's
+    schema first (prepare_rows); a run recorded running is imported interrupted. RunExists if the
+    id is taken."""
     old_id = document["run_id"]
     if new_id is not None:
         check_new_id(new_id)
+    why = run_ids.problem(old_id)
+    if why is not None:  # check() refuses it; a document built in code comes here too
+        raise ArchiveError(f"{source}: run_id {why}")
     run_id = new_id or old_id
     if store.readonly:
         raise ArchiveError(f"{store.path} can only be read here (a read-only file system, folder or file): give"
                            " another --db")
     db = store.db
-    tables = document["tables"]
-    _check_tables(store, document, source)
+    tables = prepare_rows(store, document, source)
+    was = _never_running(tables, run_id)
     order = ["runs", "points", *sorted(n for n in tables if n not in ("runs", "points"))]
     total = 0
     try:
@@ -326,30 +483,23 @@ def import_run(store: Store, document: dict[str, Any], new_id: str | None = None
         if db.execute("SELECT 1 FROM runs WHERE id=?", (run_id,)).fetchone():
             raise RunExists(f"run {run_id} is already in {store.path}: import it under another id with --as NEW_ID")
         for name in order:
-            t = tables[name]
-            cols = t["columns"]
+            cols, rows = tables[name]
             key = cols.index("id" if name == "runs" else "run_id")
-            decoded = [cols.index(c) for c in t.get("json_columns", [])]
-            rows = []
-            for r in t["rows"]:
-                r = list(r)
+            for r in rows:
                 r[key] = run_id
-                for i in decoded:
-                    if r[i] is not None:
-                        r[i] = _canonical(r[i])
-                rows.append(r)
             quoted = ", ".join(f'"{c}"' for c in cols)
             db.executemany(f'INSERT INTO "{name}" ({quoted}) VALUES ({", ".join("?" * len(cols))})', rows)
             total += len(rows)
         marked = PROVENANCE_COLUMN in _columns(db, "runs")
         if marked:
-            previous = tables["runs"]["rows"][0][tables["runs"]["columns"].index(PROVENANCE_COLUMN)] \
-                if PROVENANCE_COLUMN in tables["runs"]["columns"] else None
-            exported = document.get("exported") if isinstance(document.get("exported"), dict) else {}
+            rcols, rrows = tables["runs"]
+            previous = rrows[0][rcols.index(PROVENANCE_COLUMN)] if PROVENANCE_COLUMN in rcols else None
+            exported = document.get("exported") or {}
             db.execute(f'UPDATE runs SET "{PROVENANCE_COLUMN}"=? WHERE id=?', (_canonical({
                 "file": Path(source).name, "file_sha256": sha256, "run_id": old_id, "exported_at": exported.get("at"),
-                "exported_by": exported.get("code_git_rev"), "imported_at": time.time(), "earlier": previous}),
-                run_id))
+                "exported_by": exported.get("code_git_rev"), "imported_at": time.time(),
+                "run_folder": (document.get("run_folder") or {}).get("path"), "status_was": was,
+                "earlier": None if previous is None else json.loads(previous)}), run_id))
         db.commit()
     except sqlite3.Error as exc:
         db.rollback()
@@ -370,34 +520,23 @@ def merge_points(store: Store, document: dict[str, Any], run_id: str, first_poin
     run is the store's own. Returns the rows written."""
     if store.run(run_id) is None:
         raise ArchiveError(f"no run {run_id!r} in {store.path} to merge points into")
-    _check_tables(store, document, source)
-    tables = {n: t for n, t in document["tables"].items() if n != "runs"}
-    numbers = sorted({r[tables["points"]["columns"].index("point")] for r in tables["points"]["rows"]})
-    if any(not isinstance(p, int) or p < 0 for p in numbers):
-        raise ArchiveError(f"{source}: point numbers {numbers[:5]} are not whole numbers from 0")
+    tables = {n: t for n, t in prepare_rows(store, document, source).items() if n != "runs"}
+    pcols, prows = tables["points"]
+    numbers = sorted({r[pcols.index("point")] for r in prows})  # whole numbers from 0 (prepare_rows)
     targets = [first_point + p for p in numbers]
     db = store.db
     total = 0
     try:
         db.execute("BEGIN IMMEDIATE")
         for name in ["points", *sorted(n for n in tables if n != "points")]:
-            t = tables[name]
-            cols = t["columns"]
+            cols, rows = tables[name]
             key, at = cols.index("run_id"), cols.index("point")
-            decoded = [cols.index(c) for c in t.get("json_columns", [])]
-            rows = []
-            for r in t["rows"]:
-                r = list(r)
+            for r in rows:
                 r[key], r[at] = run_id, first_point + r[at]
                 if name == "points" and environment is not None and "environment" in cols:
                     i = cols.index("environment")
-                    env = r[i] if i in decoded else json.loads(r[i]) if r[i] is not None else None
-                    env = {**(env if isinstance(env, dict) else {}), "cluster": environment}
-                    r[i] = env if i in decoded else _canonical(env)
-                for i in decoded:
-                    if r[i] is not None:
-                        r[i] = _canonical(r[i])
-                rows.append(r)
+                    env = json.loads(r[i]) if r[i] is not None else None
+                    r[i] = _canonical({**(env if isinstance(env, dict) else {}), "cluster": environment})
             marks = ", ".join("?" * len(targets))
             db.execute(f'DELETE FROM "{name}" WHERE run_id=? AND point IN ({marks})', (run_id, *targets))
             quoted = ", ".join(f'"{c}"' for c in cols)

@@ -57,7 +57,7 @@ def _record_rich(store: Store, run_id: str) -> None:
                                           "retransmissions": 1, "high_segments": 0, "error": None}])
     final = {"links": {"ctprc>ctpc1": {"arrived": {"other": [10, 15000]}, "sent": {"other": [10, 15000]},
                                        "max_queue_pkts": 1, "max_queue_bytes": 1500, "late_events": 0,
-                                       "max_late_us": float("inf")}}}
+                                       "max_late_us": 1.7976931348623157e308}}}
     store.add_link_stats(run_id, 0, "ctprc", final, {"ctprc>ctpc1": "access"}, {"ctprc>ctpc1": {"rate_bps": 10e6}},
                          {"ctprc>ctpc1": {"queue_dropped": 0, "user_dropped": 2}})
     store.update_point(run_id, 0, switch_kind="linux-bridge", link_backend="engine", capture=f"/data/runs/{run_id}/p0.pcap",
@@ -147,7 +147,7 @@ def test_every_table_round_trips_row_for_row(imported):
     assert _rows(target, RUN) == _rows(source, RUN)
     with Store(target) as store:
         assert [r["id"] for r in store.runs()] == [RUN]  # the other run of the source stayed there
-        assert store.link_summary(RUN, 0)[-1]["max_late_us"] == float("inf")
+        assert store.link_summary(RUN, 0)[-1]["max_late_us"] == 1.7976931348623157e308  # the largest double
         assert store.points(RUN)[0]["marking"].startswith('{"data_high": 10, "data_low"')
 
 
@@ -289,22 +289,26 @@ def test_import_refuses_a_run_id_already_there_and_says_to_use_as(imported, tmp_
     _one_line_refusal(_invoke(import_cmd, str(out), "--db", str(target)),
                       f"run {RUN} is already in {target}: import it under another id with --as NEW_ID")
     _one_line_refusal(_invoke(import_cmd, str(out), "--db", str(source), "--as", OTHER), f"run {OTHER} is already in")
-    _one_line_refusal(_invoke(import_cmd, str(out), "--db", str(target), "--as", "../x"), "--as '../x': a run id is")
+    _one_line_refusal(_invoke(import_cmd, str(out), "--db", str(target), "--as", "../x"), "--as: '../x' is not a run id")
     assert _rows(target, RUN) == before and _rows(target, "../x")["runs"] == []
 
 
 def test_a_failed_import_leaves_nothing_behind(imported, tmp_path):
     _, _, good, _ = imported
-    doc = json.loads(gzip.decompress(good.read_bytes()))
-    trials = doc["tables"]["transfer_trials"]  # the last table written: every other one is in by then
-    point = trials["columns"].index("point")
-    broken = _write_gz(tmp_path / "broken.gz", {**doc, "tables": {**doc["tables"], "transfer_trials": {
-        **trials, "rows": [[None if i == point else v for i, v in enumerate(r)] for r in trials["rows"]]}}})
     db = tmp_path / "fresh.db"
-    res = _invoke(import_cmd, str(broken), "--db", str(db))
+    with Store(db):
+        pass
+    con = sqlite3.connect(db)  # the database refuses the last table written: every other one is in by then
+    con.execute("CREATE TRIGGER no_trials BEFORE INSERT ON transfer_trials BEGIN SELECT RAISE(ABORT, 'no room');"
+                " END")
+    con.commit()
+    res = _invoke(import_cmd, str(good), "--db", str(db))
     assert res.exit_code == 1 and res.output.count("\n") == 1, res.output
-    assert "NOT NULL constraint failed: transfer_trials.point; nothing was imported" in res.output
+    assert "no room; nothing was imported" in res.output
     assert {t: r for t, r in _rows(db, RUN).items() if r} == {}
+    con.execute("DROP TRIGGER no_trials")
+    con.commit()
+    con.close()
     res = _invoke(import_cmd, str(good), "--db", str(db))  # and the database takes the good file after it
     assert res.exit_code == 0, res.output
 

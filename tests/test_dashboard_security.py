@@ -9,11 +9,13 @@ waits and never starts; the server test starts `catnip web` on a free loopback p
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
@@ -126,12 +128,23 @@ def test_a_post_from_a_foreign_origin_is_refused(env, origin, referer):
     ("http://127.0.0.1:8080", None),
     (None, "http://127.0.0.1:8080/runs?x=1"),
     ("http://127.0.0.1:8080", "http://127.0.0.1:8080/"),
-    (None, None),  # no browser: the CSRF token still has to be right
 ])
 def test_a_post_from_the_dashboard_itself_is_accepted(env, origin, referer):
     _, client, queue, _ = env
     r = _start(client, "127.0.0.1:8080", origin=origin, referer=referer, token=_token(client, "127.0.0.1:8080"))
     assert r.status_code == 303 and len(queue.jobs()) == 1
+
+
+def test_a_post_with_neither_origin_nor_referer_is_refused(env):
+    # A valid token and cookie are not enough: a browser always names where a POST comes from
+    # (Origin, else Referer); a request naming neither is not one of the dashboard's forms (issue 47).
+    _, client, queue, _ = env
+    token = _token(client, "127.0.0.1:8080")
+    r = _start(client, "127.0.0.1:8080", token=token)
+    assert r.status_code == 403 and "neither Origin nor Referer" in r.get_data(as_text=True)
+    assert queue.jobs() == []
+    r = client.post(f"/runs/{RUN}/cancel", headers={"Host": "127.0.0.1:8080"}, data={"csrf_token": token})
+    assert r.status_code == 403
 
 
 def test_the_csrf_token_is_still_required_from_the_right_origin(env):
@@ -238,6 +251,91 @@ def test_a_capture_is_served_only_from_its_runs_folder(env, tmp_path):
     os.mkfifo(own / "fifo.pcap")  # would block a plain open() for ever
     record(own / "fifo.pcap")
     assert client.get(url).status_code == 404
+
+
+def _hostile_export(tmp_path, run_id: str, capture: str):
+    """An export of the fixture's run as a hostile file carries it: another run id inside the file
+    (not given with --as), its point's capture recorded at `capture`."""
+    from results import archive
+    with Store(tmp_path / "data" / "catnip.db") as store:
+        store.finish_run(RUN, "done")
+        doc = archive.export_run(store, RUN)
+    doc["run_id"] = run_id
+    for name, t in doc["tables"].items():
+        key = t["columns"].index("id" if name == "runs" else "run_id")
+        for r in t["rows"]:
+            r[key] = run_id
+    points = doc["tables"]["points"]
+    points["rows"][0][points["columns"].index("capture")] = capture
+    path = tmp_path / f"hostile-{len(run_id)}.catnip.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return path
+
+
+@pytest.mark.parametrize("bad", ["..", ".", ".hidden", "-rf"])
+def test_a_run_id_inside_an_import_cannot_reach_outside_its_folder(env, tmp_path, bad):
+    # Issue 47: `--as` refused these ids, the id inside the file was not checked; imported as '..'
+    # with a capture beside the database, /runs/%2E%2E/points/0/capture.pcap served that file.
+    from click.testing import CliRunner
+    from controller.archive_cli import export_cmd, import_cmd
+    _, client, _, db = env
+    secret = db.parent / "beside-the-database.pcap"
+    secret.write_bytes(b"a file beside the database")
+    hostile = _hostile_export(tmp_path, bad, str(secret))
+    res = CliRunner().invoke(import_cmd, [str(hostile), "--db", str(db)])
+    assert res.exit_code == 2 and res.output.count("\n") == 1, res.output
+    assert f"run_id {bad!r} is not a run id" in res.output and "Traceback" not in res.output
+    url = "/runs/" + "".join(f"%{ord(c):02X}" for c in bad) + "/points/0/capture.pcap"
+    r = client.get(url)
+    assert r.status_code in (400, 404) and b"a file beside the database" not in r.data
+    # A database where an older version imported such a run: the routes refuse the id itself.
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO runs (id, name, scenario, sweep, started, status) VALUES (?, 'x', '{}', '{}', 1, 'done')",
+                (bad,))
+    con.execute("INSERT INTO points (run_id, point, rep, assignment, resolved, status, capture)"
+                " VALUES (?, 0, 0, '{}', '{}', 'done', ?)", (bad, str(secret)))
+    con.commit()
+    con.close()
+    for path in (url, url.removesuffix("/points/0/capture.pcap"), url.replace("capture.pcap", "apps.json")):
+        r = client.get(path)
+        assert r.status_code == 400 and b"a file beside the database" not in r.data, (path, r.status_code)
+        assert "is not a run id" in r.get_data(as_text=True)
+    res = CliRunner().invoke(export_cmd, ["--db", str(db), "--out", str(tmp_path / "out.gz"), "--", bad])
+    assert res.exit_code == 2 and "not a run id" in res.output and not (tmp_path / "out.gz").exists(), res.output
+
+
+def test_an_imported_runs_capture_is_served_from_its_own_folder_only(env, tmp_path):
+    # The capture path of an imported run names the machine it came from: it is read relative to
+    # the run's folder there and served from the run's folder here, never followed elsewhere.
+    from click.testing import CliRunner
+    from controller.archive_cli import import_cmd
+    _, client, _, db = env
+    secret = db.parent / "beside-the-database.pcap"
+    secret.write_bytes(b"a file beside the database")
+    for n, (recorded, served) in enumerate([(str(secret), None),
+                                            ("/elsewhere/runs/orig1/../../beside-the-database.pcap", None),
+                                            ("/elsewhere/runs/orig2/p0.pcap", b"the imported capture")]):
+        run_id = f"imp{n}"
+        hostile = _hostile_export(tmp_path, f"orig{n}", recorded)
+        hostile = hostile.rename(tmp_path / f"{run_id}.gz")
+        res = CliRunner().invoke(import_cmd, [str(hostile), "--db", str(db), "--as", run_id])
+        assert res.exit_code == 0, res.output
+        folder = db.parent / "runs" / run_id
+        folder.mkdir(parents=True)
+        (folder / "p0.pcap").write_bytes(b"the imported capture")
+        r = client.get(f"/runs/{run_id}/points/0/capture.pcap")
+        if served is None:
+            assert r.status_code == 403 and b"a file beside the database" not in r.data, recorded
+        else:
+            assert r.status_code == 200 and r.data == served, (r.status_code, r.data[:200])
+
+
+@pytest.mark.parametrize("point", ["99999999999999999999999", "9223372036854775808", "2147483648"])
+def test_a_huge_point_number_is_a_404_not_a_500(env, point):
+    _, client, _, _ = env
+    for url in (f"/runs/{RUN}/points/{point}/apps.json", f"/runs/{RUN}/points/{point}/capture.pcap"):
+        r = client.get(url)
+        assert r.status_code == 404 and "Traceback" not in r.get_data(as_text=True), (url, r.status_code)
 
 
 # --- live views ------------------------------------------------------------------------------

@@ -60,7 +60,9 @@ def env(tmp_path):
     queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
     app = create_app(db=db, scenarios_dir=scen, queue=queue)
     app.config["SSE_POLL"] = 0.01
-    yield app, app.test_client(), queue
+    client = app.test_client()
+    client.environ_base["HTTP_ORIGIN"] = "http://localhost"  # as a browser on the dashboard's own page sends it
+    yield app, client, queue
     queue.shutdown(timeout=5)
 
 

@@ -20,9 +20,10 @@ import sqlite3
 import stat
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import asdict
-from pathlib import Path
-from typing import Any, Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Iterator
 
 import yaml
 from flask import (Flask, Response, abort, current_app, g, jsonify, redirect, render_template, request,
@@ -43,7 +44,9 @@ from results import report as report_mod
 from results import samples as samples_mod
 from results import servdiff as servdiff_mod
 from results import study as study_mod
-from results.store import RUN_ID, Store, StoreVersionError
+from results import run_ids
+from results.import_schema import MAX_INDEX
+from results.store import Store, StoreVersionError
 from testbed import paths
 from webui import forms, hosts
 
@@ -66,6 +69,7 @@ def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue:
     )
     app.extensions["catnip_streams"] = threading.BoundedSemaphore(app.config["SSE_MAX_STREAMS"])
     app.extensions["catnip_stopping"] = threading.Event()  # set by the server: live views end
+    app.extensions["catnip_pages"] = _PageCache()
     app.extensions["catnip_queue"] = queue or RunQueue(app.config["CATNIP_DB"], paths.data_dir() / "dashboard")
     CSRFProtect(app)
     _register(app)
@@ -84,9 +88,121 @@ def _store() -> Store:
 
 
 def _check_run_id(run_id: str) -> str:
-    if not RUN_ID.fullmatch(run_id):
-        abort(400, description=f"{run_id[:100]!r} is not a run id (letters, digits, '.', '_', '-')")
+    # The one validator of every id (results/run_ids.py): '.', '..' and hidden names never reach a path.
+    why = run_ids.problem(run_id)
+    if why is not None:
+        abort(400, description=why)
     return run_id
+
+
+class _PageCache:
+    """Rendered pages of runs that no longer change, by a key naming what they show; a page asked
+    for by many at once is built once, the others wait for it (100 concurrent GETs of one run page
+    each built it: up to 22 s each, issue 47). Holds at most `size` pages, the least recent dropped."""
+
+    def __init__(self, size: int = 8):
+        self.size = size
+        self.lock = threading.Lock()
+        self.pages: OrderedDict[Any, str] = OrderedDict()
+        self.building: dict[Any, threading.Event] = {}
+
+    def get(self, key: Any, build: Callable[[], str]) -> str:
+        with self.lock:
+            if key in self.pages:
+                self.pages.move_to_end(key)
+                return self.pages[key]
+            event = self.building.get(key)
+            mine = event is None
+            if mine:
+                event = self.building[key] = threading.Event()
+        if not mine:
+            event.wait(300)
+            with self.lock:
+                if key in self.pages:
+                    return self.pages[key]
+            return build()  # the first builder failed: this request says why itself
+        try:
+            page = build()
+            with self.lock:
+                self.pages[key] = page
+                while len(self.pages) > self.size:
+                    self.pages.popitem(last=False)
+            return page
+        finally:
+            with self.lock:
+                self.building.pop(key).set()
+
+
+# Tables whose rows a run page shows; their count and last rowid tell a page still current.
+_SHOWN_TABLES = ("pages", "objects", "samples", "queue_samples", "progress", "link_stats", "transfer_trials")
+
+
+def _run_page_key(store: Store, run: sqlite3.Row) -> tuple:
+    """What a finished run's page depends on: its runs row, its points rows, and how many rows
+    (and the last rowid) each table shows holds for it, so a record added later is a new page."""
+    db = store.db
+    points = [tuple(p) for p in store.points(run["id"])]
+    counts = tuple(tuple(db.execute(f'SELECT count(*), max(rowid) FROM "{t}" WHERE run_id=?', (run["id"],)).fetchone())
+                   for t in _SHOWN_TABLES)
+    return (str(store.path), tuple(run), tuple(points), counts)
+
+
+def _provenance(run: sqlite3.Row) -> list[dict[str, Any]]:
+    """Where an imported run came from, newest import first (runs.imported and its `earlier`)."""
+    try:
+        mark = json.loads(run["imported"]) if "imported" in run.keys() and run["imported"] else None
+    except ValueError:
+        return []
+    out = []
+    while isinstance(mark, dict) and len(out) < 16:
+        out.append(mark)
+        mark = mark.get("earlier")
+        if isinstance(mark, str):
+            try:
+                mark = json.loads(mark)
+            except ValueError:
+                break
+    return out
+
+
+def _capture_in_folder(run: sqlite3.Row, recorded: str, folder: Path) -> Path | None:
+    """The file a point's recorded capture names inside the run's `folder` here, or None when it
+    names none. A run recorded here: the recorded path itself. An imported run: the path named
+    the machine it came from, so only its part inside the run's folder there is kept (below its
+    recorded folder, or below runs/ID of an id it had), read inside the folder here; a path
+    outside, or climbing out with '..', names nothing."""
+    marks = _provenance(run)
+    if not marks:
+        return Path(recorded)
+    path = PurePosixPath(recorded)
+    for mark in marks:
+        for base in (mark.get("run_folder"), ):
+            if isinstance(base, str) and base:
+                try:
+                    rel = path.relative_to(PurePosixPath(base))
+                except ValueError:
+                    continue
+                if rel.parts and ".." not in rel.parts:
+                    return folder / rel
+        old = mark.get("run_id")
+        parts = path.parts
+        for i in range(len(parts) - 2, -1, -1):
+            if parts[i] == "runs" and parts[i + 1] == old:
+                rel = PurePosixPath(*parts[i + 2:]) if parts[i + 2:] else None
+                if rel is not None and ".." not in rel.parts:
+                    return folder / rel
+                break
+    return None
+
+
+def _planned_pages(resolved: Any) -> int:
+    """Pages a point of the web workload plans (clients x pages x rounds), 0 when its scenario
+    does not say (a record imported from elsewhere may hold anything)."""
+    try:
+        n = resolved["topology"]["clients"] * len(resolved["workload"]["pages"]) * resolved["workload"]["rounds"]
+    except (KeyError, TypeError):
+        return 0
+    return n if isinstance(n, int) and n >= 0 else 0
 
 
 def _error(status: int, title: str, message: str):
@@ -104,14 +220,16 @@ def _point_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
             done, total, elapsed = pr["pages_done"], pr["pages_total"], pr["elapsed"]
         else:  # recorded before progress was stored, or a transfer measurement: count what is stored
             wl = json.loads(p["resolved"])
+            wl = wl if isinstance(wl, dict) else {}
             if "applications" in wl:  # a point of the general model that left no progress row
                 total = 0
                 done = sum(1 for r in store.pages(run_id, p["point"]) if not r["error"])
             elif "workload" in wl:
-                total = wl["topology"]["clients"] * len(wl["workload"]["pages"]) * wl["workload"]["rounds"]
+                total = _planned_pages(wl)
                 done = sum(1 for r in store.pages(run_id, p["point"]) if not r["error"])
             else:
-                total = len(wl.get("sizes_kb", [])) * wl.get("trials", 0)
+                sizes, trials = wl.get("sizes_kb", []), wl.get("trials", 0)
+                total = len(sizes) * trials if isinstance(sizes, list) and isinstance(trials, int) else 0
                 done = sum(1 for r in store.transfer_trials(run_id) if r["point"] == p["point"] and not r["error"])
             elapsed = (p["finished"] or p["started"] or 0) - (p["started"] or 0)
         eta = elapsed / done * (total - done) if done and total and p["status"] == "running" else None
@@ -361,6 +479,13 @@ def _register(app: Flask) -> None:
         run = store.run(run_id)
         if run is None and job is None:
             abort(404, description=f"no run {run_id!r} in {store.path}; the runs page lists every run")
+        if run is not None and run["status"] != "running" and (job is None or job.state not in LIVE):
+            # A run that has ended: the same page for everyone (no form, no token) until a record changes.
+            key = (_run_page_key(store, run), None if job is None else json.dumps(job.to_dict(), sort_keys=True))
+            return app.extensions["catnip_pages"].get(key, lambda: _run_page(store, run_id, run, job))
+        return _run_page(store, run_id, run, job)
+
+    def _run_page(store: Store, run_id: str, run: sqlite3.Row | None, job: Any) -> str:
         ctx: dict[str, Any] = {"run_id": run_id, "run": run, "job": job, "report": None, "series": {},
                                "figures": {}, "points": [], "resolved": {}, "capabilities": None,
                                "versions": None, "captures": []}
@@ -493,7 +618,7 @@ def _register(app: Flask) -> None:
         return Response(body, mimetype=LAYOUT_FORMATS[fmt],
                         headers={"Content-Disposition": f'attachment; filename="{run_id}-{name}.{fmt}"'})
 
-    @app.get("/runs/<run_id>/points/<int:point>/apps.json")
+    @app.get(f"/runs/<run_id>/points/<int(max={MAX_INDEX}):point>/apps.json")
     def point_apps(run_id: str, point: int):
         # One point's application metrics: what its Applications section shows.
         _check_run_id(run_id)
@@ -507,17 +632,20 @@ def _register(app: Flask) -> None:
         return jsonify(run_id=run_id, point=point, label=point_label(json.loads(row["assignment"]), "single point"),
                        **data)
 
-    @app.get("/runs/<run_id>/points/<int:point>/capture.pcap")
+    @app.get(f"/runs/<run_id>/points/<int(max={MAX_INDEX}):point>/capture.pcap")
     def run_capture(run_id: str, point: int):
         _check_run_id(run_id)
-        row = next((p for p in _store().points(run_id) if p["point"] == point), None)
+        run = _store().run(run_id)
+        row = _store().point(run_id, point) if run is not None else None
         if row is None or not row["capture"]:
             abort(404, description=f"run {run_id} point {point} has no packet capture (set run.capture: true)")
         # Only a file inside the run's own folder (runs/ID beside the database), symlinks resolved: a record
-        # pointing elsewhere, or a link out of the folder, is refused.
+        # pointing elsewhere, or a link out of the folder, is refused; an imported run's path is read
+        # inside its folder here (_capture_in_folder).
         folder = (paths.runs_dir(app.config["CATNIP_DB"]) / run_id).resolve()
-        path = Path(row["capture"]).resolve()
-        if not path.is_relative_to(folder):
+        inside = _capture_in_folder(run, row["capture"], folder)
+        path = inside.resolve() if inside is not None else None
+        if path is None or not path.is_relative_to(folder):
             abort(403, description=f"the capture of run {run_id} point {point} is recorded outside the run's"
                                    f" folder {folder}: not served")
         try:  # the resolved path, opened without following a link swapped in since, nor waiting on a FIFO

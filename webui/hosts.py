@@ -5,7 +5,8 @@ rebinding points a name of the attacker's (evil.example) at 127.0.0.1, and the b
 sends `Host: evil.example` with the page's own cookies and tokens. Only the names the dashboard
 is bound to are answered (loopback names always, plus the bound address and any `--allow-host`);
 a state-changing request must also come from the dashboard's own origin (Origin, or Referer
-when a browser sent no Origin). A malformed Host is a 400 here, before Flask parses it.
+when a browser sent no Origin; one of them is required: a page elsewhere can have its Referer
+left out). A malformed Host is a 400 here, before Flask parses it.
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ def _origin(url: str) -> tuple[str, str, int] | None:
 
 class HostGuard:
     """WSGI middleware: answers 400 to a malformed or foreign Host, 403 to a state-changing
-    request whose Origin (or Referer) is not the dashboard itself; passes the rest to `app`."""
+    request whose Origin (or Referer) is not the dashboard itself or that has neither; passes
+    the rest to `app`."""
 
     def __init__(self, app: Callable, names: frozenset[str]):
         self.app, self.names = app, names
@@ -108,14 +110,16 @@ class HostGuard:
         if environ.get("REQUEST_METHOD", "GET").upper() not in SAFE_METHODS:
             scheme = environ.get("wsgi.url_scheme", "http")
             ours = (scheme, host[0], host[1] or (443 if scheme == "https" else 80))
-            for header in ("HTTP_ORIGIN", "HTTP_REFERER"):
-                if header in environ:  # Origin when the browser sent one, else Referer
-                    source = environ[header]
-                    if _origin(source) != ours:
-                        return _refuse(start_response, "403 Forbidden",
-                                       f"cross-origin request refused: {header[5:].title()} {source[:80]!r}"
-                                       f" is not this dashboard ({scheme}://{raw[:80]})")
-                    break
+            header = next((h for h in ("HTTP_ORIGIN", "HTTP_REFERER") if h in environ), None)
+            if header is None:  # a browser names where a POST comes from; a page elsewhere may strip Referer
+                return _refuse(start_response, "403 Forbidden",
+                               "cross-origin request refused: neither Origin nor Referer says it comes from this"
+                               f" dashboard ({scheme}://{raw[:80]}); a script must send one of them")
+            source = environ[header]  # Origin when the browser sent one, else Referer
+            if _origin(source) != ours:
+                return _refuse(start_response, "403 Forbidden",
+                               f"cross-origin request refused: {header[5:].title()} {source[:80]!r}"
+                               f" is not this dashboard ({scheme}://{raw[:80]})")
         return self.app(environ, start_response)
 
 
