@@ -13,13 +13,14 @@ lies below the highest already seen is a retransmission).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dpkt
 
+from results.point_record import record_of
 from results.store import Store
+from spec.record import PointRecord, RecordError
 
 MOD = 2**32
 
@@ -60,21 +61,22 @@ def plan_of(store: Store, run_id: str, point: int) -> tuple[int, list[tuple[int,
     if any(r["error"] for r in bursts):
         # A failed burst closed the connection: offsets after it are not known.
         bursts = bursts[:next(i for i, r in enumerate(bursts) if r["error"])]
-    resolved = _resolved(store, run_id, point)
-    app = next((a for a in resolved.get("applications", []) if a.get("kind") == "burst"), {})
+    apps = _record(store, run_id, point).apps("burst")
+    app = apps[0].params if apps else {}
     warmed = any(r["flow"] == first_flow for r in store.samples(run_id, point, metric="warmup_time"))
     warmup = int(app.get("warmup") or 0) if warmed else 0
     return warmup, [_cell(r["tag"]) for r in bursts], int(app.get("port") or 8070)
 
 
-def _resolved(store: Store, run_id: str, point: int) -> dict:
+def _record(store: Store, run_id: str, point: int) -> PointRecord:
+    """What the point ran (spec/record.py)."""
     row = store.point(run_id, point)
     if row is None:
         raise CaptureError(f"run {run_id} has no point {point}")
     try:
-        return json.loads(row["resolved"]) if row["resolved"] else {}
-    except ValueError:
-        return {}
+        return record_of(store.run(run_id), row)
+    except RecordError as exc:
+        raise CaptureError(str(exc)) from None
 
 
 def bursts_from_capture(pcap: Path, port: int, warmup: int, plan: list[tuple[int, float]],
@@ -141,7 +143,7 @@ def point_bursts(store: Store, run_id: str, point: int) -> list[Burst]:
     if not row["capture"]:
         raise CaptureError(f"run {run_id} point {point} has no capture (set run.capture: true)")
     warmup, plan, port = plan_of(store, run_id, point)
-    mss = int((_resolved(store, run_id, point).get("topology") or {}).get("mss") or 1460)
+    mss = int(_record(store, run_id, point).topology.get("mss") or 1460)
     return bursts_from_capture(Path(row["capture"]), port, warmup, plan, mss=mss)
 
 
@@ -152,14 +154,14 @@ def pick(bursts: list[Burst], size: int | None, idle: float | None, nth: int) ->
 
 
 def sender_label(store: Store, run_id: str, point: int) -> str:
-    """The burst servers' sender as the scenario set it: congestion control, and pacing if any."""
-    resolved = _resolved(store, run_id, point)
-    tcp = resolved.get("tcp") or {}
-    app = next((a for a in resolved.get("applications", []) if a.get("kind") == "burst"), {})
-    group = (tcp.get("groups") or {}).get(app.get("servers") or "", {}) or {}
-    cc = group.get("congestion_control") or tcp.get("congestion_control") or "?"
-    pacing = group.get("pacing") or "off"
-    return cc if pacing == "off" else f"{cc}, paced ({pacing}, {group.get('pacing_ratio', 200)}%)"
+    """The burst servers' sender as their namespaces ran it: congestion control, and pacing if any."""
+    record = _record(store, run_id, point)
+    apps = record.apps("burst")
+    server = record.host(apps[0].servers[0]) if apps and apps[0].servers else None
+    if server is None:
+        return "?"
+    cc, pacing, ratio = server.tcp["congestion_control"], server.tcp["pacing"], server.tcp["pacing_ratio"]
+    return cc if pacing == "off" else f"{cc}, paced ({pacing}, {'the kernel default' if ratio is None else f'{ratio}%'})"
 
 
 def figure_spec(store: Store, run_id: str, size: int | None, idle: float | None, nth: int

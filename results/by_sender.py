@@ -8,24 +8,21 @@ class, not per flow; the paper compares loss, 3.05% ECA against 3.68% Reno under
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from typing import Any
 
 from spec.scenario import point_label
 from results.samples import ci95
+from results.point_record import record_of
 from results.store import Store
+from spec.record import PointRecord
+from testbed.paths import PREFIX
 
-SERVER_INDEX = re.compile(r"v(\d+)$")  # dumbbell servers are <prefix>v1, v2, ...
-
-
-def server_cc(resolved: dict[str, Any], server: str) -> str:
-    """Which congestion control served from `server` (tcp.server_congestion_control cycles over
-    the servers; spec/scenario.py TcpSpec.server_cc)."""
-    tcp = resolved.get("tcp", {})
-    ccs = tcp.get("server_congestion_control") or [tcp.get("congestion_control", "?")]
-    m = SERVER_INDEX.search(server or "")
-    return ccs[(int(m.group(1)) - 1) % len(ccs)] if m else "?"
+def server_cc(record: PointRecord, server: str) -> str:
+    """Which congestion control the host `server` (its name in the page records, with or without
+    the node prefix) ran, as its namespace got it; "?" for a host the record does not have."""
+    host = record.host(server.removeprefix(PREFIX)) if server else None
+    return host.tcp["congestion_control"] if host else "?"
 
 
 def by_sender(store: Store, run_id: str) -> list[dict[str, Any]]:
@@ -34,10 +31,10 @@ def by_sender(store: Store, run_id: str) -> list[dict[str, Any]]:
         raise KeyError(f"no run {run_id!r} in {store.path} (see `catnip list`)")
     out = []
     for pt in store.points(run["id"]):
-        resolved = json.loads(pt["resolved"])
+        record = record_of(run, pt)  # RecordError names a point that cannot say what it ran
         groups: dict[str, dict[str, Any]] = {}
         for page in store.pages(run["id"], pt["point"]):
-            g = groups.setdefault(server_cc(resolved, page["server"]),
+            g = groups.setdefault(server_cc(record, page["server"]),
                                   {"servers": set(), "times": [], "by_page": {}, "failed": 0})
             g["servers"].add(page["server"])
             if page["error"]:

@@ -128,3 +128,16 @@ def test_the_servdiff_fair_share_reads_the_rate_the_bottleneck_ran(tmp_path):
         member = servdiff.Member("r1", 0, 0, 1, True, record_of(store.run("r1"), store.point("r1", 0)))
         assert servdiff.bottleneck_rate(store, member) == 4e6
         assert servdiff.bottleneck_rate(store, member, "bottleneck-ack") == 10e6
+
+
+def test_the_burst_servers_sender_is_what_they_ran(tmp_path):
+    """newCWV Fig. 10's two senders, labelled from the burst servers' TCP in the record."""
+    from results import burst_capture
+    sweep = s.load(REPO / "scenarios" / "newcwv-fig10-pacing-seq.yaml")
+    with Store(tmp_path / "t.db") as store:
+        _store_point(store, tmp_path, sweep, index=0)
+        store.create_point("r1", 1, 0, sweep.points[1][0], {}, 1, record=plan(sweep.points[1][1]).model_dump(mode="json"))
+        assert burst_capture.sender_label(store, "r1", 0) == "catnip_newcwv"
+        assert burst_capture.sender_label(store, "r1", 1) == "catnip_newcwv, paced (internal, 200%)"
+        with pytest.raises(burst_capture.CaptureError, match="no point 5"):
+            burst_capture.sender_label(store, "r1", 5)
