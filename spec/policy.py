@@ -320,9 +320,12 @@ def _class_ports(v: Any) -> Any:
     return v
 
 
+MAX_DOWNGRADE_AFTER = 3600.0  # seconds (engine/src/policy/source_sched.rs: an hour)
+
+
 def _downgrade_after(v: Any, info: Any) -> float:
     seconds = units.parse_duration(v, bare=not units.from_input(info))
-    if not 1 <= round(seconds * 1e6) <= 3_600_000_000:  # the engine's bounds: 1 us to an hour
+    if not 1 <= round(seconds * 1e6) <= MAX_DOWNGRADE_AFTER * 1e6:  # the engine's bounds: 1 us to an hour
         raise ValueError(f"{v!r}: must be at least 1us and at most 60min")
     return seconds
 

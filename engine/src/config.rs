@@ -240,6 +240,79 @@ impl Config {
     }
 }
 
+/// Source scheduler's `downgrade_after_us` at most (policy/source_sched.rs: an hour).
+const MAX_DOWNGRADE_AFTER_US: u64 = 3_600_000_000;
+
+/// One bound: `{"min": a, "max": b}`, with `"min_exclusive"`/`"max_exclusive"` where the bound
+/// itself is refused.
+fn bound(
+    min: serde_json::Value,
+    max: serde_json::Value,
+    min_exclusive: bool,
+    max_exclusive: bool,
+) -> serde_json::Value {
+    let mut b = serde_json::json!({"min": min, "max": max});
+    if min_exclusive {
+        b["min_exclusive"] = true.into();
+    }
+    if max_exclusive {
+        b["max_exclusive"] = true.into();
+    }
+    b
+}
+
+fn int(min: u64, max: u64) -> serde_json::Value {
+    bound(min.into(), max.into(), false, false)
+}
+
+/// Every bound the engine checks when it loads a configuration (`catnip-engine limits`), by
+/// field: those of its checks (`validate` here, the policies' and edge functions' `build`) and
+/// those of the field's type (a `u64` holds at most 2^64 - 1). The controller's schema (spec/)
+/// is held within them by tests/test_engine_limits.py, which also loads configurations at and
+/// beyond each bound through `catnip-engine check`, so this table cannot drift from the checks.
+pub fn limits() -> serde_json::Value {
+    let u64_max = u64::MAX;
+    let u32_max = u64::from(u32::MAX);
+    let probability = bound(0.0.into(), 1.0.into(), false, true); // [0, 1)
+    let gain = bound(0.0.into(), 1.0.into(), true, false); // (0, 1]
+    let nonnegative = bound(0.0.into(), f64::MAX.into(), false, false);
+    serde_json::json!({
+        "seed": int(0, u64_max),
+        "stats_interval_ms": int(1, u64_max),
+        "late_threshold_us": int(0, u64_max),
+        "spin_us": int(0, u64_max),
+        "queue_maxlen": int(0, u32_max),
+        "verdict_batch": int(0, usize::MAX as u64),
+        "links.count": int(1, u64::from(u16::MAX) + 1),
+        "link.queue_num": int(0, u64::from(u16::MAX)),
+        "link.rate_bps": int(0, u64_max),
+        "link.delay_us": int(0, u64_max),
+        "buffer.packets": int(1, u64_max),
+        "buffer.bytes": int(1, u64_max),
+        "loss.p": probability,
+        "policy.loss_p": probability,
+        "policy.w_q": gain,
+        "policy.max_p": gain,
+        "policy.min_th": nonnegative,
+        "policy.mean_pkt_bytes": int(1, u32_max),
+        "policy.min_q": nonnegative,
+        "policy.weights": int(1, u32_max),
+        "policy.weights.count": int(2, 3),
+        "policy.levels.count": int(2, 3),
+        "policy.downgrade_after_us": int(1, MAX_DOWNGRADE_AFTER_US),
+        "bucket.rate_bps": int(1, u64_max),
+        "bucket.bucket_bytes": int(crate::edge::MIN_BUCKET_BYTES, u64_max),
+        "port": int(0, 65535),
+        "dscp": int(0, 63),
+        "edge.interval_us": int(1, u64_max),
+        "edge.pool_bytes": int(1, u64_max),
+        "edge.tiny_window": int(0, u32_max),
+        "edge.mss_bytes": int(1, u32_max),
+        "edge.w_gain": gain,
+        "edge.flow_idle_us": int(1, u64_max),
+    })
+}
+
 /// A policy or an edge function is an internally tagged enum: serde reads it whole before it
 /// knows the variant, and the path of an error inside it ends at the enum. Read the value's
 /// variant again on its own to say which of its fields is wrong (`.weights[1]: ...`), or, for an

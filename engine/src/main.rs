@@ -6,7 +6,7 @@ use catnip_engine::link::Link;
 use catnip_engine::replay;
 use clap::{Parser, Subcommand};
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -39,6 +39,15 @@ enum Command {
     },
     /// Print the policy and edge function kinds this engine has, as JSON (`catnip check`).
     Kinds,
+    /// Print every bound the engine checks when it loads a configuration, as JSON.
+    Limits,
+    /// Load a configuration as `run` does, without running: exit 0, or 2 with the error. Without
+    /// --config, one configuration per line of standard input, one JSON answer per line
+    /// (`{"ok": true}` or `{"ok": false, "error": "..."}`).
+    Check {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 fn main() {
@@ -56,6 +65,22 @@ fn run(cli: Cli) -> Result<()> {
                 "edge": catnip_engine::edge::KINDS,
             });
             println!("{kinds}");
+            Ok(())
+        }
+        Command::Limits => {
+            println!("{}", catnip_engine::config::limits());
+            Ok(())
+        }
+        Command::Check { config: Some(path) } => Config::load(&path).map(|_| println!("ok")),
+        Command::Check { config: None } => {
+            let mut out = std::io::stdout().lock();
+            for line in std::io::stdin().lock().lines() {
+                let answer = match Config::parse(&line?) {
+                    Ok(_) => serde_json::json!({"ok": true}),
+                    Err(e) => serde_json::json!({"ok": false, "error": format!("{e:#}")}),
+                };
+                writeln!(out, "{answer}")?;
+            }
             Ok(())
         }
         Command::Run { config, stats } => catnip_engine::nfq_loop::run(&Config::load(&config)?, &stats),
