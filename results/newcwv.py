@@ -10,13 +10,13 @@ the repetitions the 95% intervals come from. Points are matched across runs by t
 assignment (as results/pooled.py does); only points that finished (`done`) count, the others are
 listed in the notes.
 
-Senders. A point's sender is read from its resolved scenario: the congestion control of the burst
-application's server group (`tcp.groups.GROUP.congestion_control`, else `tcp.congestion_control`),
-its pacing and pacing ratio, and `slow_start_after_idle` when the scenario sets it. A newCWV point
-(spec.senders.NEWCWV) is compared with every baseline point (any other congestion control) whose
-other assignments are the same: the assignment's leaves that do not choose the burst servers'
-sender (`tcp.groups.GROUP.{congestion_control, pacing, pacing_ratio, slow_start_after_idle,
-newcwv...}`, and `tcp.congestion_control` where the group has no congestion control of its own).
+Senders. A point's sender is what the burst application's servers ran, read from the point's
+record (spec/record.py: their namespaces' TCP settings): congestion control, pacing and pacing
+ratio, slow start after idle. A newCWV point (spec.senders.NEWCWV) is compared with every baseline
+point (any other congestion control) whose other assignments are the same: the assignment's leaves
+that do not choose the burst servers' sender (`tcp.groups.GROUP.{congestion_control, pacing,
+pacing_ratio, slow_start_after_idle, newcwv...}`, and `tcp.congestion_control` where it is the
+congestion control those servers ran).
 
 Gain (paper section 4.1): Gain = mean over paired bursts of (Tr - Tc)/Tr, Tr the baseline's
 burst time and Tc newCWV's; beside it the ratio of means (mean Tr - mean Tc)/mean Tr over the
@@ -41,7 +41,9 @@ from typing import Any
 
 from results.report import loss_summary
 from results.samples import ci95, t975
+from results.point_record import record_of
 from results.store import Store
+from spec.record import PointRecord, RecordError
 from spec import senders
 from spec.scenario import point_label
 
@@ -62,7 +64,7 @@ class Sender:
     congestion_control: str
     pacing: str = "off"                        # off | internal | fq
     pacing_ratio: int | None = None            # percent of cwnd/SRTT, when pacing
-    slow_start_after_idle: bool | None = None  # as the scenario sets it; None: the default
+    slow_start_after_idle: bool | None = None  # as the servers ran it; None: not known
 
     @property
     def is_newcwv(self) -> bool:
@@ -71,8 +73,15 @@ class Sender:
     def pacing_text(self) -> str:
         return "pacing off" if self.pacing == "off" else f"pacing {self.pacing} {self.pacing_ratio}%"
 
+    @property
+    def restart_not_default(self) -> bool:
+        """Slow start after idle set against this sender's default (on, but off for the senders that
+        keep their window over idle: spec.senders.KEEP_CWND_OVER_IDLE), so a label must say it."""
+        default = self.congestion_control not in senders.KEEP_CWND_OVER_IDLE
+        return self.slow_start_after_idle is not None and self.slow_start_after_idle != default
+
     def label(self) -> str:
-        extra = "" if self.slow_start_after_idle is None else \
+        extra = "" if not self.restart_not_default else \
             f", slow start after idle {'on' if self.slow_start_after_idle else 'off'}"
         return f"{self.congestion_control}, {self.pacing_text()}{extra}"
 
@@ -81,22 +90,31 @@ class Sender:
         return self.congestion_control + ("" if self.pacing == "off" else f"+pace-{self.pacing}-{self.pacing_ratio}")
 
 
-def apps_of(resolved: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-    """The application entries of a kind in a resolved scenario."""
-    return [a for a in resolved.get("applications") or [] if a.get("kind") == kind]
+def apps_of(record: PointRecord, kind: str) -> list[dict[str, Any]]:
+    """The parameters of a point's applications of a kind, as it ran them."""
+    return [a.params for a in record.apps(kind)]
 
 
 def instance(app: dict[str, Any]) -> str:
     return app.get("name") or app["kind"]
 
 
-def sender_of(resolved: dict[str, Any], group: str | None) -> Sender:
-    """The sender of a host group in a resolved scenario: its `tcp.groups` entry over `tcp`."""
-    tcp = resolved.get("tcp") or {}
-    g = ((tcp.get("groups") or {}).get(group) or {}) if group else {}
-    pacing = g.get("pacing") or "off"  # YAML's bare `off` is false
-    return Sender(g.get("congestion_control") or tcp.get("congestion_control") or "cubic", pacing,
-                  None if pacing == "off" else int(g.get("pacing_ratio") or 200), g.get("slow_start_after_idle"))
+def _group_tcp(record: PointRecord, group: str | None) -> dict[str, Any]:
+    """The TCP settings a group's hosts ran (its first host's); without a group, the first host's."""
+    tcp = record.group_tcp(group) if group else None
+    if tcp is None:
+        if not record.hosts:
+            raise NoData("a point whose record has no hosts")
+        tcp = record.hosts[0].tcp
+    return tcp
+
+
+def sender_of(record: PointRecord, group: str | None) -> Sender:
+    """The sender a host group's hosts ran at a point (its record)."""
+    tcp = _group_tcp(record, group)
+    pacing = tcp["pacing"]
+    return Sender(tcp["congestion_control"], pacing, None if pacing == "off" else tcp["pacing_ratio"],
+                  tcp["slow_start_after_idle"])
 
 
 def _flatten(prefix: str, value: Any) -> dict[str, Any]:
@@ -108,15 +126,15 @@ def _flatten(prefix: str, value: Any) -> dict[str, Any]:
     return {prefix: value}
 
 
-def context_of(assignment: dict[str, Any], resolved: dict[str, Any], group: str | None) -> dict[str, Any]:
+def context_of(assignment: dict[str, Any], record: PointRecord, group: str | None) -> dict[str, Any]:
     """A point's sweep assignment less what chooses the burst servers' sender: the leaves two points
     must share for one to be the other's baseline."""
     flat: dict[str, Any] = {}
     for key, value in assignment.items():
         flat.update(_flatten(key, value))
     chosen = [f"tcp.groups.{group}.{f}" for f in SENDER_FIELDS] if group else []
-    own_cc = group and ((resolved.get("tcp") or {}).get("groups") or {}).get(group, {}).get("congestion_control")
-    if not own_cc:
+    # The default congestion control chooses the sender where the servers ran the one it sets.
+    if not group or flat.get("tcp.congestion_control") == _group_tcp(record, group)["congestion_control"]:
         chosen.append("tcp.congestion_control")
     return {k: v for k, v in flat.items() if not any(k == c or k.startswith(c + ".") for c in chosen)}
 
@@ -127,7 +145,7 @@ class PointGroup:
     point: int                                   # its number in the first run that has it
     assignment: dict[str, Any]
     label: str
-    resolved: dict[str, Any]                     # the first member's resolved scenario
+    record: PointRecord                          # what the first member ran (spec/record.py)
     sender: Sender
     context: str                                 # context_of as sorted JSON
     context_label: str
@@ -179,8 +197,8 @@ def load_runs(store: Store, run_ids: Sequence[str]) -> list[Any]:
 
 
 def point_groups(store: Store, runs: list[Any], group_of: Any) -> RunSet:
-    """The points of `runs` grouped by assignment (in order of first appearance). `group_of(resolved)`
-    names the host group whose sender a point is known by (None: the tcp default)."""
+    """The points of `runs` grouped by assignment (in order of first appearance). `group_of(record)`
+    names the host group whose sender a point is known by (None: the first host's)."""
     groups: dict[str, PointGroup] = {}
     notes: list[str] = []
     for run in runs:
@@ -189,11 +207,14 @@ def point_groups(store: Store, runs: list[Any], group_of: Any) -> RunSet:
             key = json.dumps(assignment, sort_keys=True)
             g = groups.get(key)
             if g is None:
-                resolved = json.loads(pt["resolved"])
-                host_group = group_of(resolved)
-                context = context_of(assignment, resolved, host_group)
-                g = groups[key] = PointGroup(pt["point"], assignment, point_label(assignment, "single point"), resolved,
-                                             sender_of(resolved, host_group), json.dumps(context, sort_keys=True),
+                try:
+                    record = record_of(run, pt)
+                except RecordError as exc:
+                    raise NoData(str(exc)) from None
+                host_group = group_of(record)
+                context = context_of(assignment, record, host_group)
+                g = groups[key] = PointGroup(pt["point"], assignment, point_label(assignment, "single point"), record,
+                                             sender_of(record, host_group), json.dumps(context, sort_keys=True),
                                              point_label(context))
             if pt["status"] != "done":
                 g.excluded.append((run["id"], pt["point"], pt["status"]))
@@ -204,13 +225,13 @@ def point_groups(store: Store, runs: list[Any], group_of: Any) -> RunSet:
     return RunSet([r["id"] for r in runs], runs[0]["name"], list(groups.values()), notes)
 
 
-def burst_app(resolved: dict[str, Any]) -> dict[str, Any] | None:
-    found = apps_of(resolved, "burst")
+def burst_app(record: PointRecord) -> dict[str, Any] | None:
+    found = apps_of(record, "burst")
     return found[0] if found else None
 
 
-def _burst_group(resolved: dict[str, Any]) -> str | None:
-    app = burst_app(resolved)
+def _burst_group(record: PointRecord) -> str | None:
+    app = burst_app(record)
     return app.get("servers") if app else None
 
 
@@ -218,7 +239,7 @@ def burst_runs(store: Store, run_ids: Sequence[str]) -> tuple[RunSet, str]:
     """The runs grouped by point, and the burst application's instance name (its first point's)."""
     runs = load_runs(store, run_ids)
     rs = point_groups(store, runs, _burst_group)
-    apps = [burst_app(g.resolved) for g in rs.groups]
+    apps = [burst_app(g.record) for g in rs.groups]
     if not any(apps):
         raise NoData(f"run(s) {', '.join(rs.run_ids)} have no burst application (the newCWV scenarios' bursts)")
     name = instance(next(a for a in apps if a))
@@ -247,7 +268,7 @@ def comparison_label(new: Sender, base: Sender, context_label: str = "") -> str:
     """'catnip_newcwv vs reno, pacing off', or both senders in full when their pacing differs."""
     text = (f"{new.congestion_control} vs {base.congestion_control}, {new.pacing_text()}"
             if (new.pacing, new.pacing_ratio) == (base.pacing, base.pacing_ratio) and
-            new.slow_start_after_idle == base.slow_start_after_idle
+            not new.restart_not_default and not base.restart_not_default
             else f"{new.label()} vs {base.label()}")
     return f"{text} [{context_label}]" if context_label else text
 
@@ -678,13 +699,13 @@ class TraceReport:
     notes: list[str]
 
 
-def mss_of(resolved: dict[str, Any]) -> int:
-    """The payload bytes of a full segment, the unit of cwnd: the scenario's MSS (topology.mss,
-    else Linux's for MTU 1500) less the 12 bytes of the timestamp option where tcp.timestamps is
-    on (the default), as the kernel's mss_cache is."""
-    tcp = resolved.get("tcp") or {}
-    return int((resolved.get("topology") or {}).get("mss") or DEFAULT_MSS) - \
-        (TIMESTAMP_OPTION if tcp.get("timestamps", True) else 0)
+def mss_of(record: PointRecord, group: str | None) -> int:
+    """The payload bytes of a full segment, the unit of cwnd: the point's MSS (topology.mss, else
+    Linux's for MTU 1500) less the 12 bytes of the timestamp option where the group's hosts ran
+    with timestamps (the default), as the kernel's mss_cache is."""
+    hosts = record.hosts_of(group) if group else record.hosts
+    stamps = hosts[0].sysctls.get("net.ipv4.tcp_timestamps", 1) if hosts else 1
+    return int(record.topology.get("mss") or DEFAULT_MSS) - (TIMESTAMP_OPTION if int(stamps) else 0)
 
 
 def trace_report(store: Store, run_id: str) -> TraceReport:
@@ -709,7 +730,7 @@ def trace_report(store: Store, run_id: str) -> TraceReport:
         t0 = min(t for _, t, _ in events)
         rows = [TraceRow(t - t0, flow, ev, v.get("cwnd"), v.get("ssthresh"), v.get("pipeack"), v.get("pipeack_sample"))
                 for (flow, t, ev), v in sorted(events.items(), key=lambda kv: (kv[0][0], kv[0][1]))]
-        points.append(TracePoint(g, rid, mss_of(g.resolved), t0, rows))
+        points.append(TracePoint(g, rid, mss_of(g.record, _burst_group(g.record)), t0, rows))
     if not points:
         notes.insert(0, f"run {rid} has no newCWV trace (set tcp.groups.GROUP.newcwv.trace: true; samples of"
                         f" application '{TRACE_APP}')")
@@ -816,7 +837,7 @@ def ftp_throughput(store: Store, run_ids: Sequence[str], width: float | None = N
     (Fig. 11)."""
     runs = load_runs(store, run_ids)
     rs = point_groups(store, runs, _burst_group)
-    bulk = [apps_of(g.resolved, "bulk") for g in rs.groups]
+    bulk = [apps_of(g.record, "bulk") for g in rs.groups]
     if not any(bulk):
         raise NoData(f"run(s) {', '.join(rs.run_ids)} have no bulk application (the FTP flow)")
     app = instance(next(b for b in bulk if b)[0])
@@ -825,7 +846,7 @@ def ftp_throughput(store: Store, run_ids: Sequence[str], width: float | None = N
         width = max(intervals)
     if not width > 0:
         raise NoData(f"a bin width must be above 0 s, not {width:g}")
-    burst = next((instance(a) for g in rs.groups if (a := burst_app(g.resolved))), None)
+    burst = next((instance(a) for g in rs.groups if (a := burst_app(g.record))), None)
     notes = list(rs.notes)
     points = []
     for g, b in zip(rs.groups, bulk):

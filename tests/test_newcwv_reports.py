@@ -17,11 +17,15 @@ import subprocess
 import threading
 
 import pytest
+import yaml
 
 from results import layouts
 from results import newcwv as nc
 from results.samples import t975
 from results.store import Store
+from spec import scenario as s
+from spec.record import PointRecord
+from testbed.plan import plan
 from tests.conftest import REPO
 from tests.test_dashboard_browser import browser  # noqa: F401 - the headless Chromium fixture
 from webui.app import create_app
@@ -38,15 +42,19 @@ T0 = 1000.0  # CLOCK_MONOTONIC of the first burst: any
 
 def _resolved(servers: dict, iw: int = 3, mss: int | None = None, bulk: bool = False,
               timestamps: bool = True) -> dict:
-    """A resolved scenario's fields the reports read (what model_dump of a newCWV scenario holds)."""
-    apps = [{"kind": "burst", "name": None, "clients": "clients", "servers": "servers"}]
+    """The record (spec/record.py) of a point of Fig. 7's scenario with these burst servers' TCP
+    settings, as the runner stores it."""
+    raw = {k: v for k, v in yaml.safe_load((REPO / "scenarios" / "newcwv-fig7-unlimited.yaml").read_text()).items()
+           if k != "sweep"}
+    raw["tcp"] = {**raw["tcp"], "initial_cwnd": iw, "timestamps": timestamps, "groups": {"servers": servers}}
+    if mss:
+        raw["topology"] = {**raw["topology"], "mss": mss}
     if bulk:
-        apps.append({"kind": "bulk", "name": "ftp", "clients": "cross_clients", "servers": "cross_servers",
-                     "interval": 1.0})
-    return {"name": "newcwv-test", "topology": {"kind": "two_pair_dumbbell", "mss": mss},
-            "tcp": {"congestion_control": "reno", "initial_cwnd": iw, "timestamps": timestamps,
-                    "groups": {"servers": {"pacing": "off", "pacing_ratio": 200, **servers}}},
-            "applications": apps}
+        raw["topology"] = {**raw["topology"], "cross_pairs": 1}
+        raw["applications"] = raw["applications"] + [
+            {"kind": "bulk", "name": "ftp", "clients": "cross_clients", "servers": "cross_servers", "interval": "1s",
+             "duration": "60s"}]
+    return plan(s.validate(raw)).model_dump(mode="json")
 
 
 def _sweep(sender: dict) -> dict:
@@ -75,7 +83,7 @@ def _run(store: Store, run_id: str, points: list[tuple[dict, dict, list[dict]]],
     """A finished run of scenario newcwv-test: points (assignment, resolved, samples)."""
     store.create_run(run_id, "newcwv-test", "scenarios/x.yaml", {"name": "newcwv-test"}, {}, seed, "abc", {}, {})
     for i, (assignment, resolved, samples) in enumerate(points):
-        store.create_point(run_id, i, 0, assignment, resolved, seed)
+        store.create_point(run_id, i, 0, assignment, {}, seed, record=resolved)
         store.add_samples(run_id, i, samples)
         store.update_point(run_id, i, status="done", realtime_ok=int(realtime), finished=1.0)
     store.finish_run(run_id, "done")
@@ -200,19 +208,26 @@ def test_baseline_is_the_other_sender_with_the_same_other_assignments(store):
         (4, 3): ("catnip_newcwv vs reno, pacing off [tcp.initial_cwnd=10]", pytest.approx(0.25))}
 
 
-def test_senders_and_contexts_from_the_resolved_scenario():
-    # the group's own congestion control, else tcp.congestion_control
-    assert nc.sender_of(_resolved(NEWCWV), "servers") == nc.Sender("catnip_newcwv", "off", None, None)
-    assert nc.sender_of(_resolved({}), "servers").congestion_control == "reno"
-    assert nc.sender_of(_resolved(PACED), "servers").label() == "catnip_newcwv, pacing internal 200%"
-    assert nc.sender_of({"tcp": {"groups": {"servers": {"pacing": False}}}}, "servers").pacing == "off"
-    resolved = _resolved(NEWCWV)
+def _record(servers: dict, **kw) -> PointRecord:
+    return PointRecord.model_validate(_resolved(servers, **kw))
+
+
+def test_senders_and_contexts_from_what_the_servers_ran():
+    # the group's own congestion control, else tcp.congestion_control; slow start after idle as it ran
+    assert nc.sender_of(_record(NEWCWV), "servers") == nc.Sender("catnip_newcwv", "off", None, False)
+    assert nc.sender_of(_record({}), "servers") == nc.Sender("reno", "off", None, True)
+    assert nc.sender_of(_record(PACED), "servers").label() == "catnip_newcwv, pacing internal 200%"
+    # said where it is not the sender's default (Reno restarts after idle, newCWV keeps its window)
+    assert nc.sender_of(_record({"slow_start_after_idle": False}), "servers").label() == \
+        "reno, pacing off, slow start after idle off"
+    assert nc.sender_of(_record({"pacing": False}), "servers").pacing == "off"
+    resolved = _record(NEWCWV)
     ctx = nc.context_of({"tcp.groups.servers": {**NEWCWV, "newcwv": {"bins": 5}, "initial_cwnd": 10},
                          "tcp.congestion_control": "reno", "topology.bottleneck.rate": "2Mbit"}, resolved, "servers")
     # the group has its own congestion control: tcp.congestion_control is another host's business
     assert ctx == {"tcp.groups.servers.initial_cwnd": 10, "tcp.congestion_control": "reno",
                    "topology.bottleneck.rate": "2Mbit"}
-    assert nc.context_of({"tcp.congestion_control": "reno"}, _resolved({}), "servers") == {}
+    assert nc.context_of({"tcp.congestion_control": "reno"}, _record({}), "servers") == {}
     assert nc.parse_cell("rtt200ms/40960B/2s") == nc.Cell(40960, 2.0, "rtt200ms")
     assert nc.parse_cell("40960B/0.25s") == nc.Cell(40960, 0.25, "")
     assert nc.parse_cell("warm") is None and nc.parse_cell(None) is None
@@ -223,7 +238,8 @@ def test_no_newcwv_point_or_no_bursts(store):
     table = layouts.build("newcwv-gain", store, "r1")
     assert table.rows == () and any("nothing to compare" in n for n in table.notes)
     store.create_run("web", "newcwv-test", "x.yaml", {}, {}, 1, "abc", {}, {})
-    store.create_point("web", 0, 0, {}, {"applications": [{"kind": "web"}]}, 1)
+    web = plan(s.load(REPO / "scenarios" / "quick.yaml").points[0][1])
+    store.create_point("web", 0, 0, {}, {}, 1, record=web.model_dump(mode="json"))
     with pytest.raises(layouts.LayoutError, match="no burst application"):
         layouts.build("newcwv-gain", store, "web")
 
