@@ -8,9 +8,16 @@
 //! an eviction, the id of the arrival that pushed the packet out, and for drops `loss` (random
 //! loss), `police` (a policer), `shape` (a full shaper buffer), empty when the policy refused it;
 //! `dscp_out` is the DSCP the packet left (or was dropped) with.
+//!
+//! For the TCP-aware markers (tcpf.rs) a trace may also carry `dir,flags,seq,ack,payload`:
+//! `dir` is `fwd` (the replayed link's direction; empty means fwd) or `rev` (the other way, where
+//! the ACKs come back: shown to the engine's ACK observers as if crossing another link of the
+//! same router, and given no row in FATES.csv, whose `id` stays the trace's packet index);
+//! `flags` the TCP flags byte, `seq`/`ack` the sequence and ACK numbers, `payload` the TCP
+//! payload length. The four go together and need `proto,src,dst,sport,dport`.
 
-use crate::link::{DropCause, Fate, Link};
-use crate::packet::PacketInfo;
+use crate::link::{AckFeed, DropCause, Fate, Link};
+use crate::packet::{PacketInfo, TcpInfo};
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, Write};
 use std::net::Ipv4Addr;
@@ -25,22 +32,31 @@ pub struct TracePacket {
     pub src: u32,
     pub dst: u32,
     pub ports: Option<(u16, u16)>,
+    /// The TCP header's fields, when the trace has them.
+    pub tcp: Option<TcpInfo>,
+    /// `dir` = `rev`: the other direction, only observed (its ACKs feed the TCP-aware markers).
+    pub reverse: bool,
 }
 
 impl TracePacket {
     pub fn info(&self) -> PacketInfo {
-        PacketInfo::new(self.size, self.dscp, self.flow).with_addresses(self.proto, self.src, self.dst, self.ports)
+        let info =
+            PacketInfo::new(self.size, self.dscp, self.flow).with_addresses(self.proto, self.src, self.dst, self.ports);
+        match self.tcp {
+            Some(tcp) => info.with_tcp(tcp),
+            None => info,
+        }
     }
 }
 
 const REQUIRED: [&str; 4] = ["time_us", "size", "dscp", "flow"];
-const OPTIONAL: [&str; 5] = ["proto", "src", "dst", "sport", "dport"];
+const OPTIONAL: [&str; 10] = ["proto", "src", "dst", "sport", "dport", "dir", "flags", "seq", "ack", "payload"];
 
 pub fn read_trace(input: impl BufRead) -> Result<Vec<TracePacket>> {
     let mut packets = Vec::new();
     let mut last = f64::NEG_INFINITY;
     // Column index of each field, REQUIRED then OPTIONAL (None: absent).
-    let mut columns: Vec<Option<usize>> = (0..4).map(Some).chain([None; 5]).collect();
+    let mut columns: Vec<Option<usize>> = (0..4).map(Some).chain([None; 10]).collect();
     let mut width = 4;
     for (n, line) in input.lines().enumerate() {
         let line = line?;
@@ -86,6 +102,26 @@ pub fn read_trace(input: impl BufRead) -> Result<Vec<TracePacket>> {
                 .transpose()
         };
         let proto = num(4, "proto")?.unwrap_or(0);
+        let reverse = match at(9) {
+            None | Some("fwd") => false,
+            Some("rev") => true,
+            Some(other) => bail!("trace line {}: dir {other:?} (allowed: fwd, rev, or empty for fwd)", n + 1),
+        };
+        let word = |i: usize, name: &str| -> Result<Option<u32>> {
+            num(i, name)?
+                .map(|v| u32::try_from(v).with_context(|| format!("trace line {}: {name} {v} (0-4294967295)", n + 1)))
+                .transpose()
+        };
+        let tcp = match (num(10, "flags")?, word(11, "seq")?, word(12, "ack")?, word(13, "payload")?) {
+            (Some(flags), Some(seq), Some(ack), Some(payload)) => Some(TcpInfo {
+                flags: u8::try_from(flags).with_context(|| format!("trace line {}: flags {flags} (0-255)", n + 1))?,
+                seq,
+                ack,
+                payload,
+            }),
+            (None, None, None, None) => None,
+            _ => bail!("trace line {}: flags, seq, ack and payload go together", n + 1),
+        };
         let p = TracePacket {
             time_us: f[columns[0].unwrap()]
                 .parse()
@@ -101,7 +137,12 @@ pub fn read_trace(input: impl BufRead) -> Result<Vec<TracePacket>> {
                 (None, None) => None,
                 _ => bail!("trace line {}: sport and dport go together", n + 1),
             },
+            tcp,
+            reverse,
         };
+        if p.tcp.is_some() && (p.proto != 6 || p.ports.is_none()) {
+            bail!("trace line {}: TCP fields need proto 6 and sport, dport", n + 1);
+        }
         if !(p.time_us >= last) || p.time_us < 0.0 {
             bail!("trace line {}: time {} is not in non-decreasing order", n + 1, p.time_us);
         }
@@ -158,30 +199,41 @@ fn settle(out: &mut Vec<Fate<usize>>, fates: &mut [Option<FateRow>]) -> Result<(
     Ok(())
 }
 
-/// Run the trace through the link; one fate per packet, indexed like the trace. A second fate
-/// for a packet, a fate for a packet that never arrived, or a packet left without one is an
-/// engine bug: refused with the packet named rather than overwritten (properties tests rely on it).
+/// Run the trace through the link; one fate per packet of the link's direction (the trace's
+/// `rev` packets have none), in trace order. Every packet is first shown to the link's ACK
+/// observers, as nfq_loop does for every packet of its engine. A second fate for a packet, a fate
+/// for a packet that never arrived, or a packet left without one is an engine bug: refused with
+/// the packet named rather than overwritten (properties tests rely on it).
 pub fn replay(link: &mut Link<usize>, trace: &[TracePacket]) -> Result<Vec<FateRow>> {
     let mut fates: Vec<Option<FateRow>> = vec![None; trace.len()];
     let mut out = Vec::new();
+    let acks = AckFeed::of(std::slice::from_ref(&*link));
     for (id, p) in trace.iter().enumerate() {
         let now = (p.time_us * 1000.0).round() as u64;
+        let info = p.info();
+        acks.observe(&info, now);
+        if p.reverse {
+            continue;
+        }
         link.advance(now, &mut out);
-        link.arrive(id, p.info(), now, &mut out);
+        link.arrive(id, info, now, &mut out);
         settle(&mut out, &mut fates)?;
     }
     link.advance(u64::MAX, &mut out);
     settle(&mut out, &mut fates)?;
     fates
         .into_iter()
+        .zip(trace)
         .enumerate()
-        .map(|(id, f)| f.with_context(|| format!("packet {id}: no fate once the link is drained")))
+        .filter(|(_, (_, p))| !p.reverse)
+        .map(|(id, (f, _))| f.with_context(|| format!("packet {id}: no fate once the link is drained")))
         .collect()
 }
 
 pub fn write_fates(mut w: impl Write, trace: &[TracePacket], fates: &[FateRow]) -> Result<()> {
     writeln!(w, "id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out")?;
-    for (id, (p, f)) in trace.iter().zip(fates).enumerate() {
+    let on_link = trace.iter().enumerate().filter(|(_, p)| !p.reverse);
+    for ((id, p), f) in on_link.zip(fates) {
         writeln!(
             w,
             "{id},{},{},{},{},{},{:.3},{},{}",
@@ -262,6 +314,46 @@ mod tests {
             .to_string()
             .contains("unknown column \"port\""));
         assert!(read_trace("time_us,size,dscp,flow,sport\n0,1,0,0,70000\n".as_bytes()).is_err());
+    }
+
+    #[test]
+    fn tcp_columns_feed_a_tcpf_marker_both_directions() {
+        // Two data packets, the ACK of the first coming back (rev: observed, no fate row), a
+        // retransmission of the first: IN under TCPF whatever its tokens.
+        let trace = "time_us,size,dscp,flow,proto,src,dst,sport,dport,dir,flags,seq,ack,payload\n\
+                     0,1040,0,1,6,10.0.0.1,10.0.0.2,4000,80,fwd,16,100,1,1000\n\
+                     10,1040,0,1,6,10.0.0.1,10.0.0.2,4000,80,,16,1100,1,1000\n\
+                     50,40,0,2,6,10.0.0.2,10.0.0.1,80,4000,rev,16,1,1100,0\n\
+                     60,1040,0,1,6,10.0.0.1,10.0.0.2,4000,80,fwd,16,1100,1,1000\n";
+        let trace = read_trace(trace.as_bytes()).unwrap();
+        assert_eq!(trace[2].tcp.map(|t| t.ack), Some(1100));
+        assert!(trace[2].reverse && !trace[1].reverse);
+        let config = crate::config::Config::parse(
+            r#"{"links": [{"name": "l", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": null,
+                "policy": {"kind": "droptail"}, "edge": [{"kind": "tcpf", "pool_bytes": 1000}]}]}"#,
+        )
+        .unwrap();
+        let mut link: Link<usize> = Link::new(&config.links[0], 0).unwrap();
+        let fates = replay(&mut link, &trace).unwrap();
+        assert_eq!(fates.len(), 3);
+        let mut csv = Vec::new();
+        write_fates(&mut csv, &trace, &fates).unwrap();
+        let text = String::from_utf8(csv).unwrap();
+        let ids: Vec<&str> = text.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
+        assert_eq!(ids, vec!["0", "1", "3"]);
+        assert_eq!(fates[2].dscp_out, 10, "the retransmission is IN");
+        let Some(crate::stats::EdgeCounters::Tcpf(c)) = link.snapshot().edge.first().copied() else { panic!() };
+        assert_eq!((c.acks, c.retrans_protected), (1, 1));
+        for (bad, want) in [
+            ("0,40,0,1,6,10.0.0.1,10.0.0.2,1,2,back,16,1,1,0", "dir \"back\" (allowed: fwd, rev"),
+            ("0,40,0,1,6,10.0.0.1,10.0.0.2,1,2,fwd,16,,1,0", "flags, seq, ack and payload go together"),
+            ("0,40,0,1,6,10.0.0.1,10.0.0.2,1,2,fwd,16,4294967296,1,0", "seq 4294967296"),
+            ("0,40,0,1,17,10.0.0.1,10.0.0.2,1,2,fwd,16,1,1,0", "TCP fields need proto 6"),
+        ] {
+            let text = format!("time_us,size,dscp,flow,proto,src,dst,sport,dport,dir,flags,seq,ack,payload\n{bad}\n");
+            let e = read_trace(text.as_bytes()).unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
     }
 
     #[test]

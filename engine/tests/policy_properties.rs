@@ -73,6 +73,7 @@ fn trace(rng: &mut ChaCha8Rng) -> Vec<TracePacket> {
                 src: 0x0a00_0000 + flow as u32,
                 dst: 0x0a01_0001,
                 ports: Some((1000 + flow as u16, 80)),
+                ..Default::default()
             }
         })
         .collect()
