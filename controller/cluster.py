@@ -1,8 +1,9 @@
 """`catnip run FILE --cluster ADDRESS`: a sweep's points fanned out over worker machines.
 
 The work goes through Dask distributed (docs/cluster.md says why Dask and not Ray): a scheduler
-at ADDRESS and workers started with `catnip cluster scheduler` and `catnip cluster worker`. This
-process, the coordinator, records the run in its own database as a local run does:
+at ADDRESS and workers started with `catnip cluster scheduler` and `catnip cluster worker`, every
+connection TLS with the cluster's own certificates (controller/cluster_tls.py: a tls:// ADDRESS
+only). This process, the coordinator, records the run in its own database as a local run does:
 
 1. It asks every worker for its identity (controller/cluster_task.identity) and refuses, with
    what differs, each one whose code, builds or kernel features are not its own, or that does not

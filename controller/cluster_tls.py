@@ -62,6 +62,9 @@ def check(folder: Path) -> dict[str, Path]:
     _private(folder, "folder", 0o700)
     files = {name: folder / name for name in FILES}
     for path in files.values():
+        if not path.exists() and not path.is_symlink():
+            raise TLSError(f"{path} is missing: copy the scheduler machine's whole folder again, or make new"
+                           " certificates with `catnip cluster scheduler --new-certs`")
         _private(path, "file", 0o600)
     from cryptography import x509
     cert = x509.load_pem_x509_certificate(files[CERT].read_bytes())

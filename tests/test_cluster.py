@@ -117,6 +117,69 @@ def test_comparable_capabilities_leave_out_the_machine_names():
     assert cluster_task.comparable_capabilities(caps) == {"root": True}
 
 
+def test_cluster_certificates_are_private_and_checked(tmp_path):
+    """What `catnip cluster scheduler` makes, and what every user of the folder refuses."""
+    import datetime
+    import ssl
+    import stat
+    folder = tmp_path / "tls"
+    files, made = cluster_tls.ensure(folder)
+    assert made and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {n: 0o600 for n in cluster_tls.FILES}
+    assert cluster_tls.ensure(folder) == (files, False), "a second start keeps them"
+    # Each side's TLS context (as Dask builds it) takes the key with the certificate, and the
+    # certificate is signed by the CA, not by itself.
+    for purpose in (ssl.Purpose.SERVER_AUTH, ssl.Purpose.CLIENT_AUTH):
+        ctx = ssl.create_default_context(purpose, cafile=str(files["ca.pem"]))
+        ctx.load_cert_chain(files["cert.pem"], files["key.pem"])
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+    ca = x509.load_pem_x509_certificate(files["ca.pem"].read_bytes())
+    cert = x509.load_pem_x509_certificate(files["cert.pem"].read_bytes())
+    assert cert.issuer == ca.subject and cert.issuer != cert.subject
+    ca.public_key().verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(cert.signature_hash_algorithm))
+    assert not any(b"PRIVATE KEY" in p.read_bytes() for p in (files["ca.pem"], files["cert.pem"])), "no CA key kept"
+    sec = cluster_tls.security(folder)
+    assert sec.require_encryption and sec.tls_client_key == str(files["key.pem"])
+
+    def refused(match: str) -> None:
+        with pytest.raises(cluster_tls.TLSError, match=match):
+            cluster_tls.check(folder)
+
+    folder.chmod(0o755)
+    refused(f"{folder} has mode 0755, others may use it; allowed 0700 \\(chmod 700 {folder}\\)")
+    folder.chmod(0o700)
+    files["key.pem"].chmod(0o640)
+    refused("key.pem has mode 0640, others may use it; allowed 0600")
+    files["key.pem"].chmod(0o600)
+    files["cert.pem"].rename(tmp_path / "elsewhere.pem")
+    (folder / "cert.pem").symlink_to(tmp_path / "elsewhere.pem")
+    refused("cert.pem is not a file \\(a symlink is refused too\\)")
+    (folder / "cert.pem").unlink()
+    refused("cert.pem is missing: copy the scheduler machine's whole folder again")
+    with pytest.raises(cluster_tls.TLSError, match="no cluster certificates in .*nowhere: start `catnip cluster"):
+        cluster_tls.check(tmp_path / "nowhere")
+    # --new-certs: a new CA, so the old certificate is no longer accepted anywhere.
+    new, made = cluster_tls.ensure(folder, new=True)
+    assert made and x509.load_pem_x509_certificate(new["ca.pem"].read_bytes()).subject != ca.subject
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tls-")] == [], "no temporary folder left"
+    # Expired: refused naming the fix.
+    real_now = datetime.datetime
+
+    class Later(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return real_now.now(tz) + datetime.timedelta(days=cluster_tls.VALID_DAYS + 1)
+
+    import unittest.mock
+    with unittest.mock.patch.object(cluster_tls.datetime, "datetime", Later):
+        refused("not now: make new ones with `catnip cluster scheduler --new-certs`")
+    for address in ("tcp://h:8786", "h:8786"):
+        with pytest.raises(cluster_tls.TLSError, match="the cluster speaks TLS only: give tls://h:8786"):
+            cluster_tls.check_address(address, "--cluster")
+    cluster_tls.check_address("tls://h:8786", "--cluster")
+
+
 def test_cluster_options_are_checked_before_anything_starts(isolated_data):
     res = catnip("run", QUICK, "--cluster", "tcp://127.0.0.1:1", "--jobs", "2")
     assert res.returncode == 2 and "--cluster runs one point per worker machine" in res.stderr

@@ -29,6 +29,9 @@ import pytest
 
 from controller import cluster_tls
 from testbed.paths import REPO
+from tests.conftest import catnip, need_engine
+from tests.test_cluster import QUICK
+from tests.test_run import SMALL
 
 pytestmark = pytest.mark.netns  # root: the worker refuses to start without it, and setpriv needs it
 NOBODY = 65534
@@ -291,3 +294,24 @@ def test_an_unprivileged_user_is_refused_and_root_is_not(cluster_up):
         workers = client.scheduler_info()["workers"]
         assert client.run(os.getuid) == {w: 0 for w in workers}
         assert client.submit(os.getuid, pure=False).result(timeout=30) == 0
+
+
+def test_a_coordinator_with_another_clusters_certificates_is_refused(cluster_up, isolated_data):
+    other = isolated_data / "other-tls"
+    cluster_tls.create(other)
+    res = catnip("run", QUICK, *SMALL, "--cluster", cluster_up["address"], "--tls-dir", str(other))
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"Error: --cluster {cluster_up['address']}: the scheduler there was not started with the certificates of"
+        f" {other} (copy its folder here, docs/cluster.md)"), res.stderr[-2000:]
+
+
+def test_a_point_runs_on_a_catnip_cluster_worker_over_tls(cluster_up, isolated_data, no_leftovers):
+    """The coordinator, `catnip cluster scheduler` and `catnip cluster worker` still work together."""
+    need_engine()
+    res = catnip("run", QUICK, *SMALL, "--json", "--run-id", "over-tls", "--cluster", cluster_up["address"],
+                 "--tls-dir", str(cluster_up["tls"]))
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = json.loads(res.stdout)
+    assert summary["status"] == "done" and [p["pages_completed"] for p in summary["points"]] == [30], summary
+    assert "1 worker(s) accepted: tls://127.0.0.1:" in res.stderr, res.stderr[-2000:]
