@@ -60,7 +60,7 @@ def export_cmd(run: str, out: str | None, db: str | None) -> None:
 
 
 @click.command(name="import", short_help="Read a run written by `catnip export` into the database.")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file")  # checked by archive.read: a regular file, refused in one line otherwise
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 @click.option("--as", "new_id", metavar="NEW_ID", default=None, help="record the run under this id instead of its own")
 def import_cmd(file: str, db: str | None, new_id: str | None) -> None:

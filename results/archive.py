@@ -292,7 +292,7 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _gunzip(fh, path: Path, max_file: int, max_text: int) -> tuple[bytes, str]:
+def _gunzip(fh, path: Path, max_file: int, max_text: int) -> tuple[bytearray, str]:
     """The decompressed bytes of a gzip file read in blocks (every member of it), and the file's
     SHA-256; refused past max_file bytes of file or max_text of text, before holding more."""
     not_gzip = NotAnExport(f"{path} is not a catnip run export (not gzip'd; `catnip export` writes RUN{SUFFIX})")
@@ -323,29 +323,38 @@ def _gunzip(fh, path: Path, max_file: int, max_text: int) -> tuple[bytes, str]:
         raise NotAnExport(f"{path} is empty, not a catnip run export")
     if in_member:
         raise NotAnExport(f"{path} is not a catnip run export (gzip'd data cut short)") if out else not_gzip
-    return bytes(out), digest.hexdigest()
+    return out, digest.hexdigest()  # json.loads reads a bytearray: no second copy of the text
 
 
-def read(path: Path, max_file: int = MAX_FILE_BYTES, max_text: int = MAX_TEXT_BYTES) -> tuple[dict[str, Any], str]:
+def read(path: Path, max_file: int | None = None, max_text: int | None = None) -> tuple[dict[str, Any], str]:
     """The checked document of an export file and the SHA-256 of the file. Only a regular file is
-    read (opened without waiting on a FIFO), at most `max_file` bytes decompressing to at most
-    `max_text`, in blocks: a gzip bomb, a device or a pipe is refused in one line."""
+    read (opened without waiting on a FIFO), at most `max_file` bytes (MAX_FILE_BYTES) decompressing
+    to at most `max_text` (MAX_TEXT_BYTES), in blocks: a gzip bomb, a device or a pipe is refused
+    in one line."""
     path = Path(path)
+    max_file = MAX_FILE_BYTES if max_file is None else max_file
+    max_text = MAX_TEXT_BYTES if max_text is None else max_text
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ArchiveError(f"{path} is {_kind(mode)}, not a regular file: give the file `catnip export` wrote")
     with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise ArchiveError(f"{path} is {_kind(mode)}, not a regular file: give the file `catnip export` wrote")
         try:
             text, sha256 = _gunzip(fh, path, max_file, max_text)
         except OSError as exc:
             raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
+        text = text.decode("utf-8")  # what `catnip export` writes (json.loads would take UTF-16 and 32 too)
+    except UnicodeDecodeError as exc:
+        raise NotAnExport(f"{path} is not a catnip run export (gzip'd, but not UTF-8 text: byte {exc.start})") \
+            from None
+    try:
         document = json.loads(text)
-    except (ValueError, RecursionError):  # ValueError: not JSON, or not UTF-8, or an integer over 4300 digits
+    except (ValueError, RecursionError):  # ValueError: not JSON, or an integer over 4300 digits
         raise NotAnExport(f"{path} is not a catnip run export (gzip'd, but not a JSON document)") from None
     return check(document, path), sha256
 
@@ -375,7 +384,8 @@ def _check_tables(store: Store, document: dict[str, Any], source: str) -> None:
     for name, t in document["tables"].items():
         if name not in present:
             raise ArchiveError(f"{source}: table {name[:60]!r} is not in {store.path}" + newer)
-        missing = [c for c in t["columns"] if c not in _columns(store.db, name)]
+        have = set(_columns(store.db, name))
+        missing = [c for c in t["columns"] if c not in have]
         if missing:
             raise ArchiveError(f"{source}: table {name} has columns {', '.join(missing)[:200]} that {store.path}"
                                " lacks" + newer)
