@@ -110,7 +110,7 @@ def _verdict(text: str) -> str:
 @click.argument("scenario_file", type=click.Path(dir_okay=False))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="override a field, e.g. --set topology.clients=20 (repeatable)")
-@click.option("--seed", type=int, default=None, help="seed for every random choice of the run")
+@click.option("--seed", type=validate_mod.SEED, default=None, help="seed for every random choice of the run")
 @click.option("--only", multiple=True, metavar="KEY=NAME",
               help="run only the sweep points with this value of sweep KEY (a scheme's name, a policy's kind, a"
                    " value as written), e.g. --only scheme=base-iw; repeatable: names of one key are alternatives")
@@ -119,7 +119,7 @@ def _verdict(text: str) -> str:
 @click.option("--report/--no-report", default=False, help="print the report table after the run")
 @click.option("--run-id", default=None, metavar="ID",
               help="use this id for the run (the dashboard picks ids before starting runs)")
-@click.option("--jobs", type=click.IntRange(1, os.cpu_count() or 1), default=1, show_default=True,
+@click.option("--jobs", type=validate_mod.BoundedInt(1, os.cpu_count() or 1), default=1, show_default=True,
               help="run up to this many sweep points side by side, each in namespaces of its own")
 @click.option("--room", type=click.FloatRange(1, 100), default=50, show_default=True, metavar="PERCENT",
               help="with --jobs: start another point only while the machine's CPU is busy less than this")

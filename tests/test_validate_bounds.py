@@ -118,10 +118,12 @@ def test_merge_keys_are_not_duplicates(tmp_path):
     assert bounded.load_yaml("a: &a {x: 1, y: 2}\nb: {<<: *a, x: 3}\n", "t")["b"] == {"x": 3, "y": 2}
 
 
+@pytest.mark.parametrize("command", ["validate", "run"])
 @pytest.mark.parametrize("option", ["--seed", "--jobs"])
-def test_an_integer_option_thousands_of_digits_long_is_echoed_short(option):
-    # click's usage lines, then one error line quoting the value shortened.
-    text = refused(run_cli("validate", QUICK, option, "9" * 5000), option, "at most 30 digits", lines=4)
+def test_an_integer_option_thousands_of_digits_long_is_echoed_short(command, option):
+    # click's usage lines, then one error line quoting the value shortened (refused while the
+    # options are read: `catnip run` starts nothing).
+    text = refused(run_cli(command, QUICK, option, "9" * 5000), option, "at most 30 digits", lines=4)
     assert max(len(line) for line in text.splitlines()) <= 200, text
 
 
