@@ -165,3 +165,15 @@ def test_max_min_alloc_against_hand_computations():
     assert tcpf_ref.max_min_alloc(100, {"a": 50, "b": 10, "c": 80, "d": 20}) == {"a": 35, "b": 10, "c": 35, "d": 20}
     assert tcpf_ref.max_min_alloc(100, {"a": 30, "b": 20}) == {"a": 30, "b": 20}
     assert tcpf_ref.max_min_alloc(100, {"a": 50, "b": 50, "c": 50}) == {"a": 33, "b": 33, "c": 33}
+
+
+def test_reference_status_lists_every_mechanism_and_finds_missing_tests(monkeypatch):
+    from testbed import references
+    rows = {m: (tests, status) for m, tests, status in references.reference_status()}
+    assert rows["tcpf"][1].startswith("present (seen failing with: flows forgotten after 800 ms")
+    assert "test_random_tcp_traces_engine_matches_the_reference" in rows["tcpf"][0]
+    assert rows["tcpf_o"][1].startswith("present")
+    assert rows["token_marker"] == ("-", "none")
+    gone = references.Reference("x", "y", ("tests/test_tcpf_reference.py::test_not_there",), "z")
+    monkeypatch.setattr(references, "REFERENCES", (gone,))
+    assert references.reference_status() == [("x", "test_not_there", "missing")]

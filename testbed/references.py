@@ -1,0 +1,81 @@
+"""Which mechanisms are checked against an independent reference, and how (issue 44): the list
+`catnip check` shows.
+
+A reference is written from the paper or RFC that defines the mechanism, not from the engine's
+code, and compared with the engine on generated and adversarial traces; it counts only once its
+test was seen failing against a deliberately broken engine (`broken_by` says which break). A
+mechanism without one is listed too, so the gap shows.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from testbed import paths
+
+
+@dataclass(frozen=True)
+class Reference:
+    mechanism: str
+    source: str                # what defines it
+    tests: tuple[str, ...]     # pytest node ids (or cargo tests: "engine:<path>::<name>")
+    broken_by: str = ""        # the breaks of the engine the tests were seen failing on
+
+
+REFERENCES = (
+    Reference("tcpf", "TCP-friendly marking, section 4, Algorithms 1-2 (tests/reference/tcpf_ref.py)",
+              ("tests/test_tcpf_reference.py::test_issue_44_trace_engine_matches_the_reference_and_protects_what_the_paper_protects",
+               "tests/test_tcpf_reference.py::test_random_tcp_traces_engine_matches_the_reference",
+               "tests/test_tcpf_reference.py::test_chaos_traces_engine_matches_the_reference",
+               "tests/test_tcpf_reference.py::test_reference_properties"),
+              "flows forgotten after 800 ms; tokens a hard cap (in_count >= length); new flows without priority;"
+              " tiny flows capped at E(i); no debt carried"),
+    Reference("tcpf_o", "TCP-friendly marking, section 6.1: TCPF without retransmission protection",
+              ("tests/test_tcpf_reference.py::test_tcpf_o_marks_retransmissions_by_the_tokens",
+               "tests/test_tcpf_reference.py::test_random_tcp_traces_engine_matches_the_reference"),
+              "step (b) removed from TCPF; new flows without priority"),
+    Reference("token_marker", "TCP-friendly marking, section 6.1 (TB), or RFC 2697/2698", ()),
+    Reference("police", "RFC 2697/2698 conformance", ()),
+    Reference("shape", "token-bucket shaper conformance", ()),
+    Reference("rio/frio/fred (byte mode)", "Clark-Fang RIO; Lin-Morris FRED; TCP-friendly marking section 5", ()),
+    Reference("red3", "Nouredine-Tobagi three-level RED", ()),
+    Reference("wrr", "Nouredine-Tobagi WRR weight shares", ()),
+    Reference("source_scheduler", "Nouredine-Tobagi section 6.2", ()),
+)
+
+
+def _present(node: str) -> bool:
+    """The test file exists and defines the test function."""
+    path, _, name = node.partition("::")
+    try:
+        text = (paths.REPO / path).read_text()
+    except OSError:
+        return False
+    return f"def {name}(" in text
+
+
+def reference_status(run: bool = False, timeout: float = 600) -> list[tuple[str, str, str]]:
+    """(mechanism, reference tests, status) for each mechanism. status: "none" (no reference
+    yet), "missing" (a listed test is not in the tree), "present" (not run), or with `run`
+    "passes"/"fails" from running its tests (slow: minutes; the engine must be built)."""
+    rows = []
+    for ref in REFERENCES:
+        tests = ", ".join(t.split("::")[-1] for t in ref.tests) or "-"
+        if not ref.tests:
+            status = "none"
+        elif not all(_present(t) for t in ref.tests):
+            status = "missing"
+        elif not run:
+            status = "present"
+        else:
+            res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *ref.tests],
+                                 cwd=paths.REPO, capture_output=True, text=True, timeout=timeout,
+                                 env={**os.environ, "PYTHONPATH": str(paths.REPO)})
+            status = "passes" if res.returncode == 0 else "fails"
+        if ref.broken_by and status in ("present", "passes"):
+            status += f" (seen failing with: {ref.broken_by})"
+        rows.append((ref.mechanism, tests, status))
+    return rows
