@@ -49,9 +49,16 @@ def _tls(folder: Path | None, make: bool = False, new: bool = False) -> Path:
                        " to every worker and coordinator machine)", err=True)
         else:
             cluster_tls.check(folder)
-    except cluster_tls.TLSError as exc:
+    except (cluster_tls.TLSError, OSError) as exc:
         raise click.ClickException(f"--tls-dir: {exc}") from None
     return folder
+
+
+def _bare_host(host: str) -> str:
+    if "://" in host:  # the scheme is always tls, set here
+        raise click.BadParameter(f"{host!r}: give an address or host name without a scheme (the cluster speaks TLS"
+                                 " only)", param_hint="--host")
+    return host
 
 
 @cluster_group.command(name="scheduler")
@@ -67,6 +74,7 @@ def scheduler_cmd(host: str, port: int, dashboard: bool, tls_dir: Path | None, n
     """Run the scheduler in the foreground (Ctrl-C stops it); it speaks TLS only, with the
     certificates of --tls-dir, and prints its tls:// address."""
     from controller import cluster_tls
+    host = _bare_host(host)
     folder = _tls(tls_dir, make=True, new=new_certs)
     # Dask opens an HTTP server even with --no-dashboard, on all interfaces unless told: loopback
     # only, and without the dashboard no route at all (DASHBOARD_OFF_ENV).
@@ -90,9 +98,10 @@ def worker_cmd(address: str, name: str | None, host: str, tls_dir: Path | None) 
     time (one thread, one 'machine' resource), with this checkout's code and builds."""
     from controller import cluster_tls
     try:
-        cluster_tls.check_address(address, "ADDRESS")
+        cluster_tls.check_address(address, "")
     except cluster_tls.TLSError as exc:
         raise click.BadParameter(str(exc), param_hint="ADDRESS") from None
+    host = _bare_host(host)
     if os.geteuid() != 0:
         raise click.ClickException("a worker runs points, which need root (namespaces, iptables)")
     folder = _tls(tls_dir)

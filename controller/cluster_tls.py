@@ -154,6 +154,7 @@ def dask_args(folder: Path) -> list[str]:
 def check_address(address: str, option: str) -> None:
     """A cluster address must be tls://; TLSError naming the fix otherwise."""
     if not address.startswith("tls://"):
-        scheme = address.split("://", 1)[0] + "://" if "://" in address else "no scheme"
+        scheme = address.split("://", 1)[0] + "://" if "://" in address else "an address without a scheme"
         rest = address.split("://", 1)[-1]
-        raise TLSError(f"{option} {address}: {scheme} is refused, the cluster speaks TLS only: give tls://{rest}")
+        raise TLSError(f"{option} {address}".strip() + f": {scheme} is refused, the cluster speaks TLS only: give"
+                       f" tls://{rest}")
