@@ -414,18 +414,18 @@ def prepare_rows(store: Store, document: dict[str, Any], source: str) -> dict[st
         decoded = set(t.get("json_columns", []))
         json_cols = [i for i, c in enumerate(cols) if c in JSON_COLUMNS.get(name, ())]
         values, texts = [], []
-        for n, r in enumerate(t["rows"]):
-            v, text = list(r), list(r)
-            for i in json_cols:
-                if r[i] is None:
-                    continue
-                if cols[i] in decoded:
-                    text[i] = _canonical(r[i])
-                else:
-                    v[i] = import_schema.decode_json(name, cols[i], n, r[i])
-            values.append(v)
-            texts.append(text)
         try:
+            for n, r in enumerate(t["rows"]):
+                v, text = list(r), list(r)
+                for i in json_cols:
+                    if r[i] is None:
+                        continue
+                    if cols[i] in decoded:
+                        text[i] = _canonical(r[i])
+                    else:
+                        v[i] = import_schema.decode_json(name, cols[i], n, r[i])
+                values.append(v)
+                texts.append(text)
             import_schema.check_rows(name, _checker(store.db, name), cols, values)
         except import_schema.SchemaError as exc:
             raise ArchiveError(f"{source}: {exc}") from None

@@ -12,8 +12,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -254,7 +257,9 @@ def test_import_refuses_what_is_not_an_export(tmp_path, imported):
     doc = json.loads(gzip.decompress(good.read_bytes()))
     (tmp_path / "plain.json").write_text("{}")
     (tmp_path / "bad.gz").write_bytes(gzip.compress(b"\xff not json"))
-    cases = [(tmp_path / "plain.json", "not gzip'd"), (tmp_path / "bad.gz", "not a JSON document"),
+    (tmp_path / "text.gz").write_bytes(gzip.compress(b"not json"))
+    cases = [(tmp_path / "plain.json", "not gzip'd"), (tmp_path / "bad.gz", "not UTF-8 text: byte 0"),
+             (tmp_path / "text.gz", "not a JSON document"),
              (_write_gz(tmp_path / "other.gz", {"name": "x"}), "is not a catnip run export"),
              (_write_gz(tmp_path / "flent.gz", [1, 2]), "is not a catnip run export"),
              (_write_gz(tmp_path / "v0.gz", {**doc, "format_version": "1"}), "format_version '1'"),
@@ -350,3 +355,111 @@ def test_docs_describe_every_table_and_column(tmp_path):
     for m in re.finditer(r"^### `(\w+)`\n(.*?)(?=^##)", text, re.S | re.M):
         documented[m.group(1)] = re.findall(r"^\| `(\w+)` \|", m.group(2), re.M)
     assert documented == schema
+
+
+# --- hostile files (issue 47): bounded, typed, never running --------------------------------
+def _bomb(path: Path, gib: int = 4) -> Path:
+    """`gib` GiB of zeros in about 4 MB: 1 MiB members of zeros one after another (as the issue's
+    4.2 MB bomb decompressed to 4 GiB)."""
+    member = gzip.compress(bytes(1 << 20), compresslevel=9)
+    with open(path, "wb") as fh:
+        for _ in range(gib * 1024):
+            fh.write(member)
+    return path
+
+
+def test_a_gzip_bomb_is_refused_within_the_bound(tmp_path):
+    # Run as a child process to read its peak memory: before, 2.7 GB then a MemoryError traceback.
+    bomb = _bomb(tmp_path / "bomb.catnip.json.gz")
+    assert bomb.stat().st_size < 5e6
+    code = ("import resource, sys\n"
+            "from controller.cli import main\n"
+            "try:\n"
+            "    main(['import', sys.argv[1], '--db', sys.argv[2]])\n"
+            "except SystemExit as exc:\n"
+            "    print('exit', exc.code, 'maxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    res = subprocess.run([sys.executable, "-c", code, str(bomb), str(tmp_path / "t.db")], capture_output=True,
+                         text=True, timeout=120, cwd=REPO)
+    assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert f"decompresses to more than {archive.MAX_TEXT_BYTES >> 20} MB" in res.stderr
+    exit_code, rss_kb = re.search(r"exit (\d+) maxrss_kb (\d+)", res.stdout).groups()
+    assert exit_code == "2"
+    # The text held is capped at MAX_TEXT_BYTES: the process stays below it plus Python and the code.
+    assert int(rss_kb) * 1024 < archive.MAX_TEXT_BYTES + 250e6, f"peak {int(rss_kb) // 1024} MB"
+    assert not (tmp_path / "t.db").exists()
+
+
+@pytest.mark.parametrize("which", ["fifo", "/dev/zero", "/dev/urandom", "directory"])
+def test_a_file_that_is_not_regular_is_refused_at_once(tmp_path, which):
+    path = Path(which)
+    if which == "fifo":
+        path = tmp_path / "export.gz"
+        os.mkfifo(path)  # nobody writes it: an open() that waits would hang
+    elif which == "directory":
+        path = tmp_path
+    res = _invoke(import_cmd, str(path), "--db", str(tmp_path / "t.db"))
+    kind = {"fifo": "a FIFO", "directory": "a directory"}.get(which, "a device")
+    _one_line_refusal(res, f"{path} is {kind}, not a regular file")
+    assert not (tmp_path / "t.db").exists()
+
+
+def _export_doc(source: Path) -> dict:
+    with Store(source) as store:
+        return archive.export_run(store, RUN)
+
+
+def _set(doc: dict, table: str, column: str, value, row: int = 0) -> dict:
+    t = doc["tables"][table]
+    t["rows"][row][t["columns"].index(column)] = value
+    return doc
+
+
+@pytest.mark.parametrize("table, column, value, words", [
+    ("runs", "started", "yesterday", "table runs row 0 column started is 'yesterday': Input should be a valid number"),
+    ("pages", "duration", float("nan"), "table pages row 0 column duration is nan, not a finite number"),
+    ("pages", "point", "zero", "table pages row 0 column point is 'zero': Input should be a valid integer"),
+    ("points", "resolved", "{broken", "table points row 0 column resolved is not JSON text"),
+    ("runs", "name", "n" * 608_000, "table runs row 0 column name is 'nnnn"),
+    ("runs", "status", "weird", "table runs row 0 column status is 'weird': Input should be 'done'"),
+])
+def test_a_value_of_the_wrong_type_is_refused_naming_it(source, tmp_path, table, column, value, words):
+    doc = _export_doc(source)
+    if column == "resolved":  # carried as text (as a column that is not canonical JSON is): broken text
+        points = doc["tables"]["points"]
+        points["json_columns"].remove("resolved")
+        i = points["columns"].index("resolved")
+        for r in points["rows"]:
+            r[i] = json.dumps(r[i])
+    path = _write_gz(tmp_path / "bad.gz", _set(doc, table, column, value))
+    res = _invoke(import_cmd, str(path), "--db", str(tmp_path / "t.db"))
+    line = _one_line_refusal(res, words)
+    assert len(line) < 400
+    with Store(tmp_path / "t.db") as store:
+        assert store.runs() == []
+
+
+def test_a_quoted_run_id_through_json_columns_is_refused(source, tmp_path):
+    # Issue 47: json_columns naming `id` made the import write the id quoted ('"jsonkey"').
+    doc = _export_doc(source)
+    doc["tables"]["runs"]["json_columns"].append("id")
+    res = _invoke(import_cmd, str(_write_gz(tmp_path / "q.gz", doc)), "--db", str(tmp_path / "t.db"))
+    _one_line_refusal(res, "json_columns id are not JSON columns of it")
+
+
+@pytest.mark.parametrize("status", ["running", "queued"])
+def test_a_run_recorded_running_is_imported_interrupted(source, tmp_path, status):
+    # Issue 47: imported `running` with runner pid 1, it stayed running for ever with a live page.
+    doc = _set(_set(_export_doc(source), "runs", "status", status), "runs", "finished", None)
+    _set(doc, "runs", "runner", "00000000-0000-0000-0000-000000000000/1/1")
+    _set(doc, "points", "status", "running", row=1)
+    db = tmp_path / "t.db"
+    res = _invoke(import_cmd, str(_write_gz(tmp_path / "live.gz", doc)), "--db", str(db))
+    assert res.exit_code == 0, res.output
+    with Store(db) as store:
+        run = store.run(RUN)
+        assert run["status"] == "interrupted" and run["finished"] is not None
+        assert "imported while recorded as " + status in run["error"]
+        assert [p["status"] for p in store.points(RUN)] == ["done", "interrupted"]
+        assert json.loads(run["imported"])["status_was"] == status
+    res = _invoke(main, "list", "--db", str(db))
+    assert res.exit_code == 0 and "interrupted" in res.output

@@ -136,6 +136,8 @@ class Corpus:
         declared, notnull = self.types[table][column]
         kind = _kind(table, column, declared)
         t = d["tables"][table]
+        if kind == "json" and column in t.get("json_columns", []) and self.rnd.random() < 0.5:
+            self._as_text(t, i)  # carried as text, as a column that is not canonical JSON is
         decoded = column in t.get("json_columns", [])
         if kind == "int":
             value = self.rnd.choice(WRONG_FOR_INT + WRONG_FOR_NUMBER[:3] + NON_FINITE)
@@ -154,6 +156,13 @@ class Corpus:
         t["rows"][row][i] = value
         self.write(path, d)
         return f"{table}.{column}[{row}] = {str(value)[:40]!r}"
+
+    @staticmethod
+    def _as_text(t: dict, i: int) -> None:
+        t["json_columns"] = [c for c in t["json_columns"] if c != t["columns"][i]]
+        for r in t["rows"]:
+            if r[i] is not None:
+                r[i] = json.dumps(r[i], sort_keys=True)
 
     def _object_column(self, table: str, column: str) -> bool:
         return schema.COLUMNS.get(table, {}).get(column) is schema.JsonObject
@@ -338,10 +347,7 @@ class Corpus:
         elif kind == "json":
             value = old if old is not None else None
             if old is not None and column in t.get("json_columns", []):  # carried as text instead of decoded
-                t["json_columns"] = [c for c in t["json_columns"] if c != column]
-                for r in t["rows"]:
-                    if r[i] is not None:
-                        r[i] = json.dumps(r[i], sort_keys=True)
+                self._as_text(t, i)
                 value = t["rows"][row][i]
         else:
             value = self.rnd.choice(["<script>alert(1)</script>", "ü – 漢字 🙂", "a" * 150, "x"])
