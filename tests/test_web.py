@@ -525,3 +525,54 @@ def test_application_metrics_csv_is_the_app_metrics_layout(apps_env):
     assert js["layout"] == "app-metrics" and len(js["rows"]) == 4
     page = client.get(f"/runs/{APPS}").get_data(as_text=True)
     assert f'href="/runs/{APPS}/apps.csv"' in page and f'href="/runs/{APPS}/points/0/apps.json"' in page
+
+
+def test_a_finished_run_page_is_built_once_for_concurrent_readers(env, monkeypatch):
+    # Issue 47: 100 concurrent GETs of one run page each built it (up to 22 s each).
+    import threading
+    import time
+
+    from results import report as report_mod
+    app, _, _ = env
+    cache = app.extensions["catnip_pages"]
+    readers = 20
+    arrived, builds = [], []
+    real_get, real_report = cache.get, report_mod.run_report
+
+    def counting_get(key, build):
+        arrived.append(1)
+        return real_get(key, build)
+
+    def report_once_all_arrived(*args, **kwargs):
+        builds.append(1)
+        deadline = time.monotonic() + 30
+        while len(arrived) < readers and time.monotonic() < deadline:  # every reader is asking by now
+            time.sleep(0.01)
+        return real_report(*args, **kwargs)
+
+    monkeypatch.setattr(cache, "get", counting_get)
+    monkeypatch.setattr(report_mod, "run_report", report_once_all_arrived)
+    bodies: list[bytes] = []
+
+    def read() -> None:
+        r = app.test_client().get(f"/runs/{BASE}")
+        assert r.status_code == 200
+        bodies.append(r.data)
+
+    threads = [threading.Thread(target=read) for _ in range(readers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(bodies) == readers and len(set(bodies)) == 1 and len(arrived) == readers
+    assert len(builds) == 1
+    # A record added to the run is a new page; a running run is never kept.
+    with Store(app.config["CATNIP_DB"]) as store:
+        store.add_transfers(BASE, 0, [], [{"client": "c9", "server": "s1", "page": 1, "round": 0, "start": 0.0,
+                                           "end": 9.0, "duration": 9.0, "objects": 1, "bytes": 10}])
+        store.create_run("live", "quick", "x", {}, {}, 1, "abc", {}, {})
+    page = app.test_client().get(f"/runs/{BASE}").data
+    assert len(builds) == 2 and page != bodies[0]
+    for _ in range(2):
+        assert app.test_client().get("/runs/live").status_code == 200
+    assert len(builds) == 4  # each GET of the running run built its page
