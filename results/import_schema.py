@@ -88,6 +88,16 @@ def _json_of(kind: str):
     return AfterValidator(check)
 
 
+def _point_record(value: Any) -> Any:
+    # The resolved record of a point (spec/record.py) is read by reports and the dashboard: its own schema.
+    from spec import record as record_mod
+    try:
+        record_mod.parse(value)
+    except record_mod.RecordError as exc:
+        raise ValueError(str(exc)[:300]) from None
+    return value
+
+
 Int64 = Annotated[int, Field(ge=INT64[0], le=INT64[1])]
 Count = Annotated[int, Field(ge=0, le=INT64[1])]
 Index = Annotated[int, Field(ge=0, le=MAX_INDEX)]
@@ -102,6 +112,7 @@ Error = _text(MAX_ERROR)
 Path = _text(4096)
 JsonObject = Annotated[Any, _json_of("object")]
 JsonAny = Annotated[Any, _json_of("any")]
+PointRecordJson = Annotated[Any, _json_of("object"), AfterValidator(_point_record)]
 
 # Type of each column this code writes (None allowed unless the column is NOT NULL in the schema).
 COLUMNS: dict[str, dict[str, Any]] = {
@@ -112,7 +123,7 @@ COLUMNS: dict[str, dict[str, Any]] = {
                "seed": Int64, "switch_kind": Name, "link_backend": Name, "started": Time, "finished": Time,
                "status": Status, "error": Error, "realtime_ok": Flag, "fidelity": JsonObject, "sysctls": JsonAny,
                "offloads": JsonAny, "capture": Path, "marking": JsonObject, "environment": JsonAny,
-               "environment_after": JsonAny, "record": JsonAny},
+               "environment_after": JsonAny, "record": PointRecordJson},
     "objects": {"client": Name, "server": Name, "page": Int64, "round": Int64, "url": Path, "conn": Int64,
                 "start": Real, "connect_done": Real, "first_byte": Real, "end": Real, "body_bytes": Count,
                 "header_bytes": Count, "status": Int64, "error": Error},
