@@ -166,17 +166,17 @@ def leftovers() -> dict[str, list]:
 BLOCKING = ("processes", "ovs_bridges", "links", "namespaces", "bpf_pins", "cgroups")
 
 
-def in_initial_netns() -> bool:
-    """This process sees the machine's own network (not an imitated machine's, testbed/machines.py,
-    which shares /run/netns and the cgroup tree with the machine it runs on)."""
-    return _net_ns("self") is not None and _net_ns("self") == _net_ns(1)
+def in_imitated_machine() -> bool:
+    """This process runs in an imitated machine (testbed/machines.py: a named `ctp*` namespace),
+    which shares /run/netns, /proc and the cgroup tree with the machine it runs on: what it sees
+    with our prefix there is the imitation itself and the real machine's."""
+    return _net_ns("self") in _named_net_namespaces()
 
 
 def start_blockers() -> dict[str, list]:
-    """Leftovers a run must not start over (BLOCKING), found where names would collide: in the
-    machine's initial network namespace; elsewhere {}. Asked while holding the machine lock, so
-    nothing of a live run is among them."""
-    if not in_initial_netns():
+    """Leftovers a run must not start over (BLOCKING); none inside an imitated machine. Asked
+    while holding the machine lock, so nothing of a live run is among them."""
+    if in_imitated_machine():
         return {}
     return {k: v for k, v in leftovers().items() if k in BLOCKING}
 

@@ -8,12 +8,14 @@ The real-run tests use test_kills' small quick.yaml (3 clients, 2 rounds of 10 p
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from controller import recover
 from results.store import Store
 from spec.scenario import load
 from testbed import cleanup, processes, run_cgroup
-from testbed.paths import REPO
+from testbed.paths import REPO, machine_lock_path
 from tests.conftest import catnip, need_engine, need_root, wait_until
 from tests.test_kills import RUN_ARGS, _db_rows, _pages_done_live
 
@@ -172,12 +174,56 @@ def _cmdlines() -> list[tuple[int, str]]:
 
 # --- a real run --------------------------------------------------------------------------------
 
-def _start_run(data: Path) -> tuple[subprocess.Popen, Path]:
+BUSY = "another catnip run is using this machine"
+
+
+def _start_run(data: Path, db: Path, pages: int) -> tuple[subprocess.Popen, Path]:
+    """The run, once `pages` pages are done; started again while another run holds the machine
+    (a shared machine: the lock is free when asked, taken by another run a moment later)."""
     log = data / "runner.log"
-    with open(log, "w") as fh:  # a file, not a pipe: the watchdog writes its line there too
-        proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "run", str(QUICK), *RUN_ARGS],
-                                stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, env=os.environ)
-    return proc, log
+    deadline = time.monotonic() + 900
+    while True:
+        wait_until(lambda: cleanup.run_in_progress() is None, max(1.0, deadline - time.monotonic()),
+                   "the machine lock free")
+        with open(log, "w") as fh:  # a file, not a pipe: the watchdog writes its line there too
+            proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "run", str(QUICK), *RUN_ARGS],
+                                    stdout=fh, stderr=subprocess.STDOUT, cwd=REPO, env=os.environ)
+        wait_until(lambda: proc.poll() is not None or _pages_done_live(db) >= pages, 120, f"{pages} pages done",
+                   poll=0.1)
+        if proc.poll() is None or BUSY not in log.read_text():
+            return proc, log
+
+
+@contextmanager
+def _machine_quiet(timeout: float = 900):
+    """The machine lock held here (as a run holds it), so that no other run's namespaces are on
+    the machine while leftovers are counted (the tests share the machine with other runs)."""
+    fh = open(machine_lock_path(), "a+")
+    try:
+        wait_until(lambda: _try_lock(fh), timeout, "the machine lock free", poll=0.2)
+        yield
+    finally:
+        fh.close()  # releases it
+
+
+def _try_lock(fh) -> bool:
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _clean() -> subprocess.CompletedProcess:
+    """`catnip clean`, asked again while another run holds the machine (it refuses then)."""
+    res = None
+
+    def cleaned() -> bool:
+        nonlocal res
+        res = catnip("clean")
+        return res.returncode == 0 or "a run is in progress" not in res.stderr
+    wait_until(cleaned, 900, "`catnip clean` not refused for another run", poll=1.0)
+    return res
 
 
 def _file_pages(folder: Path) -> int:
@@ -185,12 +231,11 @@ def _file_pages(folder: Path) -> int:
 
 
 @pytest.mark.netns
-def test_a_sigkilled_runner_leaves_nothing_running_and_its_pages_are_recovered(isolated_data, no_leftovers):
+def test_a_sigkilled_runner_leaves_nothing_running_and_its_pages_are_recovered(isolated_data):
     need_engine()
     db = isolated_data / "data" / "catnip.db"
-    proc, log = _start_run(isolated_data)
+    proc, log = _start_run(isolated_data, db, 4)
     try:
-        wait_until(lambda: proc.poll() is not None or _pages_done_live(db) >= 4, 120, "4 pages done", poll=0.1)
         assert proc.poll() is None, f"the run ended before the kill: {log.read_text()[-800:]}"
         group = run_cgroup.hierarchy() / f"{run_cgroup.PREFIX}{proc.pid}"
         members = {pid: cmd for pid, cmd in cleanup.our_processes() if pid in run_cgroup.processes(group)}
@@ -205,9 +250,10 @@ def test_a_sigkilled_runner_leaves_nothing_running_and_its_pages_are_recovered(i
         wait_until(lambda: not any(processes.alive(i) for i in idents), 30,
                    "every process of the SIGKILLed run gone, nobody calling `catnip clean`", poll=0.02)
         gone_after = time.monotonic() - killed_at
-        wait_until(lambda: cleanup.run_in_progress() is None and not [
-            p for p, cmd in _cmdlines() if f"testbed.run_watchdog {proc.pid} " in cmd], 150, "the watchdog done")
-        assert cleanup.leftovers() == {}, "its watchdog removes the links, bridges and pins too"
+        wait_until(lambda: not [p for p, cmd in _cmdlines() if f"testbed.run_watchdog {proc.pid} " in cmd], 150,
+                   "the watchdog done")
+        with _machine_quiet():
+            assert cleanup.leftovers() == {}, "its watchdog removes the links, bridges and pins too"
         print(f"\n{len(idents)} processes of the run gone {gone_after:.3f} s after the SIGKILL")
     finally:
         if proc.poll() is None:
@@ -216,7 +262,7 @@ def test_a_sigkilled_runner_leaves_nothing_running_and_its_pages_are_recovered(i
     (run_id, status), = _db_rows(db, "SELECT id, status FROM runs")
     on_disk = _file_pages(db.parent / "runs" / run_id)
     assert on_disk >= 4 and _db_rows(db, "SELECT COUNT(*) FROM pages") == [(0,)], "collected only at a point's end"
-    res = catnip("clean")
+    res = _clean()
     assert res.returncode == 0, res.stderr
     assert f"run {run_id}: records recovered" in res.stdout and f"{on_disk} pages" in res.stdout, res.stdout
     assert _db_rows(db, "SELECT COUNT(*) FROM pages") == [(on_disk,)]
@@ -226,25 +272,30 @@ def test_a_sigkilled_runner_leaves_nothing_running_and_its_pages_are_recovered(i
     print(f"{on_disk} pages recovered from the client files")
     report = catnip("report", run_id)
     assert "status recovered" in report.stdout, report.stdout[:600]
-    assert catnip("clean").returncode == 0 and _db_rows(db, "SELECT COUNT(*) FROM pages") == [(on_disk,)]
+    assert recover.after_clean(db) == [] and _db_rows(db, "SELECT COUNT(*) FROM pages") == [(on_disk,)], "read once"
 
 
 @pytest.mark.netns
-def test_a_run_over_a_dead_runs_leftovers_is_refused_naming_catnip_clean(isolated_data, no_leftovers):
-    """A dead run's access switch (a Linux bridge `ctps1`, the name a run gives its first one): the
-    run is refused in one line before it records anything, instead of failing seconds into
-    building its network with RTNETLINK's "File exists"."""
+def test_a_run_over_a_dead_runs_leftovers_is_refused_naming_catnip_clean(isolated_data):
+    """A dead run's switch port `ctps1-eth1` (the veth its first client's live shell keeps in the
+    machine's namespace): the run is refused in one line before it records anything, instead of
+    failing seconds into building its network with RTNETLINK's "File exists"."""
     need_engine()
-    subprocess.run(["ip", "link", "add", "ctps1", "type", "bridge"], check=True)
+    res = None
     try:
-        started = time.monotonic()
-        res = catnip("run", str(QUICK), *RUN_ARGS, timeout=300)
-        took = time.monotonic() - started
+        while res is None or BUSY in res.stderr:  # another run took the machine meanwhile: again
+            with _machine_quiet():
+                assert cleanup.leftovers() == {}
+                subprocess.run(["ip", "link", "add", "ctps1-eth1", "type", "veth", "peer", "name", "ctpx1-eth0"], check=True)
+            started = time.monotonic()
+            res = catnip("run", str(QUICK), *RUN_ARGS, timeout=300)
+            took = time.monotonic() - started
+            subprocess.run(["ip", "link", "del", "ctps1-eth1"], capture_output=True)
     finally:
-        subprocess.run(["ip", "link", "del", "ctps1"], capture_output=True)
+        subprocess.run(["ip", "link", "del", "ctps1-eth1"], capture_output=True)
     errors = [line for line in res.stderr.splitlines() if line.strip()]
     assert res.returncode != 0 and len(errors) == 1, res.stderr[-1500:]
-    assert "`catnip clean`" in errors[0] and "ctps1" in errors[0] and "RTNETLINK" not in res.stderr, errors
+    assert "`catnip clean`" in errors[0] and "ctps1-eth1" in errors[0] and "RTNETLINK" not in res.stderr, errors
     assert not (isolated_data / "data" / "catnip.db").exists() or _db_rows(
         isolated_data / "data" / "catnip.db", "SELECT COUNT(*) FROM runs") == [(0,)], "nothing recorded"
     print(f"\nrefused in {took:.1f} s: {errors[0]}")
