@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv/bin
 SCENARIO ?= scenarios/quick.yaml
 
-.PHONY: setup run test test-fast test-kills clean help table-xi sim-tables newcwv tcpf servdiff study
+.PHONY: setup run test test-fast test-kills test-fresh clean help table-xi sim-tables newcwv tcpf servdiff study
 
 help:
 	@echo "make setup   install everything (Debian packages, venv, engine build); idempotent"
@@ -11,6 +11,7 @@ help:
 	@echo "make test    set-up if needed, run every test (needs root)"
 	@echo "make test-fast  the tests that need neither root nor seconds each (no set-up; about 30 s)"
 	@echo "make test-kills  50 runs killed at random moments (runner, engine, Apache, client; SIGINT/TERM/HUP/KILL): about 25 min"
+	@echo "make test-fresh  set-up and the main job (100 of 100 pages) inside a bare Debian 12 root (debootstrap, cached; root)"
 	@echo "make table-xi  CATNIP Table XI: baseline, partial and full SPM over four buffers (about 40 minutes)"
 	@echo "              ARGS='--seed 2' passes options to every run; PROFILE=linux-2.4 runs it with that period TCP"
 	@echo "make sim-tables  CATNIP Tables II-X, fairness and HTTP/1.1 (17 points; JOBS=2 side by side by default);"
@@ -40,6 +41,10 @@ test-fast:
 
 test-kills: setup
 	@scripts/test.sh -m kills tests/test_kills.py
+
+# No set-up here: the point is that scripts/setup.sh, run inside the bare root, does it all.
+test-fresh:
+	@scripts/test-fresh.sh
 
 table-xi: setup
 	@PROFILE=$(PROFILE) scripts/table-xi.sh $(ARGS)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from spec import units
+from spec.bounded import short
 
 DSCP_NAMES = {"be": 0, "af11": 10, "af12": 12, "af13": 14, "af21": 18, "af22": 20, "af23": 22, "af31": 26,
               "af32": 28, "af33": 30, "af41": 34, "af42": 36, "af43": 38, "ef": 46}
@@ -27,7 +28,7 @@ def parse_dscp(v: Any) -> int:
         return DSCP_NAMES[v.strip().lower()]
     if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 63:
         return v
-    raise ValueError(f"{v!r} is not a DSCP; use 0-63 or a name ({', '.join(n.upper() for n in DSCP_NAMES)})")
+    raise ValueError(f"{short(v)} is not a DSCP; use 0-63 or a name ({', '.join(n.upper() for n in DSCP_NAMES)})")
 
 
 def parse_ports(v: Any) -> list[int] | None:
@@ -41,13 +42,13 @@ def parse_ports(v: Any) -> list[int] | None:
         try:
             lo, hi = int(a), int(b)
         except ValueError:
-            raise ValueError(f"{v!r} is not a port range; use 80, '5000-5099' or [5000, 5099]") from None
+            raise ValueError(f"{short(v)} is not a port range; use 80, '5000-5099' or [5000, 5099]") from None
     elif isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         lo, hi = v
     else:
-        raise ValueError(f"{v!r} is not a port range; use 80, '5000-5099' or [5000, 5099]")
+        raise ValueError(f"{short(v)} is not a port range; use 80, '5000-5099' or [5000, 5099]")
     if not 0 <= lo <= hi <= 65535:
-        raise ValueError(f"{v!r}: ports run 0-65535, low end first")
+        raise ValueError(f"{short(v)}: ports run 0-65535, low end first")
     return [lo, hi]
 
 
@@ -76,20 +77,20 @@ class MarkRule(BaseModel):
     @classmethod
     def _block(cls, v: str | None) -> str | None:
         if v is not None and not v.strip():
-            raise ValueError(f"{v!r} is neither an address block (10.1.0.0/16) nor a host group name")
+            raise ValueError(f"{short(v)} is neither an address block (10.1.0.0/16) nor a host group name")
         if v is None or "/" not in v and not any(c.isdigit() for c in v.split(".")[0][:1]):
             return v  # a group name, resolved once the graph is known
         try:
             return str(ipaddress.ip_network(v, strict=False))
         except ValueError:
-            raise ValueError(f"{v!r} is neither an address block (10.1.0.0/16) nor a host group name") from None
+            raise ValueError(f"{short(v)} is neither an address block (10.1.0.0/16) nor a host group name") from None
 
     def engine_rule(self, subnets: dict[str, str]) -> dict[str, Any]:
         def block(v: str | None) -> str | None:
             if v is None or v[0].isdigit():
                 return v
             if v not in subnets:
-                raise ValueError(f"mark rule names host group {v!r}, which the topology does not have"
+                raise ValueError(f"mark rule names host group {short(v)}, which the topology does not have"
                                  f" (groups: {', '.join(sorted(subnets))})")
             return subnets[v]
         return {"proto": {"tcp": 6, "udp": 17}.get(self.proto or "", None), "src": block(self.src),
@@ -138,7 +139,7 @@ class Police(_Edge):
             return {"action": "remark", "dscp": parse_dscp(v["dscp"])}
         if isinstance(v, dict) and set(v) == {"remark"}:
             return {"action": "remark", "dscp": parse_dscp(v["remark"])}
-        raise ValueError(f"{v!r}: exceed is 'drop' or {{remark: DSCP}}")
+        raise ValueError(f"{short(v)}: exceed is 'drop' or {{remark: DSCP}}")
 
     def engine_config(self, subnets):
         return {"kind": "police", "rate_bps": self.rate, "bucket_bytes": self.bucket, "dscp": self.dscp,
@@ -165,9 +166,9 @@ class Shape(_Edge):
 def _positive_size(v: Any, most: int = units.MAX_SIZE_BYTES) -> int:
     size = v if type(v) is int else units.parse_size(v)
     if size <= 0:
-        raise ValueError(f"{v!r}: must be above 0 bytes")
+        raise ValueError(f"{short(v)}: must be above 0 bytes")
     if size > most:
-        raise ValueError(f"{v!r}: at most {most} bytes")
+        raise ValueError(f"{short(v)}: at most {most} bytes")
     return size
 
 

@@ -17,6 +17,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
 from spec import units
+from spec.bounded import short
 from spec.edge import parse_ports
 
 
@@ -48,11 +49,11 @@ class CatnipBad(_Policy):
 def _threshold(v: Any) -> Any:
     """A packet count, a share of the buffer ('20%') or a size ('50KB')."""
     if isinstance(v, bool):
-        raise ValueError(f"{v!r} is not a threshold")
+        raise ValueError(f"{short(v)} is not a threshold")
     if isinstance(v, (int, float)):
         if v >= 0 and v == v and v != float("inf"):
             return float(v)
-        raise ValueError(f"{v!r} is not a threshold; a packet count must be a finite number >= 0")
+        raise ValueError(f"{short(v)} is not a threshold; a packet count must be a finite number >= 0")
     if isinstance(v, str):
         text = v.strip()
         if text.endswith("%"):
@@ -69,7 +70,7 @@ def _threshold(v: Any) -> Any:
                 size = None
             if size and "bytes" in size:
                 return {"bytes": size["bytes"]}
-    raise ValueError(f"{v!r} is not a threshold; use a packet count (10), a share of the buffer ('20%')"
+    raise ValueError(f"{short(v)} is not a threshold; use a packet count (10), a share of the buffer ('20%')"
                      " or a size ('50KB')")
 
 
@@ -159,7 +160,7 @@ def _min_q(v: Any) -> Any:
         return v
     if isinstance(v, str):
         return {"bytes": units.parse_size(v)}
-    raise ValueError(f"{v!r}: min_q is a packet count (2) or a size ('3KB')")
+    raise ValueError(f"{short(v)}: min_q is a packet count (2) or a size ('3KB')")
 
 
 def _min_q_block(min_q: Any, byte_thresholds: bool) -> dict:
@@ -314,7 +315,7 @@ def _port_range(v: Any) -> list[int]:
 
 def _class_ports(v: Any) -> Any:
     if not isinstance(v, (list, tuple)):
-        raise ValueError(f"{v!r} is not a class; a class is a list of ports, e.g. [80] or ['5000-5099', 8080]")
+        raise ValueError(f"{short(v)} is not a class; a class is a list of ports, e.g. [80] or ['5000-5099', 8080]")
     if not v:
         raise ValueError("a class needs at least one port range: a port (80), 'lo-hi' or [lo, hi]")
     return v
@@ -326,7 +327,7 @@ MAX_DOWNGRADE_AFTER = 3600.0  # seconds (engine/src/policy/source_sched.rs: an h
 def _downgrade_after(v: Any, info: Any) -> float:
     seconds = units.parse_duration(v, bare=not units.from_input(info))
     if not 1 <= round(seconds * 1e6) <= MAX_DOWNGRADE_AFTER * 1e6:  # the engine's bounds: 1 us to an hour
-        raise ValueError(f"{v!r}: must be at least 1us and at most 60min")
+        raise ValueError(f"{short(v)}: must be at least 1us and at most 60min")
     return seconds
 
 

@@ -198,7 +198,7 @@ class TcpSpec(_Strict):
         s = units.parse_duration(v)
         if not 0.001 <= s <= 120:
             what = "minimum" if info.field_name == "rto_min" else "initial"
-            raise ValueError(f"{v!r}: the {what} RTO must be between 1ms and 120s (Linux's maximum RTO)")
+            raise ValueError(f"{bounded.short(v)}: the {what} RTO must be between 1ms and 120s (Linux's maximum RTO)")
         return s
 
     @field_validator("receive_buffer", mode="before")
@@ -208,7 +208,7 @@ class TcpSpec(_Strict):
             return None
         n = v if type(v) is int else units.parse_size(v)
         if not 4096 <= n <= 64 * 2**20:
-            raise ValueError(f"{v!r}: a receive buffer between 4KB and 64MB")
+            raise ValueError(f"{bounded.short(v)}: a receive buffer between 4KB and 64MB")
         return n
 
     def knob_sysctls(self) -> dict[str, int]:

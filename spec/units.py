@@ -10,6 +10,8 @@ import math
 import re
 from typing import Any
 
+from spec.bounded import short
+
 _NUMBER = r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*"
 
 _RATE_UNITS = {
@@ -62,13 +64,13 @@ def parse_rate(value: object, bare: bool = True) -> int:
     """Bit rate in bit/s. A bare number is bit/s where `bare` allows it (values the code built);
     a user writes the unit: `rate: 1500` is refused as `buffer: 10` is."""
     if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a rate; use {RATE_HELP}")
+        raise ValueError(f"{short(value)} is not a rate; use {RATE_HELP}")
     scale = 0.0
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
-            raise ValueError(f"{value!r} is not a finite rate")
+            raise ValueError(f"{short(value)} is not a finite rate")
         if not bare:
-            raise ValueError(f"{value!r} is a bare number; write the rate with its unit, e.g. '{value:g}bit'"
+            raise ValueError(f"{short(value)} is a bare number; write the rate with its unit, e.g. '{value:g}bit'"
                              f" or '{value:g}kbit' (bit, kbit, Mbit, Gbit; B/s, KB/s, MB/s for bytes per second)")
         number, unit = float(value), "bit"
     else:
@@ -77,22 +79,22 @@ def parse_rate(value: object, bare: bool = True) -> int:
         if m and raw_unit in _BYTE_RATE_UNITS:  # a capital B is bytes: 1 MB/s = 8 Mbit/s
             number, unit, scale = float(m.group(1)), raw_unit, _BYTE_RATE_UNITS[raw_unit]
         elif m and not math.isfinite(float(m.group(1))):
-            raise ValueError(f"{value!r} is not a finite rate")
+            raise ValueError(f"{short(value)} is not a finite rate")
         else:
             parts = _split(str(value))
             if parts is None or parts[1] not in _RATE_UNITS:
-                raise ValueError(f"{value!r} is not a rate; use {RATE_HELP}")
+                raise ValueError(f"{short(value)} is not a rate; use {RATE_HELP}")
             number, unit = parts
     bps = number * (scale if scale else _RATE_UNITS[unit])
     if not math.isfinite(bps):
-        raise ValueError(f"{value!r} is not a finite rate")
+        raise ValueError(f"{short(value)} is not a finite rate")
     if bps <= 0:
-        raise ValueError(f"{value!r}: a rate must be above zero")
+        raise ValueError(f"{short(value)}: a rate must be above zero")
     if round(bps) < 1:
         # 0 bit/s would mean an unshaped link to the engine: never let a rate round to it.
-        raise ValueError(f"{value!r} rounds to 0 bit/s; the smallest rate is 1bit")
+        raise ValueError(f"{short(value)} rounds to 0 bit/s; the smallest rate is 1bit")
     if bps > MAX_RATE:
-        raise ValueError(f"{value!r}: above {format_rate(MAX_RATE)}, more than this testbed can emulate")
+        raise ValueError(f"{short(value)}: above {format_rate(MAX_RATE)}, more than this testbed can emulate")
     return int(round(bps))
 
 
@@ -100,25 +102,25 @@ def parse_duration(value: object, bare: bool = True) -> float:
     """Duration in seconds. A bare number is seconds where `bare` allows it; a link's delay is
     written with its unit (`delay: 5` is refused: 5 s or 5 ms?)."""
     if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a duration; use {TIME_HELP}")
+        raise ValueError(f"{short(value)} is not a duration; use {TIME_HELP}")
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
-            raise ValueError(f"{value!r} is not a finite duration")
+            raise ValueError(f"{short(value)} is not a finite duration")
         if not bare:
-            raise ValueError(f"{value!r} is a bare number; write the delay with its unit, e.g. '{value:g}s' or"
+            raise ValueError(f"{short(value)} is a bare number; write the delay with its unit, e.g. '{value:g}s' or"
                              f" '{value:g}ms'")
         seconds = float(value)
     else:
         parts = _split(str(value))
         if parts is None or parts[1] not in _TIME_UNITS:
-            raise ValueError(f"{value!r} is not a duration; use {TIME_HELP}")
+            raise ValueError(f"{short(value)} is not a duration; use {TIME_HELP}")
         seconds = parts[0] * _TIME_UNITS[parts[1]]
     if not math.isfinite(seconds):
-        raise ValueError(f"{value!r} is not a finite duration")
+        raise ValueError(f"{short(value)} is not a finite duration")
     if seconds < 0:
-        raise ValueError(f"{value!r}: a duration cannot be negative")
+        raise ValueError(f"{short(value)}: a duration cannot be negative")
     if seconds > MAX_DURATION:
-        raise ValueError(f"{value!r}: at most {MAX_DURATION:g} s")
+        raise ValueError(f"{short(value)}: at most {MAX_DURATION:g} s")
     return seconds
 
 
@@ -127,9 +129,9 @@ def parse_micros(value: object, bare: bool = True, what: str = "an interval", mo
     time): at least 1us once rounded (0 is refused by the engine), at most `most` seconds."""
     seconds = parse_duration(value, bare=bare)
     if round(seconds * 1e6) < 1:
-        raise ValueError(f"{value!r}: {what} must be above 0, at least 1us (the engine counts whole microseconds)")
+        raise ValueError(f"{short(value)}: {what} must be above 0, at least 1us (the engine counts whole microseconds)")
     if seconds > most:
-        raise ValueError(f"{value!r}: {what} is at most {most:g} s")
+        raise ValueError(f"{short(value)}: {what} is at most {most:g} s")
     return seconds
 
 
@@ -139,30 +141,30 @@ def parse_buffer(value: object) -> dict[str, int]:
         (kind, amount), = value.items()
         if kind in ("packets", "bytes") and isinstance(amount, int) and not isinstance(amount, bool) and amount > 0:
             return _buffer_within({kind: amount}, value)
-        raise ValueError(f"{value!r} is not a buffer; use {BUFFER_HELP}")
+        raise ValueError(f"{short(value)} is not a buffer; use {BUFFER_HELP}")
     if isinstance(value, (int, float, bool)):
-        raise ValueError(f"{value!r} is ambiguous; use {BUFFER_HELP}")
+        raise ValueError(f"{short(value)} is ambiguous; use {BUFFER_HELP}")
     parts = _split(str(value))
     if parts is None:
-        raise ValueError(f"{value!r} is not a buffer; use {BUFFER_HELP}")
+        raise ValueError(f"{short(value)} is not a buffer; use {BUFFER_HELP}")
     number, unit = parts
     if unit in _PACKET_UNITS:
         if number != int(number) or number < 1:
-            raise ValueError(f"{value!r}: a packet count must be a whole number of at least 1")
+            raise ValueError(f"{short(value)}: a packet count must be a whole number of at least 1")
         return _buffer_within({"packets": int(number)}, value)
     if unit in _BYTE_UNITS:
         size = int(round(number * _BYTE_UNITS[unit]))
         if size < 1:
-            raise ValueError(f"{value!r}: a buffer must hold at least one byte")
+            raise ValueError(f"{short(value)}: a buffer must hold at least one byte")
         return _buffer_within({"bytes": size}, value)
-    raise ValueError(f"{value!r} is not a buffer; use {BUFFER_HELP}")
+    raise ValueError(f"{short(value)} is not a buffer; use {BUFFER_HELP}")
 
 
 def _buffer_within(buffer: dict[str, int], value: object) -> dict[str, int]:
     most = MAX_BUFFER_PACKETS if "packets" in buffer else MAX_SIZE_BYTES
     (unit, amount), = buffer.items()
     if amount > most:
-        raise ValueError(f"{value!r}: a buffer holds at most {most} {unit}")
+        raise ValueError(f"{short(value)}: a buffer holds at most {most} {unit}")
     return buffer
 
 
@@ -176,15 +178,15 @@ def format_rate(bps: int) -> str:
 def parse_size(value: object) -> int:
     """A size in bytes, written with its unit ('6000B', '64KB'); bare numbers are ambiguous."""
     if isinstance(value, (int, float, bool)):
-        raise ValueError(f"{value!r} is ambiguous; write a size with its unit, e.g. '6000B' or '64KB'")
+        raise ValueError(f"{short(value)} is ambiguous; write a size with its unit, e.g. '6000B' or '64KB'")
     parts = _split(str(value))
     if parts is None or parts[1] not in _BYTE_UNITS:
-        raise ValueError(f"{value!r} is not a size; write e.g. '6000B' or '64KB' (1 KB = 1024 bytes)")
+        raise ValueError(f"{short(value)} is not a size; write e.g. '6000B' or '64KB' (1 KB = 1024 bytes)")
     size = int(round(parts[0] * _BYTE_UNITS[parts[1]]))
     if size < 1:
-        raise ValueError(f"{value!r}: a size must be at least one byte")
+        raise ValueError(f"{short(value)}: a size must be at least one byte")
     if size > MAX_SIZE_BYTES:
-        raise ValueError(f"{value!r}: a size is at most {MAX_SIZE_BYTES} bytes (1024GB)")
+        raise ValueError(f"{short(value)}: a size is at most {MAX_SIZE_BYTES} bytes (1024GB)")
     return size
 
 
@@ -193,7 +195,7 @@ def parse_bucket(value: object, bare: bool = True) -> int:
     it (values the code built). From one packet of MIN_BUCKET_BYTES to MAX_SIZE_BYTES."""
     size = value if type(value) is int and bare else parse_size(value)
     if size < MIN_BUCKET_BYTES:
-        raise ValueError(f"{value!r}: a bucket must hold one packet of {MIN_BUCKET_BYTES} bytes at least")
+        raise ValueError(f"{short(value)}: a bucket must hold one packet of {MIN_BUCKET_BYTES} bytes at least")
     if size > MAX_SIZE_BYTES:
-        raise ValueError(f"{value!r}: a bucket holds at most {MAX_SIZE_BYTES} bytes (1024GB)")
+        raise ValueError(f"{short(value)}: a bucket holds at most {MAX_SIZE_BYTES} bytes (1024GB)")
     return size
