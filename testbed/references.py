@@ -37,7 +37,11 @@ REFERENCES = (
               ("tests/test_tcpf_reference.py::test_tcpf_o_marks_retransmissions_by_the_tokens",
                "tests/test_tcpf_reference.py::test_random_tcp_traces_engine_matches_the_reference"),
               "step (b) removed from TCPF; new flows without priority"),
-    Reference("token_marker", "TCP-friendly marking, section 6.1 (TB), or RFC 2697/2698", ()),
+    Reference("token_marker", "TCP-friendly marking, section 6.1 (TB); RFC 2697's conformance test"
+              " (tests/reference/tb_ref.py)",
+              ("tests/test_tcpf_reference.py::test_token_marker_engine_matches_the_reference",
+               "tests/test_tcpf_reference.py::test_token_marker_reference_properties"),
+              "unused tokens carried over; intervals counted from the last refill, not the first packet"),
     Reference("police", "RFC 2697/2698 conformance", ()),
     Reference("shape", "token-bucket shaper conformance", ()),
     Reference("rio/frio/fred (byte mode)", "Clark-Fang RIO; Lin-Morris FRED; TCP-friendly marking section 5", ()),
