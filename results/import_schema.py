@@ -32,9 +32,10 @@ MAX_INDEX = 2**31 - 1          # point and repetition numbers (a sweep has at mo
 INT64 = (-(2**63), 2**63 - 1)  # what an SQLite INTEGER holds
 MAX_TIME = 1e11                # seconds since 1970: the year 5138
 
-# Statuses a run or point is recorded with; `running`/`queued` only while its runner lives, so an
+# Statuses a run or point is recorded with (`recovered`: controller/recover.py, records read back
+# after its runner died); `running`/`queued` only while its runner lives, so an
 # import turns them into `interrupted` (results/archive.py: an imported run is never running).
-STATUSES = ("done", "failed", "cancelled", "interrupted", "running", "queued")
+STATUSES = ("done", "failed", "cancelled", "interrupted", "recovered", "running", "queued")
 LIVE_STATUSES = ("running", "queued")
 
 # Columns the store writes as JSON text, by table (results/store.py: _dumps).
