@@ -17,7 +17,7 @@ import yaml
 
 from controller import validate as validate_mod
 from results.compare import split_run_ids
-from results.store import RUN_ID
+from results import run_ids as run_id_check
 from spec import bounded
 from spec import scenario as scenario_mod
 
@@ -117,10 +117,11 @@ def parse_run_request(form: Mapping[str, Any], directory: Path) -> tuple[RunRequ
 
 
 def run_ids(values: list[str]) -> list[str]:
-    """Run ids from a query string, checked for shape (existence is the caller's business)."""
-    bad = [v for v in values if not RUN_ID.fullmatch(v)]
-    if bad:
-        raise ValueError(f"not a run id: {bad[0][:100]!r}")
+    """Run ids from a query string, checked for shape by the one run-id check (results/run_ids.py;
+    existence is the caller's business)."""
+    why = next((w for v in values if (w := run_id_check.problem(v)) is not None), None)
+    if why is not None:
+        raise ValueError(f"run={why}")
     return list(dict.fromkeys(values))
 
 
@@ -153,10 +154,9 @@ def _run_group(value: str, what: str) -> list[str]:
         ids = split_run_ids(value.replace(" ", "+"))
     except ValueError as exc:
         raise ValueError(f"{what}: {exc}") from None
-    bad = next((i for i in ids if not RUN_ID.fullmatch(i)), None)
-    if bad is not None:
-        raise ValueError(f"{what}: {bad[:100]!r} is not a run id (letters, digits, '.', '_', '-';"
-                         " join runs to pool with '+')")
+    why = next((w for i in ids if (w := run_id_check.problem(i)) is not None), None)
+    if why is not None:
+        raise ValueError(f"{what}: {why}; join runs to pool with '+'")
     return ids
 
 
