@@ -872,6 +872,23 @@ mod tests {
     }
 
     #[test]
+    fn algorithm_2_tests_tokens_above_zero_and_the_excess_is_a_debt() {
+        // An established flow (not tiny) with 500 bytes of tokens left: Algorithm 2 (c) asks
+        // in_count(i) > 0, so a 1040-byte packet is IN and takes them to -540; the next is OUT.
+        let mut m = tcpf(r#"{"pool_bytes": 100000}"#);
+        let mut next = 0;
+        steady(&mut m, 1, 20, 100 * MS, 1000 * MS, &mut next);
+        let k = (0x0a00_0001, 0x0b00_0001, 1001, 80);
+        let f = m.flows.get_mut(&k).unwrap();
+        assert!(!f.protected_tiny && f.w.unwrap() > 4.0 * 1460.0);
+        (f.in_count, f.s, f.count) = (500, 0.0, 0.0);
+        let over = m.interval.over;
+        assert_eq!(m.mark(&data(1, next, 1000), 1000 * MS + 5), IN);
+        assert_eq!(m.mark(&data(1, next + 1000, 1000), 1000 * MS + 6), 12);
+        assert_eq!((m.flows[&k].in_count, m.interval.over - over), (-540, 540));
+    }
+
+    #[test]
     fn bad_parameters_are_named() {
         for (json, want) in [
             (r#"{"interval_us": 0}"#, "interval_us: must be above 0"),
