@@ -82,9 +82,12 @@ def schema_bounds() -> dict[str, tuple]:
         "buffer.packets": (1, units.MAX_BUFFER_PACKETS),
         "buffer.bytes": (1, units.MAX_SIZE_BYTES),
         "loss.p": field_bounds(graph.LossSpec, "p"),
+        "loss.p_high": field_bounds(graph.LossSpec, "p_high"),
         "policy.loss_p": field_bounds(policy.Bernoulli, "loss_p"),
+        "policy.loss_p_high": field_bounds(policy.CatnipLoss, "loss_p_high"),
         "policy.w_q": field_bounds(policy._RedFamily, "w_q"),
         "policy.max_p": field_bounds(policy._Red, "max_p"),
+        "policy.levels.max_p": field_bounds(policy.Level, "max_p"),
         "policy.min_th": (0, F64_MAX),  # policy._threshold: a finite number >= 0
         "policy.mean_pkt_bytes": field_bounds(policy._RedFamily, "mean_pkt_bytes")[:2],
         "policy.min_q": (0, F64_MAX),  # policy._min_q: >= 0, a size within units.MAX_SIZE_BYTES
@@ -96,11 +99,13 @@ def schema_bounds() -> dict[str, tuple]:
         "bucket.bucket_bytes": (units.MIN_BUCKET_BYTES, units.MAX_SIZE_BYTES),
         "port": (0, 65535),  # edge.parse_ports
         "dscp": (0, 63),  # edge.parse_dscp
+        "edge.proto": {"one_of": [edge.MarkRule(proto=p, dscp=0).engine_rule({})["proto"] for p in ("tcp", "udp")]},
         "edge.interval_us": (1, edge.MAX_MARKER_INTERVAL * micros),
         "edge.pool_bytes": (1, units.MAX_SIZE_BYTES),
         "edge.tiny_window": tiny,
         "edge.mss_bytes": (1, edge.MAX_MSS),
         "edge.w_gain": field_bounds(edge.Tcpf, "w_gain"),
+        "edge.e_gain": field_bounds(edge.Tcpf, "e_gain"),
         "edge.flow_idle_us": (1, 2 * edge.MAX_MARKER_INTERVAL * micros),
     }
 
@@ -109,6 +114,9 @@ def test_every_engine_bound_has_its_counterpart_in_the_schema_within_it():
     engine, schema = engine_check.limits(), schema_bounds()
     assert sorted(engine) == sorted(schema), "an engine bound without a schema counterpart, or the reverse"
     for key, b in engine.items():
+        if "one_of" in b:  # a set of values: the schema's among them
+            assert set(schema[key]["one_of"]) <= set(b["one_of"]), (key, schema[key], b)
+            continue
         lo, hi, lo_x, hi_x = (*schema[key], False, False)[:4]
         assert lo is not None and hi is not None, key
         # The schema's lowest value is one the engine takes: above its minimum, or at it when the
@@ -145,7 +153,11 @@ def _at(key: str) -> Callable[[Any], dict]:
         "buffer.packets": lambda v: _config(buffer={"packets": v}),
         "buffer.bytes": lambda v: _config(buffer={"bytes": v}),
         "loss.p": lambda v: _config(loss={"p": v}),
+        "loss.p_high": lambda v: _config(loss={"p": 0, "p_high": v}),
         "policy.loss_p": lambda v: _config(policy={"kind": "bernoulli", "loss_p": v}),
+        "policy.loss_p_high": lambda v: _config(policy={"kind": "catnip_loss", "loss_p": 0, "loss_p_high": v}),
+        "policy.levels.max_p": lambda v: _config(policy={"kind": "rio", "w_q": 0.1, "levels": [
+            {"min_th": 2, "max_th": 6, "max_p": v}, {"min_th": 2, "max_th": 6, "max_p": 0.1}]}),
         "policy.w_q": lambda v: _config(policy={**RED, "w_q": v}),
         "policy.max_p": lambda v: _config(policy={**RED, "max_p": v}),
         # min_th at its minimum, max_th at the largest number: both ends of a threshold.
@@ -162,11 +174,13 @@ def _at(key: str) -> Callable[[Any], dict]:
         "bucket.bucket_bytes": lambda v: _config(policy={**SCHED, "med": {**BUCKET, "bucket_bytes": v}}),
         "port": lambda v: _config(edge=[{"kind": "mark", "rules": [{"dport": [0, v], "dscp": 10}]}]),
         "dscp": lambda v: _config(edge=[{"kind": "mark", "rules": [{"dscp": v}]}]),
+        "edge.proto": lambda v: _config(edge=[{"kind": "mark", "rules": [{"proto": v, "dscp": 10}]}]),
         "edge.interval_us": lambda v: _config(edge=[{"kind": "token_marker", "interval_us": v}]),
         "edge.pool_bytes": lambda v: _config(edge=[{"kind": "token_marker", "pool_bytes": v}]),
         "edge.tiny_window": lambda v: _config(edge=[{**TCPF, "tiny_window": v}]),
         "edge.mss_bytes": lambda v: _config(edge=[{**TCPF, "mss_bytes": v}]),
         "edge.w_gain": lambda v: _config(edge=[{**TCPF, "w_gain": v}]),
+        "edge.e_gain": lambda v: _config(edge=[{**TCPF, "e_gain": v}]),
         "edge.flow_idle_us": lambda v: _config(edge=[{**TCPF, "flow_idle_us": v}]),
     }
     return table[key]
@@ -188,6 +202,12 @@ def test_each_engine_bound_is_what_the_engine_checks():
     cases, want = [], []
     for key, b in engine_check.limits().items():
         build = _at(key)
+        if "one_of" in b:  # each member loads; a neighbour of each does not
+            for v in b["one_of"]:
+                cases += [build(v), build(v + 1), build(v - 1)]
+                want += [(key, "one_of", v, True), (key, "one_of", v + 1, (v + 1) in b["one_of"]),
+                         (key, "one_of", v - 1, (v - 1) in b["one_of"])]
+            continue
         for end, up, exclusive in (("min", False, b.get("min_exclusive", False)),
                                    ("max", True, b.get("max_exclusive", False))):
             value = b[end]

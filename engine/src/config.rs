@@ -270,6 +270,9 @@ fn int(min: u64, max: u64) -> serde_json::Value {
 /// those of the field's type (a `u64` holds at most 2^64 - 1). The controller's schema (spec/)
 /// is held within them by tests/test_engine_limits.py, which also loads configurations at and
 /// beyond each bound through `catnip-engine check`, so this table cannot drift from the checks.
+/// Rules between fields (min_th < max_th, a WRR queue's share of the buffer, distinct IN and OUT
+/// DSCPs, a source scheduler on a rated link) are not bounds: the schema checks them with the
+/// same rule, and the scenario-mutation corpus has the engine judge what it accepted.
 pub fn limits() -> serde_json::Value {
     let u64_max = u64::MAX;
     let u32_max = u64::from(u32::MAX);
@@ -290,9 +293,12 @@ pub fn limits() -> serde_json::Value {
         "buffer.packets": int(1, u64_max),
         "buffer.bytes": int(1, u64_max),
         "loss.p": probability,
+        "loss.p_high": probability,
         "policy.loss_p": probability,
+        "policy.loss_p_high": probability,
         "policy.w_q": gain,
         "policy.max_p": gain,
+        "policy.levels.max_p": gain,
         "policy.min_th": nonnegative,
         "policy.mean_pkt_bytes": int(1, u32_max),
         "policy.min_q": nonnegative,
@@ -304,11 +310,13 @@ pub fn limits() -> serde_json::Value {
         "bucket.bucket_bytes": int(crate::edge::MIN_BUCKET_BYTES, u64_max),
         "port": int(0, 65535),
         "dscp": int(0, 63),
+        "edge.proto": {"one_of": [6, 17]},
         "edge.interval_us": int(1, u64_max),
         "edge.pool_bytes": int(1, u64_max),
         "edge.tiny_window": int(0, u32_max),
         "edge.mss_bytes": int(1, u32_max),
         "edge.w_gain": gain,
+        "edge.e_gain": gain,
         "edge.flow_idle_us": int(1, u64_max),
     })
 }
