@@ -368,6 +368,7 @@ def _bomb(path: Path, gib: int = 4) -> Path:
     return path
 
 
+@pytest.mark.slow  # decompresses 256 MB before it stops: seconds
 def test_a_gzip_bomb_is_refused_within_the_bound(tmp_path):
     # Run as a child process to read its peak memory: before, 2.7 GB then a MemoryError traceback.
     bomb = _bomb(tmp_path / "bomb.catnip.json.gz")

@@ -462,3 +462,16 @@ def test_the_served_dashboard_checks_host_and_origin(server):
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req, timeout=30)
     assert err.value.code == 400
+
+
+def test_a_run_an_older_version_imported_with_a_textual_start_does_not_break_the_runs_page(env):
+    # Issue 47: runs.started="yesterday" (accepted by imports before they were checked) made /runs a
+    # 500 for the whole database.
+    _, client, _, db = env
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO runs (id, name, scenario, sweep, started, finished, status)"
+                " VALUES ('old-import', 'x', '{}', '{}', 'yesterday', 'today', 'done')")
+    con.commit()
+    con.close()
+    r = client.get("/runs")
+    assert r.status_code == 200 and "yesterday" in r.get_data(as_text=True) and RUN in r.get_data(as_text=True)

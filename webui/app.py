@@ -195,6 +195,20 @@ def _capture_in_folder(run: sqlite3.Row, recorded: str, folder: Path) -> Path | 
     return None
 
 
+def _is_time(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e11
+
+
+def _listed(run: sqlite3.Row) -> dict[str, Any]:
+    """A run as the runs page lists it. A database filled before imports were checked may hold a
+    start or end that is no time ("yesterday", issue 47): the run is listed without a duration
+    instead of the page failing for every run."""
+    row = dict(run)
+    if not (_is_time(row["started"]) and _is_time(row["finished"])):
+        row["finished"] = None
+    return row
+
+
 def _planned_pages(resolved: Any) -> int:
     """Pages a point of the web workload plans (clients x pages x rounds), 0 when its scenario
     does not say (a record imported from elsewhere may hold anything)."""
@@ -467,7 +481,7 @@ def _register(app: Flask) -> None:
     @app.get("/runs")
     def runs():
         runner.close_abandoned_runs(_store())
-        rows = _store().runs()
+        rows = [_listed(r) for r in _store().runs()]
         return render_template("runs.html", runs=rows, jobs=[j for j in _queue().active()
                                                              if _store().run(j.run_id) is None])
 
@@ -771,7 +785,10 @@ def _register(app: Flask) -> None:
 
     @app.template_filter("when")
     def when(ts: float | None) -> str:
-        return "-" if not ts else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+        # A time a database filled before imports were checked may hold anything: shown, not a 500.
+        if not _is_time(ts) or not ts:
+            return "-" if not ts else str(ts)[:40]
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
 def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: float,
