@@ -145,3 +145,10 @@ def test_the_shipped_transfer_measurement_still_loads():
     sc = transfer.load(TRANSFERS)
     assert sc.seed >= 0 and yaml.safe_load((REPO / "scenarios" / "quick.yaml").read_text())["seed"] == 1
     assert len(s.load(QUICK).points) == 1
+
+
+def test_the_dashboard_forms_seed_is_echoed_short(tmp_path):
+    from webui import forms
+    (tmp_path / "q.yaml").write_text((REPO / "scenarios" / "quick.yaml").read_text())
+    req, errors = forms.parse_run_request({"scenario": "q", "seed": "9" * 5000}, tmp_path)
+    assert req is None and "is not a seed" in errors["seed"] and len(errors["seed"]) <= 200, errors

@@ -85,7 +85,7 @@ def parse_run_request(form: Mapping[str, Any], directory: Path) -> tuple[RunRequ
     seed = None
     if seed_text:
         if not re.fullmatch(r"\d{1,10}", seed_text) or int(seed_text) > 2**31 - 1:
-            errors["seed"] = f"{seed_text!r} is not a seed: a whole number from 0 to {2**31 - 1}"
+            errors["seed"] = f"{bounded.short(seed_text)} is not a seed: a whole number from 0 to {2**31 - 1}"
         else:
             seed = int(seed_text)
     jobs_text = str(form.get("jobs", "")).strip() or "1"
