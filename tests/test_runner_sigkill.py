@@ -121,11 +121,18 @@ def test_a_point_still_written_to_is_left_for_later(tmp_path):
 
 FAKE_RUNNER = """
 import subprocess, sys, time
-from controller.skeleton import machine_lock
-with machine_lock(wait=True):
-    child = subprocess.Popen(["sh", "-c", "sleep 300 & sleep 300"])  # a grandchild no parent-death signal reaches
-    print("READY", flush=True)
-    time.sleep(300)
+from controller.skeleton import LeftoversFound, machine_lock
+deadline = time.monotonic() + 600
+while True:
+    try:
+        with machine_lock(wait=True):
+            child = subprocess.Popen(["sh", "-c", "sleep 300 & sleep 300"])  # grandchildren: no parent-death signal
+            print("READY", flush=True)
+            time.sleep(300)
+    except LeftoversFound:  # a test of someone else's building a network without the lock, on a shared machine
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(1)
 """
 
 
@@ -137,8 +144,10 @@ def test_a_sigkilled_runners_group_is_ended_by_its_watchdog():
     try:
         assert proc.stdout.readline().strip() == "READY"
         group = run_cgroup.hierarchy() / f"{run_cgroup.PREFIX}{proc.pid}"
-        members = [processes.identity(p) for p in run_cgroup.processes(group)]
-        assert len(members) == 4, members  # the runner, sh and its two sleeps
+        # The runner, sh and its two sleeps.
+        pids = wait_until(lambda: len(run_cgroup.processes(group)) == 4 and run_cgroup.processes(group), 10,
+                          "the runner's four processes in its group")
+        members = [processes.identity(p) for p in pids]
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         wait_until(lambda: not group.exists() and not any(processes.alive(m) for m in members), 10,
@@ -259,6 +268,11 @@ def test_a_sigkilled_runner_leaves_nothing_running_and_its_pages_are_recovered(i
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        group = run_cgroup.hierarchy() / f"{run_cgroup.PREFIX}{proc.pid}"
+        if group.exists():  # the watchdog failed: what the run left is removed here, not left to others
+            run_cgroup.remove(group)
+            with _machine_quiet():
+                cleanup.remove_all()
     (run_id, status), = _db_rows(db, "SELECT id, status FROM runs")
     on_disk = _file_pages(db.parent / "runs" / run_id)
     assert on_disk >= 4 and _db_rows(db, "SELECT COUNT(*) FROM pages") == [(0,)], "collected only at a point's end"
