@@ -156,8 +156,8 @@ class CatnipRed(_Red):
 
 def _min_q(v: Any) -> Any:
     """FRED's min_q: a packet count, or a size ('3KB') when the thresholds are sizes."""
-    if v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
-        return v
+    if v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf"):
+        return v  # the engine takes a finite number (JSON has no infinity)
     if isinstance(v, str):
         return {"bytes": units.parse_size(v)}
     raise ValueError(f"{short(v)}: min_q is a packet count (2) or a size ('3KB')")

@@ -55,6 +55,7 @@ def edge(fn: str) -> str:
     (edge("{kind: tcpf, mss: 5000000000B}"), ["edge.0.mss", "at most"]),
     ("router.policy={kind: wrr, weights: [1, 5000000000]}", ["router.policy.weights", "less than or equal to 1000000"]),
     ("run.late_threshold=1e300s", ["run.late_threshold", "at most"]),
+    ("router.policy={kind: fred, min_th: 2, max_th: 6, w_q: 0.1, min_q: .inf}", ["router.policy.min_q", "inf: min_q is a packet count"]),
     # IndexError before: an empty address is neither a block nor a group's name.
     (edge("{kind: mark, rules: [{src: '', dscp: 10}]}"), ["rules.0.src", "''"]),
     (edge("{kind: mark, rules: [{dst: ' ', dscp: 10}]}"), ["rules.0.dst"]),
