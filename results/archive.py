@@ -413,19 +413,21 @@ def prepare_rows(store: Store, document: dict[str, Any], source: str) -> dict[st
         cols = t["columns"]
         decoded = set(t.get("json_columns", []))
         json_cols = [i for i, c in enumerate(cols) if c in JSON_COLUMNS.get(name, ())]
-        values, texts = [], []
+        values, texts = t["rows"], t["rows"]  # a table without JSON columns is checked and written as it came
         try:
-            for n, r in enumerate(t["rows"]):
-                v, text = list(r), list(r)
-                for i in json_cols:
-                    if r[i] is None:
-                        continue
-                    if cols[i] in decoded:
-                        text[i] = _canonical(r[i])
-                    else:
-                        v[i] = import_schema.decode_json(name, cols[i], n, r[i])
-                values.append(v)
-                texts.append(text)
+            if json_cols:  # the values checked (decoded) and the text written differ: two lists
+                values, texts = [], []
+                for n, r in enumerate(t["rows"]):
+                    v, text = list(r), list(r)
+                    for i in json_cols:
+                        if r[i] is None:
+                            continue
+                        if cols[i] in decoded:
+                            text[i] = _canonical(r[i])
+                        else:
+                            v[i] = import_schema.decode_json(name, cols[i], n, r[i])
+                    values.append(v)
+                    texts.append(text)
             import_schema.check_rows(name, _checker(store.db, name), cols, values)
         except import_schema.SchemaError as exc:
             raise ArchiveError(f"{source}: {exc}") from None
@@ -495,10 +497,10 @@ def import_run(store: Store, document: dict[str, Any], new_id: str | None = None
         for name in order:
             cols, rows = tables[name]
             key = cols.index("id" if name == "runs" else "run_id")
-            for r in rows:
-                r[key] = run_id
             quoted = ", ".join(f'"{c}"' for c in cols)
-            db.executemany(f'INSERT INTO "{name}" ({quoted}) VALUES ({", ".join("?" * len(cols))})', rows)
+            # Each row under the new id as it is written: the document (maybe the caller's) stays as it was.
+            db.executemany(f'INSERT INTO "{name}" ({quoted}) VALUES ({", ".join("?" * len(cols))})',
+                           ([*r[:key], run_id, *r[key + 1:]] for r in rows))
             total += len(rows)
         marked = PROVENANCE_COLUMN in _columns(db, "runs")
         if marked:
@@ -541,6 +543,7 @@ def merge_points(store: Store, document: dict[str, Any], run_id: str, first_poin
         for name in ["points", *sorted(n for n in tables if n != "points")]:
             cols, rows = tables[name]
             key, at = cols.index("run_id"), cols.index("point")
+            rows = [list(r) for r in rows]  # renumbered here: the document (maybe the caller's) stays as it was
             for r in rows:
                 r[key], r[at] = run_id, first_point + r[at]
                 if name == "points" and environment is not None and "environment" in cols:

@@ -60,7 +60,8 @@ def _utf8(value: str) -> str:
 
 
 def _text(limit: int):
-    return Annotated[str, Field(max_length=limit), AfterValidator(_utf8)]
+    # pydantic's strict str refuses a lone surrogate itself ("unable to parse raw data as a unicode string").
+    return Annotated[str, Field(max_length=limit)]
 
 
 def _walk(value: Any, depth: int = 0) -> None:
@@ -202,24 +203,28 @@ def _describe(error: dict[str, Any]) -> str:
 
 
 def check_rows(table: str, checker: TypeAdapter, columns: list[str], rows: list[list[Any]]) -> None:
-    """Every row of a table checked at once; SchemaError at the first wrong value:
-    `table T row N column C is ...: why`."""
-    dicts = [dict(zip(columns, row)) for row in rows]
-    try:
-        checker.validate_python(dicts)
-    except ValidationError as exc:
-        e = exc.errors(include_url=False)[0]
-        loc = e.get("loc", ())
-        where = f"table {table} row {loc[0] if loc else '?'}"
-        if len(loc) > 1 and isinstance(loc[1], str):
-            where += f" column {loc[1]}"
-        raise SchemaError(f"{where} {_describe(e)}") from None
+    """Every row of a table checked, CHUNK rows at a time (the rows as dicts cost more memory
+    than the rows); SchemaError at the first wrong value: `table T row N column C is ...: why`."""
     check = ROW_CHECKS.get(table)
-    if check is not None:
-        for n, d in enumerate(dicts):
-            why = check(d)
-            if why is not None:
-                raise SchemaError(f"table {table} row {n} {why}")
+    for first in range(0, len(rows), CHUNK):
+        dicts = [dict(zip(columns, row)) for row in rows[first:first + CHUNK]]
+        try:
+            checker.validate_python(dicts)
+        except ValidationError as exc:
+            e = exc.errors(include_url=False)[0]
+            loc = e.get("loc", ())
+            where = f"table {table} row {first + loc[0] if loc and isinstance(loc[0], int) else '?'}"
+            if len(loc) > 1 and isinstance(loc[1], str):
+                where += f" column {loc[1]}"
+            raise SchemaError(f"{where} {_describe(e)}") from None
+        if check is not None:
+            for n, d in enumerate(dicts, first):
+                why = check(d)
+                if why is not None:
+                    raise SchemaError(f"table {table} row {n} {why}")
+
+
+CHUNK = 5000
 
 
 def decode_json(table: str, column: str, n: int, text: Any) -> Any:
