@@ -1,19 +1,21 @@
-"""The kernel's cwnd of one TCP port's connections, per ACK and at each place Linux shrinks an unused
-window (benchmarks/cwnd_trace.bpf.c): what explains the newCWV baseline's bursts after 0.25 s idles
+"""The kernel's cwnd of one TCP port's connections at every segment they receive and send
+(benchmarks/cwnd_trace.bpf.c): what explains the newCWV baseline's bursts after 0.25 s idles
 (docs/reproduction-newcwv.md, "The baseline at 0.25 s idle").
 
-    python -m benchmarks.cwnd_trace record --port 18070 --out DIR -- catnip run ... --set applications.0.port=18070
-    python -m benchmarks.cwnd_trace bursts DIR [--json]
+    python -m benchmarks.cwnd_trace record --port 18070 --out DIR -- catnip run ... (a burst port of 18070)
+    python -m benchmarks.cwnd_trace bursts DIR [--db DB --run RUN [--cells]] [--json]
+    python -m benchmarks.cwnd_trace figure DIR --db DB --run RUN --cell 40960B/0.25s --out FILE.svg
 
 `record` loads the tracer (compiled here against this kernel's BTF, bpf/build/vmlinux.h), runs the
 command, and writes DIR/events.jsonl: every event of connections whose local port is PORT, in any
 network namespace (use a port nothing else on the machine uses). The tracer is attached only while
-the command runs and leaves nothing behind (no pins: the programs and maps go with this process).
-`bursts` reads it back per connection and per burst (a burst starts when a request arrives): cwnd
-at the last ACK before the idle, the restart after idle (the idle the kernel measured, the RTO it
-compared it with, cwnd before and after), the application-limited decays (cwnd before and after,
-the window the decay kept), cwnd when the burst's first segment went out, and the most segments
-in flight during it.
+the command runs and leaves nothing behind (no pins: programs and maps go with this process).
+`bursts` reads it back per connection and per burst (a burst starts when a request arrives): the
+idle and the RTO the sender saw, cwnd when the request came and when the burst's first segment
+left, which of the kernel's two shrinks gave that value (restart after idle, or the decay of an
+application-limited window), the first flight, the segments, and any later drop of cwnd; with the
+run's database each burst gets its cell, and `--cells` sums them up per sender and cell. `figure`
+draws cwnd against time for both senders over one cell.
 
 Root only (BPF tracing programs).
 """
@@ -409,6 +411,47 @@ def bursts_cmd(trace_dir: Path, iw: int, db: Path | None, run_id: str | None, ce
             click.echo(f"{b.n:>3} {b.cell or '-':<14} {b.idle_s:>7.3f} {b.rto_s:>6.3f} {b.cwnd_before:>6}"
                        f" {b.cwnd_start if b.cwnd_start is not None else '-':>5} {b.start_change or '-':<8}"
                        f" {b.first_flight:>7} {b.segments:>4}  {d}")
+
+
+@main.command(name="figure")
+@click.argument("trace_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--db", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
+@click.option("--run", "run_id", required=True)
+@click.option("--cell", "cells", multiple=True, required=True, help="a cell tag, e.g. 40960B/0.25s (repeatable)")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help=".svg, .pdf or .png")
+def figure_cmd(trace_dir: Path, db: Path, run_id: str, cells: tuple[str, ...], out: Path) -> None:
+    """cwnd of each sender against time over the given cells, run one after another (results/figures.py
+    draws it)."""
+    from results.figures import Series, latency_chart, save
+    meta = json.loads((trace_dir / "meta.json").read_text()) if (trace_dir / "meta.json").exists() else {}
+    evs = [json.loads(line) for line in (trace_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    per = bursts(evs, meta.get("hz"))
+    label_cells(per, db, run_id)
+    series = []
+    for (netns, dport, cc), bs in per.items():
+        chosen = [b for b in bs if b.cell in cells]
+        if not chosen:
+            continue
+        later = [b.t for b in bs if b.t > chosen[-1].t]
+        t0, t1 = chosen[0].t, (later[0] if later else float("inf"))
+        pts, prev_t = [], None
+        for e in evs:
+            t = e["t_ns"] / 1e9
+            if (e["netns"], e["dport"]) != (netns, dport) or not t0 <= t < t1:
+                continue
+            # A received segment's event has cwnd before the kernel processed it: the value since the
+            # previous event. A sent segment's has the value it left with.
+            x = prev_t if e["kind"] == "rcv" and prev_t is not None else t
+            pts.append((round(x - t0, 4), e["cwnd"]))
+            prev_t = t
+        series.append(Series(f"{cc} cwnd", pts))
+    if not series:
+        raise click.ClickException(f"no burst of cells {', '.join(cells)} in the trace")
+    fig = latency_chart(f"cwnd per segment, {', '.join(cells)}", series, xtitle="s since the cell's first request",
+                        ytitle="cwnd (segments)")
+    for trace in fig["data"]:
+        trace["line"]["shape"] = "hv"  # cwnd holds its value until the next segment
+    click.echo(save(fig, out))
 
 
 if __name__ == "__main__":
