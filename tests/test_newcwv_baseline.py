@@ -125,3 +125,20 @@ def test_the_tracer_sees_the_kernels_restart_after_idle(ssai):
         assert (second.cwnd_start, second.start_change) == (want, "restart")
     else:
         assert (second.cwnd_start, second.start_change) == (second.cwnd_before, "")
+
+
+def test_cell_summary_leaves_out_each_cells_first_burst():
+    """A cell's first burst follows another cell's (its window comes from there): the summary's
+    ranges are over the rest, which is what docs/reproduction-newcwv.md's table quotes."""
+    def burst(n, cell, before, start, change):
+        return ct.Burst(n=n, t=float(n), idle_s=0.452, rto_s=0.404, stamp_age_s=0.25, cwnd_before=before,
+                        cwnd_used=0, cwnd_start=start, start_change=change, first_flight=start, segments=29,
+                        cell=cell)
+    bs = [burst(0, "warm-up", 3, 3, ""), burst(1, "40960B/0.25s", 7, 3, "restart"),
+          burst(2, "40960B/0.25s", 32, 16, "restart"), burst(3, "40960B/0.25s", 56, 28, "restart"),
+          burst(4, "40960B/1s", 56, 14, "restart")]
+    rows = {r["cell"]: r for r in ct.cell_summary({(1, 2, "reno"): bs})}
+    assert set(rows) == {"40960B/0.25s", "40960B/1s"}  # no warm-up row
+    r = rows["40960B/0.25s"]
+    assert (r["bursts"], r["cwnd_before"], r["cwnd_start"], r["start_change"]) == (3, [32, 56], [16, 28], ["restart"])
+    assert rows["40960B/1s"]["cwnd_start"] == [14, 14]  # a cell of one burst keeps it
