@@ -105,11 +105,16 @@ def worker_cmd(address: str, name: str | None, host: str, tls_dir: Path | None) 
     if os.geteuid() != 0:
         raise click.ClickException("a worker runs points, which need root (namespaces, iptables)")
     folder = _tls(tls_dir)
+    try:
+        scratch = cluster_tls.scratch_dir()
+    except (cluster_tls.TLSError, OSError) as exc:
+        raise click.ClickException(f"the worker's scratch folder: {exc}") from None
     # The worker's and its nanny's listeners are TLS (the scheduler's address says so); its HTTP
     # server is on loopback and serves nothing.
     args = [_dask(), "worker", address, "--nworkers", "1", "--nthreads", "1", "--resources", "machine=1",
             "--name", name or socket.gethostname(), "--host", host, "--protocol", "tls",
-            *cluster_tls.dask_args(folder), "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
+            *cluster_tls.dask_args(folder), "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+            "--local-directory", str(scratch)]
     env = {**os.environ, **HTTP_OFF_ENV,
            "PYTHONPATH": os.pathsep.join(p for p in (str(paths.REPO), os.environ.get("PYTHONPATH")) if p)}
     os.chdir(paths.REPO)

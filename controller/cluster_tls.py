@@ -36,7 +36,7 @@ def default_dir() -> Path:
     return paths.data_dir() / "cluster" / "tls"
 
 
-def _private(path: Path, kind: str, mode: int) -> None:
+def private(path: Path, kind: str, mode: int) -> None:
     """`path` is a `kind` owned by us that nobody else may read or write (no symlink: it could point anywhere)."""
     try:
         st = path.lstat()
@@ -59,13 +59,13 @@ def check(folder: Path) -> dict[str, Path]:
         raise TLSError(f"no cluster certificates in {folder}: start `catnip cluster scheduler` on this machine, or"
                        " copy the scheduler machine's certificate folder (data/cluster/tls) here, as root, and give its path"
                        " with --tls-dir (docs/cluster.md, Security)")
-    _private(folder, "folder", 0o700)
+    private(folder, "folder", 0o700)
     files = {name: folder / name for name in FILES}
     for path in files.values():
         if not path.exists() and not path.is_symlink():
             raise TLSError(f"{path} is missing: copy the scheduler machine's whole folder again, or make new"
                            " certificates with `catnip cluster scheduler --new-certs`")
-        _private(path, "file", 0o600)
+        private(path, "file", 0o600)
     from cryptography import x509
     cert = x509.load_pem_x509_certificate(files[CERT].read_bytes())
     utc = datetime.timezone.utc
@@ -120,7 +120,7 @@ def create(folder: Path) -> dict[str, Path]:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
         if folder.exists() or folder.is_symlink():
-            _private(folder, "folder", 0o700)  # replaced only if it is ours
+            private(folder, "folder", 0o700)  # replaced only if it is ours
             shutil.rmtree(folder)
         tmp.rename(folder)
     finally:
@@ -133,6 +133,16 @@ def ensure(folder: Path, new: bool = False) -> tuple[dict[str, Path], bool]:
     if new or not Path(folder).exists():
         return create(folder), True
     return check(folder), False
+
+
+def scratch_dir() -> Path:
+    """Where a worker and its nanny keep their files (spilled data as pickles, which the worker loads
+    back): a folder only root can enter. Dask's default, /tmp/dask-scratch-space, is anyone's to
+    create first, and whoever owns it could swap a pickle that root then loads."""
+    folder = paths.state_dir() / "dask-scratch"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private(folder, "folder", 0o700)
+    return folder
 
 
 def security(folder: Path):

@@ -182,6 +182,9 @@ def cluster_up():
     if os.geteuid() != 0:
         pytest.skip("needs root: the worker refuses to start without it")
     base = Path(tempfile.mkdtemp(prefix="catnip-cluster-security-"))
+    from testbed import paths
+    scratch = paths.state_dir() / "dask-scratch"
+    scratch_was_there = scratch.exists()
     base.chmod(0o755)
     env = {**os.environ, "CATNIP_DATA": str(base / "data")}
     procs: list[subprocess.Popen] = []
@@ -209,6 +212,8 @@ def cluster_up():
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         shutil.rmtree(base, ignore_errors=True)
+        if not scratch_was_there:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _listeners(cluster_up) -> dict[str, list[tuple[str, int]]]:
@@ -294,6 +299,11 @@ def test_an_unprivileged_user_is_refused_and_root_is_not(cluster_up):
         workers = client.scheduler_info()["workers"]
         assert client.run(os.getuid) == {w: 0 for w in workers}
         assert client.submit(os.getuid, pure=False).result(timeout=30) == 0
+        # The worker's files (spilled pickles it loads back) are in a folder only root can enter.
+        local = client.run(lambda dask_worker: dask_worker.local_directory)
+    scratch = cluster_tls.scratch_dir()
+    assert all(Path(d).is_relative_to(scratch) for d in local.values()), (local, scratch)
+    assert stat.S_IMODE(scratch.stat().st_mode) == 0o700 and scratch.stat().st_uid == 0
 
 
 def test_a_coordinator_with_another_clusters_certificates_is_refused(cluster_up, isolated_data):
