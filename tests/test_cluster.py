@@ -57,7 +57,14 @@ def local_cluster(isolated_data):
 def _points(db: Path) -> list[sqlite3.Row]:
     con = sqlite3.connect(db)
     con.row_factory = sqlite3.Row
-    return con.execute("SELECT * FROM points ORDER BY point").fetchall()
+    try:
+        return con.execute("SELECT * FROM points ORDER BY point").fetchall()
+    except sqlite3.OperationalError:  # polled between the file's creation and its schema's
+        if con.execute("SELECT COUNT(*) FROM sqlite_master WHERE name='points'").fetchone()[0]:
+            raise
+        return []
+    finally:
+        con.close()
 
 
 def _page_bytes(db: Path, run_id: str) -> dict[int, list[tuple]]:
