@@ -7,7 +7,9 @@ items standing for the others) gets a value chosen by the kind of value it holds
 wrong types, booleans, NaN and infinities, huge, negative and zero numbers, units at their edges
 ('0.4us', '1e999KB', '63B', a bare number), empty, blank and huge strings, deep nesting; a number
 also gets a boolean of its own, a quantity with a unit also '1e-9' of its unit. Then per file: every top-level key given twice, a key given twice
-inside a section, a `--set` of a hostile value, a file over the size bound, a huge name. Each
+inside a section, a `--set` of a hostile value, a file over the size bound, a huge name; and every
+field of every policy and edge function (GALLERY: each with all its parameters on quick.yaml; a
+number there takes every hostile number, not one in turn). Each
 input must be refused (`Refused`, a few short lines) or accepted, within a few seconds; what is
 accepted is laid out as its engines would get it (tests/engine_check.py) and must load in
 `catnip-engine check`: 0 tracebacks, 0 hangs, 0 accepted-invalid. A sweep is narrowed to one
@@ -114,6 +116,52 @@ def dump(raw: Any) -> str:
                      width=10**9)
 
 
+# Every policy and edge function with every parameter given, on CATNIP's dumbbell (quick.yaml):
+# their fields are mutated too, though no shipped file sets them all.
+LEVEL = {"min_th": 5, "max_th": 8, "max_p": 0.02}
+GALLERY = {
+    "red": ("router.policy", {"kind": "red", "min_th": "20%", "max_th": "60%", "w_q": 0.01, "max_p": 0.1,
+                              "mean_pkt_bytes": 1000}),
+    "fred": ("router.policy", {"kind": "fred", "min_th": 2, "max_th": 6, "w_q": 0.01, "max_p": 0.1,
+                               "mean_pkt_bytes": 1000, "min_q": 2}),
+    "frio": ("router.policy", {"kind": "frio", "w_q": 0.01, "mean_pkt_bytes": 1000, "min_q": "3KB", "levels": [
+        {"min_th": "10KB", "max_th": "20KB", "max_p": 0.02}, {"min_th": "5KB", "max_th": "10KB", "max_p": 0.1}]}),
+    "red3": ("router.policy", {"kind": "red3", "w_q": 0.01, "levels": [LEVEL, LEVEL, LEVEL]}),
+    "wrr": ("router.policy", {"kind": "wrr", "weights": [1, 4, 2]}),
+    "catnip_loss": ("router.policy", {"kind": "catnip_loss", "loss_p": 0.01, "loss_p_high": 0.001}),
+    "loss": ("topology.bottleneck.loss", {"p": 0.01, "p_high": 0.001}),
+    "mark": ("topology.bottleneck.edge", [{"kind": "mark", "rules": [
+        {"proto": "tcp", "src": "clients", "dst": "10.2.0.0/16", "sport": 80, "dport": "1000-2000", "dscp": "AF11"}],
+        "default": 0}]),
+    "police": ("topology.bottleneck.edge", [{"kind": "police", "rate": "250kbit", "bucket": "6000B", "dscp": ["AF11"],
+                                            "per": "src", "exceed": {"remark": "AF12"}}]),
+    "shape": ("topology.bottleneck.edge", [{"kind": "shape", "rate": "1Mbit", "bucket": "3000B", "buffer": "20p"}]),
+    "tcpf": ("topology.bottleneck.reverse", {"edge": [{
+        "kind": "tcpf", "interval": "400ms", "pool": "300KB", "tiny_window": 4, "mss": "1460B", "in_dscp": "AF11",
+        "out_dscp": "AF12", "protect_retransmissions": True, "retransmissions_use_tokens": True, "w_gain": 0.125,
+        "e_gain": 0.5, "flow_idle": "800ms"}]}),
+    "token_marker": ("topology.bottleneck.reverse", {"edge": [{
+        "kind": "token_marker", "interval": "400ms", "pool": "300KB", "in_dscp": "AF11", "out_dscp": "AF12"}]}),
+}
+
+
+def gallery() -> list[tuple[str, dict, tuple]]:
+    """(name, the quick scenario with the entry set, the path of the entry's fields)."""
+    quick = yaml.safe_load((REPO / "scenarios" / "quick.yaml").read_text())
+    out = []
+    for name, (where, value) in GALLERY.items():
+        path = tuple(where.split("."))
+        out.append((f"gallery/{name}", replaced_path(quick, path, value), path))
+    return out
+
+
+def replaced_path(node: dict, path: tuple, value: Any) -> dict:
+    """`node` with `value` at `path`, creating the sections on the way."""
+    if len(path) == 1:
+        return {**node, path[0]: value}
+    return {**node, path[0]: replaced_path(node.get(path[0]) or {}, path[1:], value)}
+
+
 @dataclass
 class Case:
     name: str
@@ -162,6 +210,24 @@ def corpus() -> list[Case]:
             c.transfers = raw.get("kind") == "transfers"
     quick = (REPO / "scenarios" / "quick.yaml").read_text()
     cases.append(Case("quick.yaml:over 1 MB", quick + "#" * (bounded.MAX_FILE_BYTES + 1)))
+    for name, raw, under in gallery():
+        cases.append(Case(f"{name}:as written", dump(raw)))
+        for path in fields(_get(raw, under)):
+            path = under + path
+            value = hostile(_get(raw, path), turn)
+            turn += 1
+            cases.append(Case(f"{name}:{'.'.join(map(str, path))}={bounded.short(value)}",
+                              dump(replaced(raw, path, value))))
+            original = _get(raw, path)
+            if isinstance(original, (int, float)) and not isinstance(original, bool):
+                # The engine's numeric bounds live here: every hostile number, not one in turn.
+                for v in (NUMBER if isinstance(original, int) else FLOAT):
+                    if v is not value:
+                        cases.append(Case(f"{name}:{'.'.join(map(str, path))}={bounded.short(v)}",
+                                          dump(replaced(raw, path, v))))
+            elif isinstance(original, str) and (m := UNIT.fullmatch(original)):
+                cases.append(Case(f"{name}:{'.'.join(map(str, path))}=1e-9{m.group(2)}",
+                                  dump(replaced(raw, path, f"1e-9{m.group(2)}"))))
     return cases
 
 
@@ -244,9 +310,13 @@ def test_every_field_of_every_shipped_scenario_made_hostile_is_refused_in_short_
     invalid = sorted({(name, error) for name, error in zip(owner, answers) if error is not None})
     assert not invalid, f"{len(invalid)} accepted-invalid: {invalid[:5]}"
     assert len(cases) >= 500 and stats["refused"] + stats["accepted"] == len(cases)
+    for name, raw, _ in gallery():  # mutations of a gallery entry that does not load would prove nothing
+        (tmp_path / "gallery.yaml").write_text(dump(raw))
+        assert validate_mod.load(str(tmp_path / "gallery.yaml")).points, name
     assert not (tmp_path / "data").exists(), "validation created the data folder or a database"
     with capsys.disabled():
-        print(f"\nscenario-mutation corpus: {len(cases)} cases from {len(FILES)} files; refused {stats['refused']},"
+        print(f"\nscenario-mutation corpus: {len(cases)} cases from {len(FILES)} files and {len(GALLERY)} policies and"
+              f" edge functions; refused {stats['refused']},"
               f" accepted {stats['accepted']} ({len(configs)} engine configurations, all loaded by"
               f" catnip-engine check); tracebacks 0, hangs 0, accepted-invalid 0; slowest {stats['max_ms']} ms;"
               f" {wall:.1f} s in all ({cpu:.1f} s of CPU)")
