@@ -69,24 +69,32 @@ in_root() {
   local run_id
   run_id=$(sed -n 's/^Results are in .* (run \(.*\))\.$/\1/p' "$out" | tail -n1)
   [ -n "$run_id" ] || die "make run printed no run id (exit $rc); its output is above"
-  # The database is the judge, not the run's exit code alone: status and pages fetched without error.
-  .venv/bin/python - "$run_id" "$EXPECTED_PAGES" <<'EOF'
+  verdict "$run_id"
+  [ "$rc" -eq 0 ] || die "make run DASHBOARD=no exited $rc"
+  say "PASS: setup.sh $((t1 - t0)) s, make run $((t2 - t1)) s"
+}
+
+# The database is the judge, not the run's exit code alone: the run's status and its pages fetched
+# without error (CATNIP_DB, as for catnip, picks another database). Run from the clone's folder.
+verdict() {
+  .venv/bin/python - "$1" "$EXPECTED_PAGES" <<'EOF'
 import sqlite3, sys
 from testbed import paths
 run_id, expected = sys.argv[1], int(sys.argv[2])
 db = sqlite3.connect(paths.database())
-status, error = db.execute("SELECT status, error FROM runs WHERE id = ?", (run_id,)).fetchone()
+row = db.execute("SELECT status, error FROM runs WHERE id = ?", (run_id,)).fetchone()
+if row is None:
+    sys.exit(f"test-fresh: FAIL: run {run_id} is not in {paths.database()}")
+status, error = row
 ok = db.execute("SELECT count(*) FROM pages WHERE run_id = ? AND error IS NULL", (run_id,)).fetchone()[0]
 bad = db.execute("SELECT count(*) FROM pages WHERE run_id = ? AND error IS NOT NULL", (run_id,)).fetchone()[0]
 rt = [r[0] for r in db.execute("SELECT realtime_ok FROM points WHERE run_id = ?", (run_id,))]
 print(f"[test-fresh] run {run_id}: status {status}, {ok} of {expected} pages fetched, {bad} failed;"
-      f" real time kept: {'yes' if all(rt) else 'NO (not judged by this tier)'}")
+      f" real time kept: {'yes' if rt and all(rt) else 'NO (not judged by this tier)'}")
 if status != "done" or ok != expected or bad:
     sys.exit(f"test-fresh: FAIL: wanted status done and {expected} of {expected} pages"
              f" (status {status}{': ' + error if error else ''}, {ok} pages, {bad} failed)")
 EOF
-  [ "$rc" -eq 0 ] || die "make run DASHBOARD=no exited $rc"
-  say "PASS: setup.sh $((t1 - t0)) s, make run $((t2 - t1)) s"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -260,6 +268,7 @@ teardown() {
 
 case "${1:-}" in
   --in-root) in_root ;;
+  --verdict) verdict "$2" ;;   # inside a kept root (CATNIP_FRESH_KEEP=1), from the clone: the check alone
   --enter) shift; enter "$@" ;;
   "") trap teardown EXIT; outside ;;
   *) die "unknown option $1 (it takes none)" ;;
