@@ -17,6 +17,7 @@ back the stored text byte for byte (else it stays a string, and is not listed in
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import hashlib
 import json
@@ -29,9 +30,9 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from results import import_schema, run_ids
+from results import import_schema, json_stream, run_ids
 from results.store import SCHEMA_VERSION, Store
 
 FORMAT = "catnip-run-export"
@@ -47,6 +48,8 @@ JSON_COLUMNS = import_schema.JSON_COLUMNS
 MAX_FILE_BYTES = 256 * 1024 * 1024   # the gzip'd file
 MAX_TEXT_BYTES = 256 * 1024 * 1024   # the JSON it decompresses to
 MAX_TABLES = 64
+MAX_VALUE_CHARS = 64 * 1024 * 1024   # one value: a row, or a JSON column (import_schema: 16 MB each)
+MAX_ROWS = 4_000_000                 # every table's rows together: 54,403 for a 2-point, 100-client run
 # Where an import records where the run came from (runs.imported, schema version 8; an older
 # database without the column imports the run unmarked).
 PROVENANCE_COLUMN = "imported"
@@ -292,12 +295,22 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _gunzip(fh, path: Path, max_file: int, max_text: int) -> tuple[bytearray, str]:
-    """The decompressed bytes of a gzip file read in blocks (every member of it), and the file's
-    SHA-256; refused past max_file bytes of file or max_text of text, before holding more."""
+def _gunzip(fh, path: Path, max_file: int, max_text: int, digest) -> Iterator[str]:
+    """The text of a gzip file (every member of it), decompressed block by block as it is asked
+    for, UTF-8 decoded; the file's bytes go into `digest`. Refused past max_file bytes of file or
+    max_text of text, before holding more."""
     not_gzip = NotAnExport(f"{path} is not a catnip run export (not gzip'd; `catnip export` writes RUN{SUFFIX})")
-    digest, read, out = hashlib.sha256(), 0, bytearray()
+    utf8 = codecs.getincrementaldecoder("utf-8")()
+    read, size = 0, 0
     inflate, in_member = zlib.decompressobj(wbits=31), False
+
+    def text(data: bytes, final: bool = False) -> str:
+        try:
+            return utf8.decode(data, final)
+        except UnicodeDecodeError as exc:
+            raise NotAnExport(f"{path} is not a catnip run export (gzip'd, but not UTF-8 text: byte"
+                              f" {size - len(data) + exc.start})") from None
+
     while block := fh.read(1 << 20):
         read += len(block)
         if read > max_file:
@@ -307,13 +320,16 @@ def _gunzip(fh, path: Path, max_file: int, max_text: int) -> tuple[bytearray, st
         while pending:
             in_member = True
             try:
-                # At most what is still allowed, +1 to see it overflow: a bomb stops here.
-                out += inflate.decompress(pending, max_text + 1 - len(out))
+                # At most 1 MB at a time and what is still allowed, +1 to see it overflow: a bomb stops here.
+                out = inflate.decompress(pending, min(1 << 20, max_text + 1 - size))
             except zlib.error:
                 raise not_gzip from None
-            if len(out) > max_text:
+            size += len(out)
+            if size > max_text:
                 raise ArchiveError(f"{path} decompresses to more than {max_text >> 20} MB, the most an import"
                                    " reads (a run's export is a few MB)")
+            if out:
+                yield text(out)
             if inflate.eof:  # a member ended; another may follow (as `cat a.gz b.gz` makes)
                 pending = inflate.unused_data
                 inflate, in_member = zlib.decompressobj(wbits=31), False
@@ -322,15 +338,16 @@ def _gunzip(fh, path: Path, max_file: int, max_text: int) -> tuple[bytearray, st
     if not read:
         raise NotAnExport(f"{path} is empty, not a catnip run export")
     if in_member:
-        raise NotAnExport(f"{path} is not a catnip run export (gzip'd data cut short)") if out else not_gzip
-    return out, digest.hexdigest()  # json.loads reads a bytearray: no second copy of the text
+        raise NotAnExport(f"{path} is not a catnip run export (gzip'd data cut short)") if size else not_gzip
+    yield text(b"", final=True)
 
 
 def read(path: Path, max_file: int | None = None, max_text: int | None = None) -> tuple[dict[str, Any], str]:
     """The checked document of an export file and the SHA-256 of the file. Only a regular file is
     read (opened without waiting on a FIFO), at most `max_file` bytes (MAX_FILE_BYTES) decompressing
-    to at most `max_text` (MAX_TEXT_BYTES), in blocks: a gzip bomb, a device or a pipe is refused
-    in one line."""
+    to at most `max_text` (MAX_TEXT_BYTES); decompressed and parsed as it is read
+    (results/json_stream.py), so the whole text is never held: a gzip bomb, a device or a pipe is
+    refused in one line, and text that is not JSON where it is met."""
     path = Path(path)
     max_file = MAX_FILE_BYTES if max_file is None else max_file
     max_text = MAX_TEXT_BYTES if max_text is None else max_text
@@ -342,21 +359,16 @@ def read(path: Path, max_file: int | None = None, max_text: int | None = None) -
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise ArchiveError(f"{path} is {_kind(mode)}, not a regular file: give the file `catnip export` wrote")
+    digest = hashlib.sha256()
     with os.fdopen(fd, "rb") as fh:
         try:
-            text, sha256 = _gunzip(fh, path, max_file, max_text)
+            document = json_stream.loads(_gunzip(fh, path, max_file, max_text, digest), MAX_VALUE_CHARS, MAX_ROWS)
+        except json_stream.StreamError as exc:
+            raise NotAnExport(f"{path} is not a catnip run export (gzip'd, but not a JSON document:"
+                              f" {str(exc)[:160]})") from None
         except OSError as exc:
             raise ArchiveError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        text = text.decode("utf-8")  # what `catnip export` writes (json.loads would take UTF-16 and 32 too)
-    except UnicodeDecodeError as exc:
-        raise NotAnExport(f"{path} is not a catnip run export (gzip'd, but not UTF-8 text: byte {exc.start})") \
-            from None
-    try:
-        document = json.loads(text)
-    except (ValueError, RecursionError):  # ValueError: not JSON, or an integer over 4300 digits
-        raise NotAnExport(f"{path} is not a catnip run export (gzip'd, but not a JSON document)") from None
-    return check(document, path), sha256
+    return check(document, path), digest.hexdigest()
 
 
 @dataclass(frozen=True)
