@@ -10,8 +10,9 @@ what it expects:
   past 64 bits, strings past their bound, bad run ids ('..', '.', '-rf', a slash, 101 characters,
   not text), JSON columns broken, of the wrong kind, too deep, with a lone surrogate or NaN inside,
   json_columns naming a column that is not JSON (the run id), an unknown status, a page without
-  error or duration, the document's structure broken (tables, rows, columns, versions), gzip bombs,
-  truncated and random files, non-regular files (FIFO, /dev/zero, /dev/urandom, a directory);
+  error or duration, the document's structure broken (tables, rows, columns, versions), gzip bombs
+  (zeros, a string or rows without end), truncated and random files, non-regular files (FIFO,
+  /dev/zero, /dev/urandom, a directory);
 - accepted: values of the right type changed (finite numbers, unicode and markup in text, nulls
   where allowed, JSON columns as text instead of decoded), and a run recorded `running` or `queued`,
   which must arrive `interrupted` with its points.
@@ -284,7 +285,8 @@ class Corpus:
         d = self.doc(run_id)
         raw = gzip.compress(json.dumps(d).encode(), compresslevel=1)
         what = self.rnd.choice(["truncated", "random", "empty", "not_gzip_json", "gzip_not_json", "gzip_array",
-                                "trailing_garbage", "bomb", "bomb_member", "utf16", "huge_int", "nested"])
+                                "trailing_garbage", "bomb", "bomb_member", "utf16", "huge_int", "nested",
+                                "endless_string", "endless_rows"])
         if what == "truncated":
             path.write_bytes(raw[:self.rnd.randrange(1, len(raw) - 1)])
         elif what == "random":
@@ -306,7 +308,14 @@ class Corpus:
         elif what == "bomb_member":  # many small members, as `cat` makes
             member = gzip.compress(bytes(1 << 18), compresslevel=9)
             path.write_bytes(member * (SMALL_TEXT // (1 << 18) + 3))
-        elif what == "utf16":
+        elif what == "endless_string":  # JSON that never ends one value
+            z = zlib.compressobj(9, zlib.DEFLATED, 31)
+            path.write_bytes(z.compress(b'{"format": "catnip-run-export", "pad": "')
+                             + b"".join(z.compress(b"a" * (1 << 20)) for _ in range(3)) + z.flush())
+        elif what == "endless_rows":  # rows without end: small as text, large as objects
+            z = zlib.compressobj(9, zlib.DEFLATED, 31)
+            path.write_bytes(z.compress(b'{"tables": {"pages": {"rows": [') + z.compress(b"[0]," * 500_000) + z.flush())
+        elif what == "utf16":  # JSON, but not the UTF-8 `catnip export` writes
             path.write_bytes(gzip.compress(json.dumps(d).encode("utf-16")))
         elif what == "huge_int":
             path.write_bytes(gzip.compress(b'{"format": "catnip-run-export", "format_version": 1' + b"0" * 5000 + b"}"))
@@ -388,7 +397,10 @@ def _cases(corpus: Corpus, n: int):
 
 def test_hostile_import_corpus(base, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CATNIP_DATA", str(tmp_path / "data"))
-    monkeypatch.setattr(archive, "MAX_TEXT_BYTES", SMALL_TEXT)  # bombs past a small bound: the corpus stays fast
+    # Bombs past small bounds: the corpus stays fast (tests/test_archive.py tries the real ones).
+    monkeypatch.setattr(archive, "MAX_TEXT_BYTES", SMALL_TEXT)
+    monkeypatch.setattr(archive, "MAX_VALUE_CHARS", SMALL_TEXT // 2)
+    monkeypatch.setattr(archive, "MAX_ROWS", 10_000)
     db = tmp_path / "target.db"
     with Store(db):
         pass
