@@ -177,12 +177,15 @@ def recover_run(store: Store, run_id: str, wait: float = 0.0) -> str | None:
         if time.monotonic() >= deadline:
             return None  # still written to: `catnip clean` (or the next look after the watchdog) reads it
         time.sleep(0.05)
-    said = []
+    said, failed = [], []
     for point in points:
+        where = folder / f"point{point['point']}"
+        if not where.is_dir():  # its runner died before the point made its folder
+            continue
         try:
-            counts, notes = recover_point(store, run, point, folder / f"point{point['point']}")
+            counts, notes = recover_point(store, run, point, where)
         except Exception as exc:  # noqa: BLE001 - its scenario no longer loads: said, and left as it was
-            said.append(f"point {point['point']}: not recovered ({type(exc).__name__}: {str(exc)[:200]})")
+            failed.append(f"point {point['point']}: not recovered ({type(exc).__name__}: {str(exc)[:200]})")
             continue
         if not any(counts.values()):
             continue
@@ -194,7 +197,7 @@ def recover_run(store: Store, run_id: str, wait: float = 0.0) -> str | None:
         said.append(f"point {point['point']}: {what}")
     if not said:
         return None
-    note = "records recovered from the run's folder: " + "; ".join(said)
+    note = "records recovered from the run's folder: " + "; ".join(said + failed)
     store.mark_recovered(run_id, note)
     return note
 
