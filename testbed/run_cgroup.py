@@ -4,7 +4,9 @@ The runner moves itself into `catnip-run-PID` when it takes the machine lock, so
 starts (Mininet's host shells, engines, Apache, clients, side-by-side point workers) is born in the
 group, whatever its command line or namespace. `catnip clean` then selects a killed run's processes
 by that membership instead of by their command lines, and removes them all with `cgroup.kill`.
-Groups nested inside (the SPM marker's cgroup for Apache, testbed/spm.py) go with it.
+Groups nested inside (the SPM marker's cgroup for Apache, testbed/spm.py) go with it. A runner
+killed by SIGKILL cannot do that itself: its watchdog (testbed/run_watchdog.py), born outside the
+group, does it the moment the runner dies.
 
 Without a cgroup-v2 hierarchy (or where the kernel refuses), runs go on without one and cleanup
 falls back to the command-line markers (testbed/cleanup.py): said once on stderr.
