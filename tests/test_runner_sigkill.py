@@ -24,7 +24,7 @@ from controller.skeleton import close_abandoned_runs
 from controller import recover
 from results.store import Store
 from spec.scenario import load
-from testbed import cleanup, processes, run_cgroup
+from testbed import cleanup, processes, run_cgroup, run_watchdog
 from testbed.paths import REPO, machine_lock_path
 from tests.conftest import catnip, need_engine, need_root, wait_until
 from tests.test_kills import RUN_ARGS, _db_rows, _pages_done_live
@@ -168,6 +168,10 @@ def test_a_runner_that_ends_its_run_sends_its_watchdog_away():
         watchdogs = [p for p, cmd in _cmdlines() if f"testbed.run_watchdog {os.getpid()} " in cmd]
         assert len(watchdogs) == 1 and watchdogs[0] not in run_cgroup.processes(group), "born outside the group"
     assert not Path(f"/proc/{watchdogs[0]}").exists(), "it left with the run"
+    watchdog = run_watchdog.start(None)
+    assert watchdog is not None
+    watchdog.finished()
+    assert watchdog.proc.returncode == 0, "it left when told, not killed after waiting"
 
 
 def _running(ident: str) -> bool:
