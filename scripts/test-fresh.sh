@@ -14,8 +14,8 @@
 # /dev and cgroups. Carried in, as issue 47 allows: this machine's Rust toolchain (~/.cargo/bin and
 # ~/.rustup, read-only; setup.sh would otherwise fetch one with rustup) and its local CA
 # certificates (/usr/local/share/ca-certificates: needed where an egress proxy re-signs TLS).
-# Downloads are cached (.debs, pip wheels, crates) so a repeat downloads little; every install,
-# build and the run itself happen again each time.
+# The .debs and crates it downloads are cached beside the base, so a repeat downloads little;
+# every install, build and the run itself happen again each time.
 #
 # Teardown: everything started inside dies with the PID namespace, every mount with the mount
 # namespace; the unpacked root is removed (CATNIP_FRESH_KEEP=1 keeps it). Ctrl-C or SIGTERM cancel
@@ -114,7 +114,6 @@ enter() {
     ro_bind "${RUSTUP_HOME:-$HOME/.rustup}" "$root/root/.rustup"
   fi
   mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives"
-  mount --bind "$cache/pip" "$root/root/.cache/pip"
   mount --bind "$cache/cargo-registry" "$root/root/.cargo/registry"
   cd "$root"
   mkdir -p .old-root
@@ -170,7 +169,7 @@ outside() {
   CATNIP_FRESH_COMMIT=$(git -C "$repo" rev-parse HEAD)
   export CATNIP_FRESH_COMMIT
 
-  mkdir -p "$cache"/{apt-archives/partial,pip,cargo-registry}
+  mkdir -p "$cache"/{apt-archives/partial,cargo-registry}
   exec 9>"$cache/lock"
   flock -n 9 || { say "another test-fresh holds $cache/lock: waiting"; flock 9; }
 
@@ -212,7 +211,7 @@ outside() {
   fi
   printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
   chmod 755 "$root/usr/sbin/policy-rc.d"
-  mkdir -p "$root/root/.cache/pip" "$root/root/.cargo/registry" "$root$ORIGIN_IN_ROOT"
+  mkdir -p "$root/root/.cargo/registry" "$root$ORIGIN_IN_ROOT"
   cp "$SELF" "$root$STAGE_IN_ROOT"
   say "unpacked a fresh copy in $(($(date +%s) - t1)) s ($root)"
 
