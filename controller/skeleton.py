@@ -101,7 +101,7 @@ def machine_lock(wait: bool = False) -> Iterator[None]:
         if left:
             raise LeftoversFound(f"a run that died without its teardown left {cleanup.describe(left)}: run `catnip"
                                  " clean` first, then start again")
-        with run_cgroup.joined():  # everything the run starts is born in its group; a watchdog outside it
+        with run_cgroup.joined(leftovers=True):  # everything the run starts is born in its group; a watchdog outside it
             yield
     finally:
         fh.seek(0)

@@ -123,12 +123,13 @@ def remove(group: Path, timeout: float = 10.0) -> list[str]:
 
 
 @contextmanager
-def joined(watch: bool = True) -> Iterator[Path | None]:
+def joined(watch: bool = True, leftovers: bool = False) -> Iterator[Path | None]:
     """Run the body with this process in a new run group; afterwards move back, end whatever the
     run left running in the group (its teardown should have; a leak must not outlive the run),
     and remove the group. With `watch`, a watchdog (testbed/run_watchdog.py), started before this
-    process joins so that it is born outside the group, ends the group and removes what the run
-    left if this process dies without getting here (SIGKILL)."""
+    process joins so that it is born outside the group, ends the group if this process dies
+    without getting here (SIGKILL); with `leftovers` (a holder of the machine lock, whose run
+    alone can own what carries our prefix) it also removes what the run left, as `catnip clean`."""
     from testbed import run_watchdog
     root, before = hierarchy(), own_group()
     group = None
@@ -139,7 +140,7 @@ def joined(watch: bool = True) -> Iterator[Path | None]:
             if candidate.exists():  # a run of an earlier process with our pid was killed: its leftovers
                 remove(candidate)
             candidate.mkdir()
-            watchdog = run_watchdog.start(candidate) if watch else None
+            watchdog = run_watchdog.start(candidate, leftovers) if watch else None
             (candidate / "cgroup.procs").write_text(str(os.getpid()))
             group = candidate
         except OSError as exc:
@@ -149,8 +150,8 @@ def joined(watch: bool = True) -> Iterator[Path | None]:
                 candidate.rmdir()
             except OSError:
                 pass
-    if watchdog is None and watch and group is None:  # no group: it still removes what the run left
-        watchdog = run_watchdog.start(None)
+    if watchdog is None and watch and leftovers and group is None:  # no group: it still removes what the run left
+        watchdog = run_watchdog.start(None, leftovers)
     try:
         yield group
     finally:

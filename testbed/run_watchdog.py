@@ -1,7 +1,7 @@
 """A run's watchdog: when its runner dies without its own teardown (SIGKILL, the OOM killer, a
 crash in C), nothing of the run keeps running and what it left on the machine is removed.
 
-    python -m testbed.run_watchdog RUNNER_PID RUNNER_IDENTITY GROUP
+    python -m testbed.run_watchdog RUNNER_PID RUNNER_IDENTITY GROUP [--leftovers]
 
 The runner starts it (testbed/run_cgroup.joined) before it moves itself into its run group, so the
 watchdog is born outside the group, in a session of its own (a Ctrl-C or a closed terminal reaches
@@ -12,8 +12,10 @@ teardown writes `done` there and the watchdog leaves. A runner that dies first:
 1. the run's group is ended at once with `cgroup.kill` (testbed/run_cgroup.remove): every process
    the run started, in whatever namespace and however deep (Apache's workers, Mininet's shells'
    children, side-by-side point workers), which a parent-death signal would not reach;
-2. then, holding the machine lock (so nothing of a run that starts meanwhile is touched), what
-   `catnip clean` removes: links, bridges, namespaces, BPF pins, congestion controls, the sysctl.
+2. then, for a runner that held the machine lock (`--leftovers`; not a machine helper on another
+   machine, testbed/machine_helper.py, whose run goes on elsewhere), holding that lock itself (so
+   nothing of a run that starts meanwhile is touched), what `catnip clean` removes: links,
+   bridges, namespaces, BPF pins, congestion controls, the sysctl.
 
 The run's records stay where they are: the client files in its folder are read into the database
 by the next `catnip list`, `catnip run` or `catnip clean` (controller/recover.py).
@@ -58,11 +60,13 @@ class Watchdog:
             self.proc.wait()
 
 
-def start(group: Path | None) -> Watchdog | None:
-    """Start the watchdog of this process (the runner) and its run group; None, said on stderr,
-    when it does not come up (the run goes on; after a kill, `catnip clean` is needed then)."""
+def start(group: Path | None, leftovers: bool = True) -> Watchdog | None:
+    """Start the watchdog of this process (the runner) and its run group; `leftovers`: it also
+    removes what the run left (only for a holder of the machine lock: what carries our prefix is
+    then its run's alone). None, said on stderr, when it does not come up (the run goes on; after
+    a kill, `catnip clean` is needed then)."""
     argv = [paths.python(), "-m", "testbed.run_watchdog", str(os.getpid()), processes.identity(),
-            str(group) if group is not None else "-"]
+            str(group) if group is not None else "-", *(["--leftovers"] if leftovers else [])]
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=paths.REPO,
                                 start_new_session=True)
@@ -156,7 +160,7 @@ def _unlock(fd: int) -> None:
     os.close(fd)
 
 
-def clean_after(runner_pid: int, group: Path | None) -> None:
+def clean_after(runner_pid: int, group: Path | None, leftovers: bool) -> None:
     started = time.monotonic()
     ended = 0
     if group is not None and group.exists():
@@ -164,6 +168,10 @@ def clean_after(runner_pid: int, group: Path | None) -> None:
         for problem in run_cgroup.remove(group):
             _say(problem)
     killed_in = time.monotonic() - started
+    if not leftovers:  # not a lock holder's (a machine helper on another machine): its group only
+        _say(f"the process {runner_pid} died before its teardown: its group's {ended} processes were ended in"
+             f" {killed_in:.2f} s")
+        return
     fd = _lock(runner_pid)
     if fd is None:
         _say(f"the machine lock stayed taken for {LOCK_WAIT_S:g} s: run `catnip clean` once that run has ended")
@@ -179,15 +187,17 @@ def clean_after(runner_pid: int, group: Path | None) -> None:
 
 
 def main(argv: list[str]) -> int:
+    leftovers = "--leftovers" in argv
+    argv = [a for a in argv if a != "--leftovers"]
     if len(argv) != 3 or not argv[0].isdigit():
-        print("usage: python -m testbed.run_watchdog RUNNER_PID RUNNER_IDENTITY GROUP", file=sys.stderr)
+        print("usage: python -m testbed.run_watchdog RUNNER_PID RUNNER_IDENTITY GROUP [--leftovers]", file=sys.stderr)
         return 2
     for sig in (signal.SIGINT, signal.SIGHUP):  # a session of its own; ignored all the same
         signal.signal(sig, signal.SIG_IGN)
     pid, ident = int(argv[0]), argv[1]
     group = None if argv[2] == "-" else Path(argv[2])
     if _wait_for_death(pid, ident):
-        clean_after(pid, group)
+        clean_after(pid, group, leftovers)
     return 0
 
 
