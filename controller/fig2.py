@@ -13,7 +13,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from spec import scenario as scenario_mod
@@ -21,6 +20,7 @@ from results import figures
 from controller.skeleton import TeardownStack, kernel_resources
 from testbed import apache, hostconfig, network, spm
 from testbed.capabilities import probe
+from testbed.capture import Capture
 from testbed.links import EngineBackend
 
 MSS = 512
@@ -123,15 +123,14 @@ def run(out: Path, rtt_ms: float = 100.0, log=print) -> dict[str, list[int]]:
             try:
                 srv.wait_ready(server.node, timeout=10)
                 pcap = work / f"{name}.pcap"
-                cap = server.node.popen(["tcpdump", "-i", server_intf, "--immediate-mode", "-U", "-w", str(pcap),
-                                         "tcp port 80"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(1.0)
+                cap = Capture(server.node, server_intf, pcap, snaplen=262144, bpf_filter="tcp port 80").start()
+                stack.callback(cap.stop)
                 client.node.cmd(f"python3 -c \"import socket; s=socket.create_connection(('{server.ip}', 80));"
                                 f" s.sendall(b'GET /doc.bin HTTP/1.0\\r\\n\\r\\n');"
                                 f" exec('while s.recv(65536): pass')\"")
-                time.sleep(0.5)
-                cap.terminate()
-                cap.wait(5)
+                # Every data segment crossed the server's interface half a round trip before the
+                # client read it: the capture has them all when the client is done.
+                cap.stop()
             finally:
                 srv.stop()
             results[name] = _segments(pcap, server.ip)

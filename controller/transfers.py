@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import select
 import signal
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from results import transfer_capture
 from results.store import Store
 from testbed import hostconfig, paths, processes, spm
 from testbed.capabilities import probe
+from testbed.capture import Capture
 from testbed.cwnd_clamp import CwndClamp
 from testbed.engine import EngineLink, RouterEngine
 from testbed.netline import NetLine, NsNode
@@ -94,16 +94,6 @@ def _engine(router: NsNode, sc: TransferScenario, loss: LossPoint, workdir: Path
 
 def late_threshold(sc: TransferScenario) -> float:
     return max(0.001, sc.path.rtt / 100)
-
-
-def _start_capture(server: NsNode, pcap: Path) -> subprocess.Popen:
-    proc = server.popen(["tcpdump", "-i", SERVER_IF, "-n", "-s", "128", "-B", "65536", "--immediate-mode", "-U", "-w", str(pcap),
-                         f"tcp port {SERVER_PORT}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    ready, _, _ = select.select([proc.stderr], [], [], 10)
-    if not ready or "listening on" not in proc.stderr.readline():
-        proc.kill()
-        raise RuntimeError("tcpdump did not start on the server's interface")
-    return proc
 
 
 def _stop(proc: subprocess.Popen | None, sig: int = signal.SIGTERM) -> None:
@@ -185,12 +175,12 @@ def _point(index: int, profile: str, loss: LossPoint, sc: TransferScenario, node
         engine = _engine(nodes["r"], sc, loss, workdir, seed)
         stack.callback(engine.stop)
         engine.start()
-        capture = _start_capture(nodes["s"], pcap)
-        stack.callback(_stop, capture, signal.SIGINT)
+        capture = Capture(nodes["s"], SERVER_IF, pcap, bpf_filter=f"tcp port {SERVER_PORT}", buffer_kib=65536).start()
+        stack.callback(capture.stop)
         progress(label, 0, len(plan))
         results = _run_client(nodes["c"], plan_file, sc, profile, label, len(plan), progress, stack)
         time.sleep(1.0)  # the last ACKs reach the capture
-        _stop(capture, signal.SIGINT)
+        capture.stop()
         engine.stop()
         fidelity, ok = _fidelity(engine)
     matched = transfer_capture.match(transfer_capture.read(pcap, LINE.sender_ip, SERVER_PORT), results)

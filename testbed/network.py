@@ -219,10 +219,18 @@ def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: l
 
 def stop(n: Network) -> None:
     """Tear the network down; safe to call on a half-built network."""
-    # A switch whose shell was killed (by someone's cleanup) would make Mininet's stop wait forever on
-    # it; its bridge is removed below all the same.
+    # A node whose shell was killed (by someone's cleanup) would make Mininet's stop wait forever on
+    # it: a dead switch's bridge is removed below all the same; a link with a dead end is deleted
+    # from its live end (a veth pair goes with either end), or goes with the dead node's namespace.
     dead = [sw for sw in n.net.switches if not hostconfig.shell_alive(sw)]
     n.net.switches = [sw for sw in n.net.switches if sw not in dead]
+    gone = {id(node) for node in n.net.hosts if not hostconfig.shell_alive(node)}
+    for link in [link for link in n.net.links if {id(link.intf1.node), id(link.intf2.node)} & gone]:
+        n.net.links.remove(link)
+        for intf in (link.intf1, link.intf2):
+            if id(intf.node) not in gone and hostconfig.shell_alive(intf.node):
+                intf.delete()
+                break
     try:
         n.net.stop()
     except Exception:  # noqa: BLE001 - cleanup continues; `catnip clean` catches the rest

@@ -1,11 +1,11 @@
-"""A sum over machines (the initial-RTO count, the TCP-state counters: controller/point.py
-_collect_counters) that lacks a machine whose helper did not answer says so in the record and
+"""A sum over machines (the initial-RTO count, the TCP-state counters: controller/point_senders.py
+marking_counters) that lacks a machine whose helper did not answer says so in the record and
 in the report, instead of looking complete."""
 
 import json
 from types import SimpleNamespace
 
-from controller.point import PointRun
+from controller.point_machines import OtherMachines
 from results import report
 from testbed.machine_helper import HelperError
 
@@ -23,7 +23,7 @@ class Helper:
 def test_a_machine_that_did_not_answer_is_named_beside_the_sum():
     me = SimpleNamespace(helpers={"m2": Helper(3), "m3": Helper(HelperError("no answer"))})
     marking = {"initial_rto_answers": 5}
-    got = PointRun._ask_helpers(me, ["m2", "m3"], {"initial_rto_answers": True}, "initial_rto_answers", marking)
+    got = OtherMachines.ask(me, ["m2", "m3"], {"initial_rto_answers": True}, "initial_rto_answers", marking)
     assert got == [3]
     assert marking["initial_rto_answers_by_machine"]["m3"] == {"error": "no answer"}
     assert marking["unanswered"] == {"initial_rto_answers": ["m3"]}
@@ -36,6 +36,6 @@ def test_a_machine_that_did_not_answer_is_named_beside_the_sum():
 def test_every_machine_answered_no_note():
     me = SimpleNamespace(helpers={"m2": Helper(3)})
     marking = {"initial_rto_answers": 5}
-    PointRun._ask_helpers(me, ["m2"], {"initial_rto_answers": True}, "initial_rto_answers", marking)
+    OtherMachines.ask(me, ["m2"], {"initial_rto_answers": True}, "initial_rto_answers", marking)
     assert "unanswered" not in marking
     assert report._unanswered(report.marking_summary(json.dumps(marking)), "initial_rto_answers") == ""

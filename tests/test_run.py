@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -174,10 +175,26 @@ def test_failed_run_is_recorded_and_cleaned(isolated_data, no_leftovers, backgro
 
 
 @pytest.mark.netns
+def _watchdog_of(runner_pid: int) -> int:
+    """The pid of a runner's watchdog (testbed/run_watchdog.py: its first argument is the runner's pid)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"testbed.run_watchdog" in argv and argv[argv.index(b"testbed.run_watchdog") + 1] == str(runner_pid).encode():
+                return int(entry.name)
+    raise AssertionError(f"runner {runner_pid} has no watchdog")
+
+
 def test_clean_after_a_killed_run(isolated_data, no_leftovers, background_run):
+    """The runner and its watchdog both killed: no teardown at all, only `catnip clean` can help
+    (the runner alone killed is tests/test_runner_sigkill.py's: its watchdog cleans up)."""
     proc = background_run()
     _wait_for_clients(proc)
-    proc.kill()  # no teardown at all: only `catnip clean` can help now
+    os.kill(_watchdog_of(proc.pid), signal.SIGKILL)
+    proc.kill()
     proc.wait()
     assert cleanup.leftovers(), "a SIGKILLed run should leave state for this test to be meaningful"
     res = catnip("clean")
@@ -250,16 +267,15 @@ def test_missing_link_backend_fails_before_building(tmp_path, monkeypatch):
     # In-process against capabilities without netem, so it runs (and can fail) on any machine:
     # a kernel with netem would otherwise leave the refusal unreachable. The runner recording a
     # point that raised as failed is test_failed_run_is_recorded_and_cleaned's.
-    from types import SimpleNamespace
-
     from controller import point as point_mod
+    from controller.point_plan import PointPlan
     from spec import scenario as s
     from testbed.capabilities import Capabilities
 
     sc = s.load(REPO / "scenarios" / "quick.yaml", ["run.link_backend=kernel"]).points[0][1]
     caps = Capabilities(root=True, qdiscs={"htb": True, "pfifo": True, "netem": False}, linux_bridge=True)
     monkeypatch.setattr(point_mod.network, "build", lambda *a, **k: pytest.fail("built a network"))
-    plan = SimpleNamespace(index=0, scenario=sc, seed=1, workdir=tmp_path)
+    plan = PointPlan(0, 0, {}, sc, "", 1, tmp_path)
     run = point_mod.PointRun("r", plan, caps, store=None, artifacts=tmp_path, progress=lambda *a: None,
                              cancelled=lambda: False)
     with pytest.raises(RuntimeError, match="run.link_backend 'kernel' is not available on this machine: it lacks"

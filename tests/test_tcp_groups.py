@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller import point as point_mod
+from controller import point_senders
 from controller import runner
 from spec import scenario as s
 from spec import senders
@@ -256,7 +256,7 @@ def test_trace_entries_become_sender_samples():
         {"t": 101.0, "netns": 4097, "ip": "10.2.0.2", "sport": 8070, "dport": 40000, "event": "closedown", "cwnd": 5,
          "ssthresh": 8, "pipeack": 7300, "sample": None, "validated": False, "inflight": 0},
     ]
-    rows = point_mod.trace_samples(entries, {4097: "ctpv1", 4098: "ctpv2"})
+    rows = point_senders.trace_samples(entries, {4097: "ctpv1", 4098: "ctpv2"})
     got = [(r["metric"], r["t"], r["value"], r["unit"], r["tag"]) for r in rows]
     assert got == [("cwnd", 100.5, 10, "segments", "ack"), ("pipeack_sample", 100.5, 14600, "bytes", "ack"),
                    ("cwnd", 101.0, 5, "segments", "closedown"), ("pipeack", 101.0, 7300, "bytes", "closedown"),
