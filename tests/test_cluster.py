@@ -140,6 +140,7 @@ def test_cluster_certificates_are_private_and_checked(tmp_path):
         ctx = ssl.create_default_context(purpose, cafile=str(files["ca.pem"]))
         ctx.load_cert_chain(files["cert.pem"], files["key.pem"])
     from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric import ec
     ca = x509.load_pem_x509_certificate(files["ca.pem"].read_bytes())
     cert = x509.load_pem_x509_certificate(files["cert.pem"].read_bytes())
@@ -168,7 +169,10 @@ def test_cluster_certificates_are_private_and_checked(tmp_path):
         cluster_tls.check(tmp_path / "nowhere")
     # --new-certs: a new CA, so the old certificate is no longer accepted anywhere.
     new, made = cluster_tls.ensure(folder, new=True)
-    assert made and x509.load_pem_x509_certificate(new["ca.pem"].read_bytes()).subject != ca.subject
+    new_ca = x509.load_pem_x509_certificate(new["ca.pem"].read_bytes())
+    assert made and new_ca.public_key().public_numbers() != ca.public_key().public_numbers()
+    with pytest.raises(InvalidSignature):
+        new_ca.public_key().verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(cert.signature_hash_algorithm))
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tls-")] == [], "no temporary folder left"
     # Expired: refused naming the fix.
     real_now = datetime.datetime
