@@ -41,11 +41,16 @@ def main() -> None:
 @main.command(short_help="What this machine can run (kernel, OVS, BPF); exit 0 if ready.")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @click.option("--brief", is_flag=True, help="one line")
-def check(as_json: bool, brief: bool) -> None:
-    """What this machine can do; exit 0 if scenarios can run."""
+@click.option("--references", "run_references", is_flag=True,
+              help="also run each mechanism's reference tests (minutes) instead of only listing them")
+def check(as_json: bool, brief: bool, run_references: bool) -> None:
+    """What this machine can do; exit 0 if scenarios can run. Lists each emulated mechanism's
+    independent reference (testbed/references.py) and its status."""
     from testbed.bpf_probe import probe_programs
     from testbed.capabilities import probe
+    from testbed.references import reference_status
     caps = probe()
+    references = reference_status(run=run_references)
     problems = caps.blocking_problems()
     from controller.runner import machine_busy
     programs: dict[str, str] = {}
@@ -54,7 +59,9 @@ def check(as_json: bool, brief: bool) -> None:
         programs = {"spm": busy, "senders": busy} if machine_busy() else probe_programs()
     kinds = _engine_kinds() if caps.engine_binary else {}
     if as_json:
-        click.echo(json.dumps({**caps.to_dict(), "bpf_programs": programs, "engine_kinds": kinds}, indent=2))
+        click.echo(json.dumps({**caps.to_dict(), "bpf_programs": programs, "engine_kinds": kinds,
+                               "references": [{"mechanism": m, "tests": t, "status": st} for m, t, st in references]},
+                              indent=2))
     elif brief:
         click.echo("ready: link backends " + ",".join(caps.link_backends) + "; switches " +
                    ",".join(caps.access_switches) if not problems else "NOT ready: " + "; ".join(problems))
@@ -83,6 +90,10 @@ def check(as_json: bool, brief: bool) -> None:
                    "  ".join(f"{t} {yes(v)}" for t, v in caps.tools.items()))
         click.echo(f"link backends: {', '.join(caps.link_backends) or 'none'}"
                    f"   (kernel tc backend needs netem)   access switches: {', '.join(caps.access_switches) or 'none'}")
+        click.echo("mechanisms checked against an independent reference (docs/engine.md; --references runs them):")
+        for mechanism, _, status in references:
+            colour = "red" if status.startswith(("none", "missing", "fails")) else "green"
+            click.echo(f"  {mechanism}: " + click.style(status, fg=colour))
         if problems:
             click.echo(click.style("cannot run scenarios:", fg="red", bold=True))
             for p in problems:

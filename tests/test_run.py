@@ -222,6 +222,10 @@ def test_check_reports_and_exits_zero_here():
     assert data["qdiscs"]["netem"] is netem
     assert f"netem {'yes' if netem else 'no'}" in res.stdout
     assert ("kernel" in data["link_backends"]) is (netem and _kernel_has_qdisc("htb"))
+    # Each mechanism's independent reference and its status (testbed/references.py, issue 44).
+    refs = {r["mechanism"]: r["status"] for r in data["references"]}
+    assert refs["tcpf"].startswith("present (seen failing with:") and "tcpf: present" in res.stdout
+    assert {"police", "shape", "red3", "wrr", "source_scheduler"} <= set(refs)
 
 
 @pytest.mark.netns
