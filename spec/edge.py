@@ -174,6 +174,7 @@ def _positive_size(v: Any, most: int = units.MAX_SIZE_BYTES) -> int:
 
 MAX_MSS = 65535  # bytes: no TCP segment is larger (an IPv4 packet's length field)
 MAX_MARKER_INTERVAL = 3600.0  # seconds: the paper's T is 400 ms (section 4); the engine counts microseconds
+MIN_FLOW_IDLE = 120.0  # seconds: Linux's TCP_RTO_MAX (RFC 6298 (2.5): a cap of no less than 60 s); the engine's MIN_MEMORY_US
 
 
 class _TokenPool(_Edge):
@@ -217,7 +218,8 @@ class Tcpf(_TokenPool):
                                                                  " data packet")
     e_gain: float = Field(default=0.5, gt=0, le=1, description="EWMA gain of the rate estimate E(i), per"
                                                                " interval")
-    flow_idle: float = Field(default=0.8, description="a flow unseen this long is forgotten (2 T)")
+    flow_idle: float = Field(default=MIN_FLOW_IDLE, description="a flow unseen this long is forgotten: at least"
+                             " TCP's maximum RTO (120 s), so a flow backing off is remembered")
 
     _mss = field_validator("mss", mode="before")(lambda cls, v: _positive_size(v, MAX_MSS))
     _idle = field_validator("flow_idle", mode="before")(
@@ -225,6 +227,10 @@ class Tcpf(_TokenPool):
 
     @model_validator(mode="after")
     def _idle_covers_an_interval(self):
+        if self.flow_idle < MIN_FLOW_IDLE:
+            raise ValueError(f"flow_idle: {self.flow_idle:g} s is shorter than TCP's maximum RTO ({MIN_FLOW_IDLE:g} s):"
+                             " a flow backing off that long would be forgotten and its retransmission taken for a new"
+                             " flow's (docs/tcpf-markers.md); give at least 120s")
         if self.flow_idle < self.interval:
             raise ValueError(f"flow_idle: {self.flow_idle:g} s is shorter than the interval ({self.interval:g} s):"
                              " every flow would be forgotten before its allocation")

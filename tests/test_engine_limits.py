@@ -106,7 +106,7 @@ def schema_bounds() -> dict[str, tuple]:
         "edge.mss_bytes": (1, edge.MAX_MSS),
         "edge.w_gain": field_bounds(edge.Tcpf, "w_gain"),
         "edge.e_gain": field_bounds(edge.Tcpf, "e_gain"),
-        "edge.flow_idle_us": (1, 2 * edge.MAX_MARKER_INTERVAL * micros),
+        "edge.flow_idle_us": (int(edge.MIN_FLOW_IDLE * micros), 2 * edge.MAX_MARKER_INTERVAL * micros),
     }
 
 

@@ -59,7 +59,7 @@ def test_the_markers_reach_the_engine_as_written():
     tcpf = fwd.edge[0].engine_config({})
     assert tcpf == {"kind": "tcpf", "interval_us": 400_000, "pool_bytes": 300 * 1024, "in_dscp": 10,
                     "out_dscp": 12, "tiny_window": 4, "mss_bytes": 1460, "protect_retransmissions": True,
-                    "retransmissions_use_tokens": True, "w_gain": 0.125, "e_gain": 0.5, "flow_idle_us": 800_000}
+                    "retransmissions_use_tokens": True, "w_gain": 0.125, "e_gain": 0.5, "flow_idle_us": 120_000_000}
     tb = {"kind": "token_marker", "interval": "200ms", "pool": "100000B", "in_dscp": "AF11", "out_dscp": 14}
     sc = s.validate(scenario(**{"topology.bottleneck.forward": {"edge": [tb]}}), "")
     assert sc.graph().links[0].forward.edge[0].engine_config({}) == {
@@ -79,7 +79,8 @@ def test_the_markers_reach_the_engine_as_written():
     ({"tiny_window": 0}, "tiny_window", "greater than or equal to 1"),
     ({"in_dscp": "AF14"}, "in_dscp", "is not a DSCP"),
     ({"in_dscp": "AF12"}, "", "out_dscp: must differ from in_dscp"),
-    ({"flow_idle": "100ms"}, "", "flow_idle: 0.1 s is shorter than the interval"),
+    ({"flow_idle": "100ms"}, "", "flow_idle: 0.1 s is shorter than TCP's maximum RTO (120 s)"),
+    ({"flow_idle": "130s", "interval": "200s"}, "", "flow_idle: 130 s is shorter than the interval"),
     ({"pools": 1}, "pools", "unknown field"),
 ])
 def test_bad_marker_parameters_are_one_line_naming_the_field(marker, field, says):

@@ -23,9 +23,9 @@ PARAMS = dict(interval_us=400_000, pool=300_000)
 
 def engine_marks(tmp_path, trace, *, interval_us=400_000, pool=300_000, protect_retransmissions=True,
                  retransmissions_use_tokens=True, tiny_window=4, mss=1460, w_gain=0.125, e_gain=0.5,
-                 flow_idle_us=800_000):
-    """(trace index, IN/OUT) of every fwd packet, from `catnip-engine replay`. flow_idle_us is
-    the 800 ms scenarios pass today: the engine must remember flows longer anyway."""
+                 flow_idle_us=120_000_000):
+    """(trace index, IN/OUT) of every fwd packet, from `catnip-engine replay` (flow_idle_us: the
+    scenarios' default, TCP's maximum RTO; the engine refuses less)."""
     cfg = {"seed": 1, "links": [{"name": "m", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": None,
                                  "policy": {"kind": "droptail"},
                                  "edge": [{"kind": "tcpf", "interval_us": interval_us, "pool_bytes": pool,

@@ -139,7 +139,7 @@ GALLERY = {
     "tcpf": ("topology.bottleneck.reverse", {"edge": [{
         "kind": "tcpf", "interval": "400ms", "pool": "300KB", "tiny_window": 4, "mss": "1460B", "in_dscp": "AF11",
         "out_dscp": "AF12", "protect_retransmissions": True, "retransmissions_use_tokens": True, "w_gain": 0.125,
-        "e_gain": 0.5, "flow_idle": "800ms"}]}),
+        "e_gain": 0.5, "flow_idle": "120s"}]}),
     "token_marker": ("topology.bottleneck.reverse", {"edge": [{
         "kind": "token_marker", "interval": "400ms", "pool": "300KB", "in_dscp": "AF11", "out_dscp": "AF12"}]}),
 }

@@ -317,7 +317,7 @@ pub fn limits() -> serde_json::Value {
         "edge.mss_bytes": int(1, u32_max),
         "edge.w_gain": gain,
         "edge.e_gain": gain,
-        "edge.flow_idle_us": int(1, u64_max),
+        "edge.flow_idle_us": int(crate::tcpf::MIN_MEMORY_US, u64_max),
     })
 }
 

@@ -85,9 +85,9 @@ pub struct TcpfConfig {
     /// EWMA gain of E(i) per interval.
     #[serde(default = "default_e_gain")]
     pub e_gain: f64,
-    /// A flow with no packet either way for this long is forgotten; never less than
-    /// [`MIN_MEMORY_US`] (a shorter value, such as the 800 ms scenarios used to give, is raised
-    /// to it). A reset, or the ACK of the flow's FIN, ends it sooner.
+    /// A flow with no packet either way for this long is forgotten; at least [`MIN_MEMORY_US`]
+    /// (refused below it at load, never raised in silence). A reset, or the ACK of the flow's FIN,
+    /// ends it sooner.
     #[serde(default = "default_flow_idle_us")]
     pub flow_idle_us: u64,
 }
@@ -135,8 +135,12 @@ impl TcpfConfig {
                 return Err(format!("{field}: must be in (0, 1] (got {g})"));
             }
         }
-        if self.flow_idle_us == 0 {
-            return Err("flow_idle_us: must be above 0".into());
+        if self.flow_idle_us < MIN_MEMORY_US {
+            return Err(format!(
+                "flow_idle_us: at least {MIN_MEMORY_US} (TCP's maximum RTO: a flow backing off is silent \
+                 that long and still resumes), got {}",
+                self.flow_idle_us
+            ));
         }
         Ok(Tcpf {
             c: self.clone(),
@@ -282,9 +286,9 @@ impl Tcpf {
         self.c.interval_us * 1000
     }
 
-    /// How long a silent flow is remembered: `flow_idle_us`, never less than [`MIN_MEMORY_US`].
+    /// How long a silent flow is remembered: `flow_idle_us` (at least [`MIN_MEMORY_US`]).
     pub fn memory_us(&self) -> u64 {
-        self.c.flow_idle_us.max(MIN_MEMORY_US)
+        self.c.flow_idle_us
     }
 
     /// Run every allocation due at or before `now`, each at its own boundary (multiples of T from
@@ -835,8 +839,7 @@ mod tests {
 
     #[test]
     fn flows_are_remembered_through_a_backed_off_timeout_and_end_on_rst_or_fin() {
-        // The 800 ms that scenarios used to pass is raised to the maximum RTO.
-        let mut m = tcpf(r#"{"flow_idle_us": 800000, "pool_bytes": 1000}"#);
+        let mut m = tcpf(r#"{"pool_bytes": 1000}"#);
         assert_eq!(m.memory_us(), MIN_MEMORY_US);
         let mut next = 0;
         steady(&mut m, 1, 20, 100 * MS, 1000 * MS, &mut next);
@@ -897,7 +900,8 @@ mod tests {
             (r#"{"e_gain": 1.5}"#, "e_gain: must be in (0, 1]"),
             (r#"{"in_dscp": 12}"#, "out_dscp: must differ"),
             (r#"{"mss_bytes": 0}"#, "mss_bytes: must be above 0"),
-            (r#"{"flow_idle_us": 0}"#, "flow_idle_us: must be above 0"),
+            (r#"{"flow_idle_us": 0}"#, "flow_idle_us: at least 120000000"),
+            (r#"{"flow_idle_us": 800000}"#, "flow_idle_us: at least 120000000"),
         ] {
             let c: TcpfConfig = serde_json::from_str(json).unwrap();
             let e = c.build().err().unwrap();

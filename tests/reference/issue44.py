@@ -19,7 +19,7 @@ from pathlib import Path
 from tests.reference import tcp_traces, tcpf_ref
 
 
-def engine_marks(binary: str, trace, interval_us=400_000, pool=300_000, flow_idle_us=800_000) -> list:
+def engine_marks(binary: str, trace, interval_us=400_000, pool=300_000, flow_idle_us=120_000_000) -> list:
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         cfg = {"seed": 1, "links": [{"name": "m", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": None,
