@@ -1,0 +1,154 @@
+"""The engine's queue policies against independent references written from the papers' text
+(tests/reference/red_ref.py, ...), on generated, adversarial and hypothesis traces run through
+`catnip-engine replay`.
+
+RED's early drops are random and the engine's draws cannot be reproduced here, so each packet is
+held to what is deterministic (never a drop where the reference's probability is 0, always one
+where it is 1, departures on the reference's serialization), and the random decisions as a whole:
+given the engine's past fates the reference knows each packet's drop probability p_a, so the
+drops of a run are a sum of Bernoulli(p_a) whose mean and variance it knows."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import subprocess
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from testbed import paths
+from tests.conftest import need_engine
+from tests.reference import red_ref
+
+RATE = 10_000_000
+DSCPS = (10, 12, 14, 0, 46)
+
+
+def engine_fates(tmp_path, trace, policy, *, rate_bps=RATE, seed=1, flows=None):
+    """FATES.csv rows of `trace` [(time_us, size, dscp)] through one link with `policy` (no buffer
+    limit, no delay)."""
+    cfg = {"seed": seed, "links": [{"name": "b", "queue_num": 0, "rate_bps": rate_bps, "delay_us": 0,
+                                    "buffer": None, "policy": policy}]}
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    with open(tmp_path / "trace.csv", "w") as fh:
+        fh.write("time_us,size,dscp,flow\n")
+        for i, (t, size, dscp) in enumerate(trace):
+            fh.write(f"{t},{size},{dscp},{flows[i] if flows else 1}\n")
+    res = subprocess.run([str(paths.engine_binary()), "replay", "--config", str(tmp_path / "cfg.json"),
+                          "--trace", str(tmp_path / "trace.csv"), "--out", str(tmp_path / "fates.csv")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    with open(tmp_path / "fates.csv") as fh:
+        return list(csv.DictReader(fh))
+
+
+def random_trace(rng: random.Random, n: int = 3000, dscps=DSCPS):
+    """Bursts above the link's rate (a 1500 B packet takes 1200 us at 10 Mbit/s) alternating with
+    quieter spells, so the queue builds, drains and idles."""
+    trace, t = [], 0
+    for i in range(n):
+        t += int(rng.expovariate(1 / (500 if (i // 300) % 2 == 0 else 2500)))
+        trace.append((t, rng.choice((40, 576, 1000, 1500)), rng.choice(dscps)))
+    return trace
+
+
+def adversarial_traces(dscps=DSCPS):
+    """Traces no TCP would send: simultaneous arrivals, one level only, 1-byte and 65535-byte
+    packets, long idle gaps between bursts, a single packet."""
+    rng = random.Random(7)
+    out = {
+        "single": [(0, 1500, 0)],
+        "simultaneous": [(1000, 1500, dscps[i % len(dscps)]) for i in range(400)],
+        "in_only": [(i * 300, 1500, 10) for i in range(1500)],
+        "out_only": [(i * 300, 1500, 0) for i in range(1500)],
+        "tiny_and_huge": [(i * 500, rng.choice((1, 65535)), rng.choice(dscps)) for i in range(600)],
+    }
+    gaps, t = [], 0
+    for burst in range(12):
+        t += rng.choice((10, 5_000, 2_000_000))
+        for _ in range(rng.randint(1, 120)):
+            gaps.append((t, rng.choice((64, 1500)), rng.choice(dscps)))
+            t += rng.choice((0, 1, 100))
+    out["idle_gaps"] = gaps
+    return out
+
+
+def multired_policy(kind, levels, w_q, mean=1000):
+    return {"kind": kind, "w_q": w_q, "mean_pkt_bytes": mean,
+            "levels": [{"min_th": {"bytes": lv.min_th}, "max_th": {"bytes": lv.max_th}, "max_p": lv.max_p}
+                       for lv in levels]}
+
+
+# w_q = 1 and an empty early-drop band (packet sizes are whole bytes, the thresholds 1 B apart,
+# min_th odd: only an average of exactly min_th would fall in it) make every decision
+# deterministic: a level-k arrival is dropped iff the bytes waiting at levels 0..k reach max_th.
+DET = {"rio": [red_ref.Level(30001, 30002, 0.1), red_ref.Level(10001, 10002, 0.1)],
+       "red3": [red_ref.Level(40001, 40002, 0.1), red_ref.Level(20001, 20002, 0.1),
+                red_ref.Level(8001, 8002, 0.1)]}
+# Early-drop bands wide enough that most decisions are random. rio: the TCP-friendly marking
+# paper's Table 1, "good" (IN 50/490 KB, max_p 0.005; OUT 10/200 KB, max_p 0.25), scaled down
+# tenfold in bytes so that 3000 packets at 10 Mbit/s reach them; red3: Nouredine-Tobagi's
+# section 4.2 shape (HIGH above MED above LOW, one max_p 0.1).
+RAND = {"rio": [red_ref.Level(5000, 49000, 0.005), red_ref.Level(1000, 20000, 0.25)],
+        "red3": [red_ref.Level(30000, 60000, 0.1), red_ref.Level(15000, 40000, 0.1),
+                 red_ref.Level(5000, 20000, 0.1)]}
+
+
+def deterministic_violations(tmp_path, kind, trace):
+    levels = DET[kind]
+    fates = engine_fates(tmp_path, trace, multired_policy(kind, levels, 1.0))
+    return red_ref.check(trace, fates, levels, 1.0, RATE, 1000)[0]
+
+
+def test_rio_and_red3_per_level_rules_on_generated_and_adversarial_traces(tmp_path):
+    """Which level's thresholds apply and which bytes its average counts (RIO: IN counts IN,
+    OUT counts all; red3: each level counts itself and higher), exactly, packet for packet."""
+    need_engine()
+    for kind in ("rio", "red3"):
+        traces = {f"random{s}": random_trace(random.Random(s)) for s in range(3)} | adversarial_traces()
+        for name, trace in traces.items():
+            v = deterministic_violations(tmp_path, kind, trace)
+            assert not v, f"{kind}, trace {name}: {len(v)} differences, first: {v[0]}"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 3000), st.sampled_from((1, 40, 576, 1500, 9000)),
+                          st.sampled_from(DSCPS)), min_size=1, max_size=400),
+       st.sampled_from(("rio", "red3")))
+def test_rio_and_red3_per_level_rules_hypothesis(tmp_path, gaps, kind):
+    need_engine()
+    trace, t = [], 0
+    for gap, size, dscp in gaps:
+        t += gap
+        trace.append((t, size, dscp))
+    v = deterministic_violations(tmp_path, kind, trace)
+    assert not v, f"{kind}: {len(v)} differences, first: {v[0]}"
+
+
+def test_rio_and_red3_random_drops_follow_the_reference_probabilities(tmp_path):
+    """With an EWMA (w_q 0.01 and the paper's usual 0.002) and wide bands: no drop below min_th,
+    every arrival dropped at or above max_th, and the early drops of each of 24 runs within 4.5
+    standard deviations of the sum of the reference's p_a (count-spaced: p_b / (1 - count p_b)),
+    and within 4 over all runs together (a 1 in 15,000 chance of failing a correct engine)."""
+    need_engine()
+    tot_sum = tot_var = tot_drops = 0.0
+    run = 0
+    for kind in ("rio", "red3"):
+        levels = RAND[kind]
+        for w_q in (0.01, 0.002):
+            for _ in range(6):
+                # a trace and an engine seed of its own for every run: the runs are independent
+                run += 1
+                seed = 1000 + run
+                trace = random_trace(random.Random(seed))
+                fates = engine_fates(tmp_path, trace, multired_policy(kind, levels, w_q), seed=seed)
+                v, n, sp, vp, dr = red_ref.check(trace, fates, levels, w_q, RATE, 1000, margin=1e-6)
+                assert not v, f"{kind} w_q {w_q} seed {seed}: {len(v)} differences, first: {v[0]}"
+                assert n > 100, f"{kind} w_q {w_q} seed {seed}: only {n} random decisions"
+                z = red_ref.z_score(sp, vp, dr)
+                assert abs(z) < 4.5, (f"{kind} w_q {w_q} seed {seed}: {dr} early drops of {n}, the reference "
+                                      f"expects {sp:.1f} (sd {vp ** 0.5:.1f})")
+                tot_sum, tot_var, tot_drops = tot_sum + sp, tot_var + vp, tot_drops + dr
+    z = red_ref.z_score(tot_sum, tot_var, int(tot_drops))
+    assert abs(z) < 4, f"all runs: {tot_drops:.0f} early drops, the reference expects {tot_sum:.1f}"
