@@ -141,3 +141,33 @@ def test_the_burst_servers_sender_is_what_they_ran(tmp_path):
         assert burst_capture.sender_label(store, "r1", 1) == "catnip_newcwv, paced (internal, 200%)"
         with pytest.raises(burst_capture.CaptureError, match="no point 5"):
             burst_capture.sender_label(store, "r1", 5)
+
+
+def test_the_run_page_shows_what_ran_and_labels_it_by_that(tmp_path):
+    """The FRIO-by-default scenario on the dashboard: its TCPF row says FRIO, and the point's
+    record (the bottleneck's data direction with FRIO and the tcpf marker) is on the page."""
+    import re
+
+    from controller.run_queue import RunQueue
+    from webui.app import create_app
+    path = tmp_path / "frio-default.yaml"
+    path.write_text(FRIO_BY_DEFAULT)
+    db = tmp_path / "catnip.db"
+    with Store(db) as store:
+        _store_point(store, tmp_path, s.load(path))
+        store.update_point("r1", 0, status="done", realtime_ok=1)
+        store.add_samples("r1", 0, [{"app": "bulk", "metric": "window_goodput", "host": "ctpd1", "flow": f"ctps1/{i}",
+                                     "value": 8e5, "unit": "bit/s"} for i in range(10)])
+        store.finish_run("r1", "done")
+    queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
+    app = create_app(db=db, scenarios_dir=tmp_path, queue=queue)
+    try:
+        page = app.test_client().get("/runs/r1").get_data(as_text=True)
+        row = re.search(r'<tr class="tcpf-row">(.*?)</tr>', page, re.S).group(1)
+        assert "TCPF+FRIO" in row and "TailDrop" not in row
+        links = re.search(r'<table class="record-links">(.*?)</table>', page, re.S).group(1)
+        data = next(r for r in re.findall(r"<tr>(.*?)</tr>", links, re.S) if "bottleneck-data" in r)
+        assert "links.0 (r1-r2).forward" in data and "frio (" in data and "tcpf (" in data
+        assert "What ran, point 0" in page
+    finally:
+        queue.shutdown(timeout=5)

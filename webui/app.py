@@ -33,6 +33,7 @@ from werkzeug.exceptions import HTTPException
 
 from controller import runner
 from controller.run_queue import LIVE, RunQueue
+from spec.record import RecordError
 from spec.scenario import point_label
 from models import validation
 from results import compare as compare_mod
@@ -44,7 +45,7 @@ from results import report as report_mod
 from results import samples as samples_mod
 from results import servdiff as servdiff_mod
 from results import study as study_mod
-from results import run_ids
+from results import point_record, run_ids
 from results.import_schema import MAX_INDEX
 from results.store import Store, StoreVersionError
 from testbed import paths
@@ -207,6 +208,18 @@ def _listed(run: sqlite3.Row) -> dict[str, Any]:
     if not (_is_time(row["started"]) and _is_time(row["finished"])):
         row["finished"] = None
     return row
+
+
+def _records(store: Store, run) -> dict[int, Any]:
+    """Each point's resolved record as the run page shows it (results/point_record.summary), or
+    why it has none to show."""
+    out: dict[int, Any] = {}
+    for p in store.points(run["id"]):
+        try:
+            out[p["point"]] = point_record.summary(point_record.record_of(run, p))
+        except RecordError as exc:
+            out[p["point"]] = {"error": str(exc)}
+    return out
 
 
 def _planned_pages(resolved: Any) -> int:
@@ -501,7 +514,7 @@ def _register(app: Flask) -> None:
 
     def _run_page(store: Store, run_id: str, run: sqlite3.Row | None, job: Any) -> str:
         ctx: dict[str, Any] = {"run_id": run_id, "run": run, "job": job, "report": None, "series": {},
-                               "figures": {}, "points": [], "resolved": {}, "capabilities": None,
+                               "figures": {}, "points": [], "resolved": {}, "records": {}, "capabilities": None,
                                "versions": None, "captures": []}
         ctx["transfers"] = None
         ctx["apps"] = {}
@@ -526,6 +539,7 @@ def _register(app: Flask) -> None:
         if run is not None:
             ctx["resolved"] = {p["point"]: yaml.safe_dump(json.loads(p["resolved"]), sort_keys=False)
                                for p in store.points(run_id)}
+            ctx["records"] = _records(store, run)
             ctx["captures"] = [p["point"] for p in store.points(run_id) if p["capture"]]
             if ctx["report"] is not None:
                 ctx["apps"] = {n: data for n in (p["point"] for p in store.points(run_id))
