@@ -171,3 +171,23 @@ def test_the_run_page_shows_what_ran_and_labels_it_by_that(tmp_path):
         assert "What ran, point 0" in page
     finally:
         queue.shutdown(timeout=5)
+
+
+def test_the_record_travels_with_an_export(tmp_path):
+    """`catnip export` carries the record; `catnip import` puts it back byte for byte."""
+    import subprocess
+    import sys
+    sweep = s.load(REPO / "scenarios" / "quick.yaml")
+    with Store(tmp_path / "a.db") as store:
+        _store_point(store, tmp_path, sweep)
+        store.update_point("r1", 0, status="done")
+        store.finish_run("r1", "done")
+        before = store.point("r1", 0)["record"]
+    cli = [sys.executable, "-m", "controller.cli"]
+    for args in (["export", "r1", "--db", str(tmp_path / "a.db"), "--out", str(tmp_path / "r1.json.gz")],
+                 ["import", str(tmp_path / "r1.json.gz"), "--db", str(tmp_path / "b.db")]):
+        res = subprocess.run(cli + args, capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert res.returncode == 0, res.stderr
+    with Store(tmp_path / "b.db") as store:
+        assert store.point("r1", 0)["record"] == before
+        assert record_of(store.run("r1"), store.point("r1", 0)) == plan(sweep.points[0][1])
