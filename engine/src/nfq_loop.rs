@@ -269,6 +269,22 @@ fn arrival_time(msg: &Message, now: u64) -> u64 {
     now.saturating_sub(age)
 }
 
+/// One packet reaching `link` at `at`: shown to the ACK observers of all the router's links,
+/// then the link is brought up to `at` and takes it (edge functions, then the policy). Live
+/// mode and offline replay both call this, so a replay runs the live order, not a copy of it.
+pub fn arrive<H: 'static>(
+    acks: &AckFeed,
+    link: &mut Link<H>,
+    handle: H,
+    info: PacketInfo,
+    at: u64,
+    out: &mut Vec<Fate<H>>,
+) {
+    acks.observe(&info, at);
+    link.advance(at, out);
+    link.arrive(handle, info, at, out);
+}
+
 /// A receive timestamp older than this is not trusted (clock step, stale skb).
 const MAX_STAMP_AGE_NS: u64 = 50_000_000;
 
@@ -348,9 +364,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
                     // Never earlier than the link's previous arrival: its schedule only moves forward.
                     let at = arrival_time(&msg, now).max(last_arrival[i]);
                     last_arrival[i] = at;
-                    acks.observe(&info, at);
-                    engine.links[i].advance(at, &mut engine.fates);
-                    engine.links[i].arrive(msg, info, at, &mut engine.fates);
+                    arrive(&acks, &mut engine.links[i], msg, info, at, &mut engine.fates);
                     engine.links[i].advance(now, &mut engine.fates);
                     engine.settle(i)?;
                 }

@@ -3,11 +3,11 @@
 //! TRACE.csv: a header line naming the columns `time_us,size,dscp,flow` and optionally
 //! `proto,src,dst,sport,dport` (in any order; an empty cell: unknown, no ports), arrivals in time
 //! order. A trace without a header line has the four first columns in that order.
-//! FATES.csv: `id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out` where fate is `sent`
+//! FATES.csv: `id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out,fates_version` where fate is `sent`
 //! (fate_us = delivery), `dropped` (fate_us = when) or `evicted` (fate_us = when); `by` is, for
 //! an eviction, the id of the arrival that pushed the packet out, and for drops `loss` (random
 //! loss), `police` (a policer), `shape` (a full shaper buffer), empty when the policy refused it;
-//! `dscp_out` is the DSCP the packet left (or was dropped) with.
+//! `dscp_out` is the DSCP the packet left (or was dropped) with; `fates_version` is FATES_VERSION.
 //!
 //! For the TCP-aware markers (tcpf.rs) a trace may also carry `dir,flags,seq,ack,payload`:
 //! `dir` is `fwd` (the replayed link's direction; empty means fwd) or `rev` (the other way, where
@@ -211,12 +211,12 @@ pub fn replay(link: &mut Link<usize>, trace: &[TracePacket]) -> Result<Vec<FateR
     for (id, p) in trace.iter().enumerate() {
         let now = (p.time_us * 1000.0).round() as u64;
         let info = p.info();
-        acks.observe(&info, now);
         if p.reverse {
+            // Crossing another link of the router: only its observers matter here.
+            acks.observe(&info, now);
             continue;
         }
-        link.advance(now, &mut out);
-        link.arrive(id, info, now, &mut out);
+        crate::nfq_loop::arrive(&acks, link, id, info, now, &mut out);
         settle(&mut out, &mut fates)?;
     }
     link.advance(u64::MAX, &mut out);
@@ -230,13 +230,18 @@ pub fn replay(link: &mut Link<usize>, trace: &[TracePacket]) -> Result<Vec<FateR
         .collect()
 }
 
+/// FATES.csv's format version, written in its last column on every row: 1 had no `dscp_out`
+/// and `by` only an evicting id; 2 (no version column) added `dscp_out` and `by` = `loss`,
+/// `police`, `shape`; 3 is 2 with this column, so a reader can tell (docs/engine.md "Replay").
+pub const FATES_VERSION: u32 = 3;
+
 pub fn write_fates(mut w: impl Write, trace: &[TracePacket], fates: &[FateRow]) -> Result<()> {
-    writeln!(w, "id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out")?;
+    writeln!(w, "id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out,fates_version")?;
     let on_link = trace.iter().enumerate().filter(|(_, p)| !p.reverse);
     for ((id, p), f) in on_link.zip(fates) {
         writeln!(
             w,
-            "{id},{},{},{},{},{},{:.3},{},{}",
+            "{id},{},{},{},{},{},{:.3},{},{},{FATES_VERSION}",
             p.time_us,
             p.size,
             p.dscp,
@@ -270,9 +275,9 @@ mod tests {
         let mut csv = Vec::new();
         write_fates(&mut csv, &trace, &fates).unwrap();
         let text = String::from_utf8(csv).unwrap();
-        assert!(
-            text.starts_with("id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out\n0,0,1500,10,1,sent,13000.000,,10\n")
-        );
+        assert!(text.starts_with(
+            "id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out,fates_version\n0,0,1500,10,1,sent,13000.000,,10,3\n"
+        ));
     }
 
     #[test]
@@ -304,8 +309,8 @@ mod tests {
         let mut csv = Vec::new();
         write_fates(&mut csv, &trace, &fates).unwrap();
         let text = String::from_utf8(csv).unwrap();
-        assert_eq!(text.lines().nth(2), Some("1,0,1000,0,1,dropped,0.000,police,10"));
-        assert_eq!(text.lines().nth(3), Some("2,0,1000,0,2,dropped,0.000,loss,0"));
+        assert_eq!(text.lines().nth(2), Some("1,0,1000,0,1,dropped,0.000,police,10,3"));
+        assert_eq!(text.lines().nth(3), Some("2,0,1000,0,2,dropped,0.000,loss,0,3"));
         // The old four columns still read, with or without a header.
         assert_eq!(read_trace("time,size,dscp,flow\n1,2,3,4\n".as_bytes()).unwrap()[0].flow, 4);
         assert_eq!(read_trace("1,2,3,4\n".as_bytes()).unwrap()[0].dscp, 3);
