@@ -1,6 +1,6 @@
 """`catnip export RUN` and `catnip import FILE`: one run as one file (results/archive.py), to take a
 run's records elsewhere and read them there as `catnip report` and the dashboard read the original.
-Registered on the `catnip` group by controller/cli.py."""
+Registered on the `catnip` group by cli/main.py."""
 
 from __future__ import annotations
 

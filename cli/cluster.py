@@ -1,5 +1,5 @@
 """`catnip cluster scheduler|worker` and the `--cluster` side of `catnip run` (controller/cluster.py).
-Registered on the `catnip` group by controller/cli.py."""
+Registered on the `catnip` group by cli/main.py."""
 
 from __future__ import annotations
 

@@ -504,8 +504,12 @@ def report(run_ids: tuple[str, ...], db: str | None, as_json: bool, as_csv: bool
                                        f"`catnip model validate {found['id']}` reports it")
         if view == "--by-sender":
             from results import by_sender as by_sender_mod
-            click.echo(_by_sender_output(by_sender_mod, by_sender_mod.by_sender(store, found["id"]), fmt),
-                       nl=fmt != "csv")
+            from spec.record import RecordError
+            try:
+                points = by_sender_mod.by_sender(store, found["id"])
+            except RecordError as exc:  # a point that cannot say what it ran
+                raise click.ClickException(str(exc)) from None
+            click.echo(_by_sender_output(by_sender_mod, points, fmt), nl=fmt != "csv")
             return
         if view == "--loss":
             table = layouts.build("catnip-loss", store, found["id"])
@@ -844,7 +848,7 @@ def clean(dry_run: bool, force: bool) -> None:
     click.echo("clean" if not removed else f"clean ({len(removed)} removed)")
 
 
-from models.cli import model as _model  # noqa: E402  (the latency models' own command group)
+from cli.models import model as _model  # noqa: E402  (the latency models' own command group)
 
 # Their one-line summaries in `catnip --help`, where their owners gave none (click would cut
 # their docstrings' first sentence to the listing's width).
@@ -854,12 +858,12 @@ for _cmd, _text in _SHORT_HELP.items():
     _cmd.short_help = _cmd.short_help or _text
     main.add_command(_cmd)
 
-from controller.archive_cli import export_cmd, import_cmd  # noqa: E402 - after main exists
+from cli.archive import export_cmd, import_cmd  # noqa: E402 - after main exists
 
 main.add_command(export_cmd)
 main.add_command(import_cmd)
 
-from controller.cluster_cli import cluster_group  # noqa: E402 - after main exists
+from cli.cluster import cluster_group  # noqa: E402 - after main exists
 
 main.add_command(cluster_group)
 

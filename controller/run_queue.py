@@ -41,7 +41,7 @@ class Job:
     cancel_requested: bool = False
 
     def argv(self, db: Path) -> list[str]:
-        args = [paths.python(), "-m", "controller.cli", "run", str(self.scenario), "--db", str(db),
+        args = [paths.python(), "-m", "cli.main", "run", str(self.scenario), "--db", str(db),
                 "--run-id", self.run_id, "--json"]
         for o in self.overrides:
             args += ["--set", o]

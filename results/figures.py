@@ -482,7 +482,7 @@ def ftp_chart(report: Any) -> dict[str, Any]:
         "margin": {"t": 40, "r": 10, "b": 90}, "legend": {"orientation": "h", "y": -0.3}}}
 
 
-# --- the hysteresis paper's latency figures (models/cli.py) -------------------------------------------
+# --- the hysteresis paper's latency figures (cli/models.py) -------------------------------------------
 @dataclass
 class Series:
     """A line of a latency chart: measured (markers with 95% bars) or a model (a line)."""

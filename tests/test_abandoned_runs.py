@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from controller.cli import main
+from cli.main import main
 from controller.runner import close_abandoned_runs
 from results.store import Store
 from testbed import processes

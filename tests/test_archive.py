@@ -1,4 +1,4 @@
-"""`catnip export` / `catnip import` (results/archive.py, controller/archive_cli.py): a run written
+"""`catnip export` / `catnip import` (results/archive.py, cli/archive.py): a run written
 to one file and read into a fresh database is the same run: every table's rows, `catnip report`
 (text, --json, --apps) and the dashboard's run page are identical; the refusals are one line and
 leave nothing behind; docs/database.md describes every column of the schema.
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from controller.archive_cli import export_cmd, import_cmd
-from controller.cli import main
+from cli.archive import export_cmd, import_cmd
+from cli.main import main
 from controller.run_queue import RunQueue
 from results import archive
 from results.store import SCHEMA_VERSION, Store
@@ -383,7 +383,7 @@ def test_a_gzip_bomb_is_refused_within_the_bound(tmp_path, shape, words):
     bomb = _bomb(tmp_path / "bomb.catnip.json.gz", shape)
     assert bomb.stat().st_size < 20e6
     code = ("import resource, sys\n"
-            "from controller.cli import main\n"
+            "from cli.main import main\n"
             "try:\n"
             "    main(['import', sys.argv[1], '--db', sys.argv[2]])\n"
             "except SystemExit as exc:\n"

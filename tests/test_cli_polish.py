@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from controller import cli
+from cli import main as cli
 from controller import validate as validate_mod
-from controller.cli import main
+from cli.main import main
 from results import table as tables
 from results import compare, layouts
 from results.store import Store

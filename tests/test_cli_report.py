@@ -12,11 +12,14 @@ import random
 import pytest
 from click.testing import CliRunner
 
-from controller import cli
-from controller.cli import main
+from cli import main as cli
+from cli.main import main
 from results import table as tables
 from results import layouts, pooled, report, samples
 from results.store import Store
+from spec import scenario
+from testbed.plan import plan
+from tests.conftest import REPO
 
 
 def _page(client: str, page: int, duration: float | None, error: str | None = None) -> dict:
@@ -29,11 +32,13 @@ def db(tmp_path):
     """Two runs of one scenario (two sweep points each) with heavy-tailed (lognormal) page times."""
     path = tmp_path / "db"
     rnd = random.Random(7)
+    # What the points ran (their record): quick.yaml's dumbbell, whose server ctpv1 ran cubic.
+    record = plan(scenario.load(REPO / "scenarios" / "quick.yaml").points[0][1]).model_dump(mode="json")
     with Store(path) as s:
         for run in ("s1", "s2"):
             s.create_run(run, "web", "x", {"name": "web"}, {}, 1, "abc", {}, {})
             for point, policy in enumerate(("droptail", "catnip_good")):
-                s.create_point(run, point, 0, {"router.policy": {"kind": policy}}, {}, 1)
+                s.create_point(run, point, 0, {"router.policy": {"kind": policy}}, {}, 1, record=record)
                 s.update_point(run, point, realtime_ok=1, status="done")
                 s.add_transfers(run, point, [], [_page(f"c{c}", pg, rnd.lognormvariate(0, 1))
                                                  for pg in (1, 2) for c in range(15)])

@@ -277,7 +277,7 @@ def test_a_run_id_inside_an_import_cannot_reach_outside_its_folder(env, tmp_path
     # Issue 47: `--as` refused these ids, the id inside the file was not checked; imported as '..'
     # with a capture beside the database, /runs/%2E%2E/points/0/capture.pcap served that file.
     from click.testing import CliRunner
-    from controller.archive_cli import export_cmd, import_cmd
+    from cli.archive import export_cmd, import_cmd
     _, client, _, db = env
     secret = db.parent / "beside-the-database.pcap"
     secret.write_bytes(b"a file beside the database")
@@ -308,7 +308,7 @@ def test_an_imported_runs_capture_is_served_from_its_own_folder_only(env, tmp_pa
     # The capture path of an imported run names the machine it came from: it is read relative to
     # the run's folder there and served from the run's folder here, never followed elsewhere.
     from click.testing import CliRunner
-    from controller.archive_cli import import_cmd
+    from cli.archive import import_cmd
     _, client, _, db = env
     secret = db.parent / "beside-the-database.pcap"
     secret.write_bytes(b"a file beside the database")

@@ -40,8 +40,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from controller.archive_cli import import_cmd
-from controller.cli import main
+from cli.archive import import_cmd
+from cli.main import main
 from controller.run_queue import RunQueue
 from results import archive
 from results import import_schema as schema

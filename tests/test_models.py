@@ -129,7 +129,7 @@ def test_bad_inputs_name_the_parameter(kwargs, field):
 
 
 def test_cli_prints_predictions_and_refuses_bad_input():
-    from controller.cli import main
+    from cli.main import main
     run = CliRunner().invoke
     res = run(main, ["model", "hysteresis", "--size", "8KB", "--p", "0.03", "--samples", "50", "--json"])
     assert res.exit_code == 0 and '"packets": 6' in res.output
@@ -290,7 +290,7 @@ def test_measured_loss_from_arrivals_and_from_older_departure_records():
 def test_validate_prints_the_tables_and_writes_the_figures(tmp_path):
     import xml.etree.ElementTree as ET
 
-    from models.cli import model
+    from cli.models import model
     from results import figures
     from results.store import Store
     missing = figures.export_missing()

@@ -183,7 +183,7 @@ def test_the_record_travels_with_an_export(tmp_path):
         store.update_point("r1", 0, status="done")
         store.finish_run("r1", "done")
         before = store.point("r1", 0)["record"]
-    cli = [sys.executable, "-m", "controller.cli"]
+    cli = [sys.executable, "-m", "cli.main"]
     for args in (["export", "r1", "--db", str(tmp_path / "a.db"), "--out", str(tmp_path / "r1.json.gz")],
                  ["import", str(tmp_path / "r1.json.gz"), "--db", str(tmp_path / "b.db")]):
         res = subprocess.run(cli + args, capture_output=True, text=True, cwd=REPO, timeout=120)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from controller.cli import main
+from cli.main import main
 from results import pooled
 from results.store import Store
 

@@ -12,7 +12,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from controller.cli import main
+from cli.main import main
 from results import table as tables
 from results import compare, layouts, report, samples
 from results.samples import MetricSummary

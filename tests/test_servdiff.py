@@ -16,7 +16,7 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from controller.cli import main
+from cli.main import main
 from controller.run_queue import RunQueue
 from results import table as tables
 from results import figures, layouts

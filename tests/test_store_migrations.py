@@ -207,7 +207,7 @@ def test_migrations_are_append_only_steps():
 def test_report_names_the_versions_of_a_newer_file(tmp_path):
     from click.testing import CliRunner
 
-    from controller.cli import main
+    from cli.main import main
     path = tmp_path / "newer.db"
     _old_file(path, version=SCHEMA_VERSION + 3)
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(path)])

@@ -7,7 +7,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from controller.cli import main
+from cli.main import main
 from results import layouts, study
 from results.store import Store
 

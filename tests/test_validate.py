@@ -26,7 +26,7 @@ import yaml
 from click.testing import CliRunner
 
 from controller import validate as validate_mod
-from controller.cli import main
+from cli.main import main
 from controller.run_queue import RunQueue
 from results.store import Store, StoreReadOnly
 from spec import bounded
@@ -67,7 +67,7 @@ def state(tmp_path, monkeypatch):
 
 def cli(*args: str, timeout: float = 30, env: dict | None = None) -> subprocess.CompletedProcess:
     """`catnip ARGS` as a user runs it (its own process: stderr and the exit code as they are)."""
-    return subprocess.run([PY, "-m", "controller.cli", *args], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run([PY, "-m", "cli.main", *args], capture_output=True, text=True, timeout=timeout,
                           cwd=REPO, env=env)
 
 
@@ -398,7 +398,7 @@ def test_a_read_only_database_is_read_or_refused_in_one_line(tmp_path, open_fold
     # A read-only bind mount in a mount namespace of its own: what root sees on a read-only disk.
     db, new = folder / "catnip.db", folder / "new.db"
     script = (f"mount --bind -o ro {folder} {folder} && for a in 'list --db {db}' 'report r1 --db {db}'"
-              f" 'list --db {new}' 'report r1 --db {new}'; do echo \"== $a\"; {PY} -m controller.cli $a 2>&1;"
+              f" 'list --db {new}' 'report r1 --db {new}'; do echo \"== $a\"; {PY} -m cli.main $a 2>&1;"
               " echo \"rc=$?\"; done")
     out = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], capture_output=True,
                          text=True, timeout=120, cwd=REPO).stdout
@@ -411,7 +411,7 @@ def test_a_read_only_database_is_read_or_refused_in_one_line(tmp_path, open_fold
         body = [line for line in text.splitlines()[1:] if not line.startswith("rc=")]
         assert len(body) == 1 and "cannot create" in body[0] and "rc=1" in text, text
     # Another user who cannot write the folder reads it too (the -shm file cannot be made there).
-    out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-m", "controller.cli",
+    out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-m", "cli.main",
                           "list", "--db", str(folder / "catnip.db")], capture_output=True, text=True, timeout=60,
                          cwd=REPO, env={**os.environ, "HOME": str(tmp_path)})
     assert out.returncode == 0 and "r1" in out.stdout and "Traceback" not in out.stderr, out
@@ -424,7 +424,7 @@ from types import SimpleNamespace
 from click.testing import CliRunner
 import controller.runner as runner
 import testbed.capabilities as capabilities
-from controller.cli import main
+from cli.main import main
 # A machine that could run (no probe), no other run, and a run that must never start.
 capabilities.probe = lambda: SimpleNamespace(blocking_problems=lambda: [], qdiscs={})
 runner.machine_busy = lambda: False

@@ -30,7 +30,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.cli import main
+from cli.main import main
 from spec import bounded
 from spec import scenario as s
 from testbed.paths import REPO

@@ -114,7 +114,7 @@ def test_started_run_waits_for_the_machine_and_can_be_cancelled(env):
     run_id = r.headers["Location"].rsplit("/", 1)[1]
     job = queue.get(run_id)
     assert job.overrides == ["topology.clients=2"] and job.seed == 5 and job.jobs == 1
-    assert job.argv(REPO / "x.db")[2:5] == ["controller.cli", "run", str(job.scenario)]
+    assert job.argv(REPO / "x.db")[2:5] == ["cli.main", "run", str(job.scenario)]
     assert "--jobs" not in job.argv(REPO / "x.db")
     for _ in range(100):
         if job.state == "waiting":

@@ -1,0 +1,78 @@
+"""The packages' layering (docs/architecture.md, "Layers"): each package imports only packages
+below it, so data flows one way. An import that climbs is a failure, unless it is one of the
+few still to be taken out (KNOWN), which are named with why; one of those that is gone must be
+taken off the list too, so the list cannot hide anything."""
+
+from __future__ import annotations
+
+import ast
+
+from tests.conftest import REPO
+
+# Bottom to top. A package may import its own layer's other packages only where named in SAME.
+LAYERS = [
+    ["spec"],                       # scenario schemas, graph, units, the resolved record
+    ["topologies", "workloads"],    # the topology library; applications and their programs
+    ["testbed"],                    # everything that touches the machine
+    ["results", "models"],          # the store and what reads it; the latency models
+    ["controller"],                 # runs
+    ["webui"],                      # the dashboard
+    ["cli"],                        # the `catnip` command
+    ["benchmarks"],
+]
+SAME = {("models", "results")}  # the models are checked against stored runs
+KNOWN = {
+    ("spec", "topologies"): "spec/scenario.py builds the topology union from the library",
+    ("spec", "workloads"): "spec/scenario.py validates applications through their plug-ins' schemas",
+    ("workloads", "testbed"): "workloads/apps/web.py writes Apache's configuration with testbed/apache.py",
+}
+
+
+def _layer(package: str) -> int:
+    return next(i for i, names in enumerate(LAYERS) if package in names)
+
+
+def _imports() -> dict[tuple[str, str], set[str]]:
+    """(importer package, imported package) -> the files importing, every import statement
+    (also inside functions) of every project package."""
+    packages = {p for names in LAYERS for p in names}
+    found: dict[tuple[str, str], set[str]] = {}
+    for package in packages:
+        for path in (REPO / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                         else [])
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in packages and top != package:
+                        found.setdefault((package, top), set()).add(str(path.relative_to(REPO)))
+    return found
+
+
+def climbing(found: dict[tuple[str, str], set[str]]) -> dict[tuple[str, str], set[str]]:
+    return {(a, b): files for (a, b), files in found.items()
+            if _layer(b) > _layer(a) or (_layer(b) == _layer(a) and (a, b) not in SAME)}
+
+
+def test_no_package_imports_one_above_it():
+    bad = {edge: files for edge, files in climbing(_imports()).items() if edge not in KNOWN}
+    assert not bad, "imports that climb the layers (docs/architecture.md, Layers): " + "; ".join(
+        f"{a} -> {b} in {', '.join(sorted(files))}" for (a, b), files in sorted(bad.items()))
+
+
+def test_the_known_exceptions_are_still_there():
+    gone = set(KNOWN) - set(climbing(_imports()))
+    assert not gone, f"no longer imported: take {sorted(gone)} off KNOWN (and docs/architecture.md)"
+
+
+def test_every_package_has_a_layer():
+    top = {p.name for p in REPO.iterdir() if (p / "__init__.py").exists() and p.name != "tests"}
+    assert top <= {p for names in LAYERS for p in names}, top - {p for names in LAYERS for p in names}
+
+
+def test_a_climbing_import_is_caught():
+    """The check itself: a results module importing the controller is an import that climbs."""
+    assert climbing({("results", "controller"): {"results/x.py"}}) == {("results", "controller"): {"results/x.py"}}
+    assert climbing({("controller", "results"): {"controller/x.py"}}) == {}
+    assert climbing({("topologies", "workloads"): {"topologies/x.py"}})  # same layer, not in SAME
