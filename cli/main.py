@@ -52,7 +52,7 @@ def check(as_json: bool, brief: bool, run_references: bool) -> None:
     caps = probe()
     references = reference_status(run=run_references)
     problems = caps.blocking_problems()
-    from controller.runner import machine_busy
+    from controller.skeleton import machine_busy
     programs: dict[str, str] = {}
     if caps.root and caps.bpf_btf and not brief:
         busy = "not probed: a run is using the machine"
@@ -178,13 +178,13 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
             placement.plan(kind)  # split needs two CPUs this process may use: said before a run starts
         except placement.PlacementError as exc:
             raise validate_mod.Refused(str(exc)) from None
-    from controller import runner
+    from controller import runner, skeleton
     from testbed.capabilities import probe
     from testbed.hostconfig import HostConfigError
     from testbed.sender import SenderError
     # Before probing: the probe builds a throwaway namespace, which a running experiment need not share
     # its CPU with. Said again by runner.run if a run takes the lock meanwhile.
-    if cluster_address is None and runner.machine_busy():
+    if cluster_address is None and skeleton.machine_busy():
         from testbed.cleanup import run_in_progress
         raise click.ClickException(f"another catnip run is using this machine ({run_in_progress()}); wait for it"
                                    " or stop it")
@@ -201,7 +201,7 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
     missing = runner.machine_problems([s for _, s in sweep.points], caps)
     if missing:
         raise validate_mod.Refused(missing[0])
-    run_id = run_id or runner.new_run_id(sweep.name)
+    run_id = run_id or skeleton.new_run_id(sweep.name)
     if cluster_address is not None:
         _run_on_cluster(sweep, caps, Path(scenario_file), list(overrides), seed, db, run_id, cluster_address,
                         retries, resume_id is not None, as_json, report, tls_dir)
@@ -222,13 +222,13 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
         with display:
             runner.run(sweep, caps, store, progress=display.update, run_id=run_id, jobs=jobs, room=room / 100,
                        settle=settle)
-    except runner.RunBusy as exc:
+    except skeleton.RunBusy as exc:
         raise click.ClickException(str(exc)) from None
     except (SenderError, HostConfigError) as exc:  # the run's shared set-up; recorded as the run's error
         raise click.ClickException(f"run {run_id} failed before its first point: {exc}") from None
     except sqlite3.Error as exc:  # the database: disk full or read-only (results/store.py says which)
         raise click.ClickException(f"run {run_id} failed: {exc}") from None
-    except (runner.RunCancelled, KeyboardInterrupt):
+    except (skeleton.RunCancelled, KeyboardInterrupt):
         click.echo(f"run {run_id} cancelled; network torn down. Partial records kept.", err=True)
         sys.exit(130)
     _finish(store, run_id, started, as_json, report)
@@ -256,7 +256,7 @@ def _run_on_cluster(sweep, caps, scenario_file: Path, overrides: list[str], seed
                     run_id: str, address: str, retries: int, resume: bool, as_json: bool, report: bool,
                     tls_dir: Path | None = None) -> None:
     """`catnip run --cluster`: the points go to the workers (controller/cluster.py); exits."""
-    from controller import cluster, runner
+    from controller import cluster, skeleton
     if any(sc.run.machines for _, sc in sweep.points):
         # A worker would reach the point's other machines by their addresses, and two workers could
         # share one of them: not carried over yet (docs/cluster.md).
@@ -283,7 +283,7 @@ def _run_on_cluster(sweep, caps, scenario_file: Path, overrides: list[str], seed
         raise click.ClickException(str(exc)) from None
     except sqlite3.Error as exc:
         raise click.ClickException(f"run {run_id} failed: {exc}") from None
-    except (runner.RunCancelled, KeyboardInterrupt):
+    except (skeleton.RunCancelled, KeyboardInterrupt):
         click.echo(f"run {run_id} cancelled; the workers tore their points down. Partial records kept.", err=True)
         sys.exit(130)
     _finish(store, run_id, started, as_json, report)
@@ -376,7 +376,7 @@ LIST_COLUMNS = ("id", "name", "status", "seed", "started", "finished", "error")
 def list_cmd(db: str | None, as_json: bool, as_csv: bool) -> None:
     """Runs in the results database, newest first: id, scenario, status, start and duration."""
     fmt = _one_format(as_json, as_csv)
-    from controller.runner import close_abandoned_runs
+    from controller.skeleton import close_abandoned_runs
     with _store(db) as store:
         close_abandoned_runs(store)
         rows = store.runs()
@@ -675,14 +675,14 @@ def fig2_cmd(out: str, rtt: float) -> None:
     """CATNIP Fig. 2: a 14-segment document sent by Reno, RBPLW, ECA and ECA+RBPLW (BPF senders);
     writes a sequence-number plot (./fig2-senders.svg unless --out) and prints each sender's
     bursts per round trip."""
-    from controller import fig2, runner
+    from controller import fig2, skeleton
     from results.figures import ExportError
     try:
-        with runner.machine_lock(), runner.signals_cancel():
+        with skeleton.machine_lock(), skeleton.signals_cancel():
             found = fig2.run(Path(out), rtt, log=lambda m: click.echo(m, err=True))
-    except (runner.RunBusy, ExportError) as exc:  # ExportError: a bad --out, or no chromium to draw with
+    except (skeleton.RunBusy, ExportError) as exc:  # ExportError: a bad --out, or no chromium to draw with
         raise click.ClickException(str(exc)) from None
-    except runner.RunCancelled:
+    except skeleton.RunCancelled:
         sys.exit(130)
     for name, b in found.items():
         click.echo(f"{name:<16} bursts (segments over ms): "

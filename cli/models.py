@@ -148,7 +148,7 @@ def measure(scenario_file, overrides, seed, db, run_id, keep_captures):
 
     from controller import transfers
     from spec import transfer as transfer_scenario
-    from controller.runner import RunBusy, RunCancelled
+    from controller.skeleton import RunBusy, RunCancelled
     from spec.scenario import ScenarioError
     from results.store import RUN_ID, Store
     from testbed import paths

@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 from controller import cluster_task, cluster_tls
 from controller.cluster_point import resolved_hash
-from controller.runner import PointPlan, plan_points
+from controller.point_plan import PointPlan, plan_points
 from controller.skeleton import Progress, ProgressSink, RunCancelled, close_abandoned_runs
 from results import archive
 from results.store import Store, _dumps
@@ -360,7 +360,7 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, address: str, scenario_f
     """Run every point of the sweep on the cluster at `address`; returns the run id. With `resume`,
     `run_id` is a run of the same sweep in `store` and only its points that are not done run.
     `tls_dir` holds the cluster's certificates (controller/cluster_tls.py)."""
-    from controller.runner import new_run_id
+    from controller.skeleton import new_run_id
     from controller.skeleton import signals_cancel
     check_address(address)  # before anything is planned
     run_id = run_id or new_run_id(sweep.name)

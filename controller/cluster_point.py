@@ -7,7 +7,7 @@ hash of the point's resolved scenario. This process loads the same text with the
 task checked the fingerprint), refuses if it resolves to anything but that very point, and runs it
 with the local runner into the database CATNIP_DB names: the same code path and real-time checks
 as a local run. It waits while another run holds this machine. Progress goes to stdout as JSON
-lines; SIGTERM cancels the point cleanly (runner.signals_cancel).
+lines; SIGTERM cancels the point cleanly (skeleton.signals_cancel).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from controller import runner
+from controller import runner, skeleton
 from results.store import Store
 from spec import scenario as scenario_mod
 from testbed import paths
@@ -44,16 +44,16 @@ def main(spec_path: str) -> int:
         print("the scenario resolves to another point here than on the coordinator", file=sys.stderr)
         return 2
 
-    def emit(p: runner.Progress) -> None:
+    def emit(p: skeleton.Progress) -> None:
         print(json.dumps(asdict(p)), flush=True)
 
     from testbed.capabilities import probe
     # A cancel while probing (a throwaway namespace) or waiting for the machine is clean too.
-    with runner.signals_cancel(), Store(paths.database()) as store:
+    with skeleton.signals_cancel(), Store(paths.database()) as store:
         try:
             caps = probe()
             runner.run(sweep, caps, store, progress=emit, run_id=spec["run_id"], wait_for_machine=True)
-        except runner.RunCancelled:
+        except skeleton.RunCancelled:
             return 130
         except Exception as exc:  # the run's shared set-up failed; runner.run recorded it as the run's error
             print(f"{type(exc).__name__}: {exc}", file=sys.stderr)

@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from controller import point as point_mod
 from controller import runner, skeleton
 from results.store import Store
 from testbed import paths
@@ -53,7 +54,7 @@ def die_with_parent(runner_pid: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != runner_pid:  # it died before we asked (`unshare` execs us: it is our parent)
-        raise runner.RunCancelled("the runner is gone")
+        raise skeleton.RunCancelled("the runner is gone")
 
 
 def main(spec_path: str, code: str) -> int:
@@ -66,25 +67,25 @@ def main(spec_path: str, code: str) -> int:
     os.unlink(spec_path)  # read once; the point's resolved scenario is in the store
     run_id, plan = spec["run_id"], spec["plan"]
 
-    def emit(p: runner.Progress) -> None:
+    def emit(p: skeleton.Progress) -> None:
         try:
             print(json.dumps(asdict(p)), flush=True)
         except BrokenPipeError:  # the runner died; its death signal is on the way
-            raise runner.RunCancelled("the runner is gone") from None
+            raise skeleton.RunCancelled("the runner is gone") from None
 
-    with runner.signals_cancel(), Store(paths.database()) as store:
+    with skeleton.signals_cancel(), Store(paths.database()) as store:
         # The runner launches us with the cancel signals blocked (parallel.py); a cancel sent
         # meanwhile was held and arrives now. Our children must not inherit the mask.
         signal.pthread_sigmask(signal.SIG_UNBLOCK, set(skeleton.CANCEL_SIGNALS))
         try:
             die_with_parent(spec["runner_pid"])
             own_sysfs_view()
-            point = runner.PointRun(run_id, plan, spec["caps"], store, spec["artifacts"],
+            point = point_mod.PointRun(run_id, plan, spec["caps"], store, spec["artifacts"],
                                     runner.recording_progress(emit, store), lambda: False,
                                     concurrency=spec["concurrency"])
             prog = plan.progress(run_id)
-            failure = runner.record_point(store, run_id, plan.index, lambda: point.execute(prog))
-        except runner.RunCancelled:
+            failure = skeleton.record_point(store, run_id, plan.index, lambda: point.execute(prog))
+        except skeleton.RunCancelled:
             return 130
     if failure:
         print(failure, file=sys.stderr)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from controller import runner
+from controller import skeleton
 from testbed import paths, processes
 
 LIVE = ("queued", "waiting", "running")  # states of a job not yet over (also: finished, failed, cancelled)
@@ -59,7 +59,7 @@ class Job:
 class RunQueue:
     """FIFO of jobs, one running at a time, worked by a daemon thread."""
 
-    def __init__(self, db: Path, log_dir: Path, machine_busy: Callable[[], bool] = runner.machine_busy,
+    def __init__(self, db: Path, log_dir: Path, machine_busy: Callable[[], bool] = skeleton.machine_busy,
                  poll: float = 1.0):
         self.db, self.log_dir, self.machine_busy, self.poll = db, log_dir, machine_busy, poll
         self._jobs: dict[str, Job] = {}

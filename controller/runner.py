@@ -13,9 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from controller.point import PointRun, cpu_times
-from controller.skeleton import (Progress, ProgressSink, RunBusy, RunCancelled, close_abandoned_runs,
-                                 kernel_resources, machine_busy, machine_lock, new_run_id, record_point,
+from controller.point import PointRun
+from controller.skeleton import (Progress, ProgressSink, RunCancelled, close_abandoned_runs,
+                                 kernel_resources, machine_lock, new_run_id, record_point,
                                  signals_cancel)
 from results.store import Store
 from spec import senders
@@ -27,11 +27,6 @@ from testbed.capabilities import Capabilities
 from testbed.metadata import git_revision, versions
 from workloads import docroot as docroot_mod
 from workloads.pages import catnip_pages
-
-__all__ = ["PointPlan", "PointRun", "Progress", "ProgressSink", "RunBusy", "RunCancelled", "close_abandoned_runs",
-           "cpu_times", "git_revision", "machine_busy", "machine_lock", "machine_problems", "new_run_id", "record_point", "run",
-           "run_resources", "signals_cancel", "versions"]
-
 
 @contextmanager
 def run_resources(scenarios: list[Scenario]) -> Iterator[None]:

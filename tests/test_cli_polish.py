@@ -162,11 +162,11 @@ def test_a_bare_name_found_nowhere_lists_the_names(tmp_path, monkeypatch):
 
 # --- fig2 --------------------------------------------------------------------------------------------------
 def test_fig2_writes_into_the_current_folder_by_default(tmp_path, monkeypatch):
-    from controller import fig2, runner
+    from controller import fig2, skeleton
     written = []
     monkeypatch.setattr(fig2, "run", lambda out, rtt, log: written.append(out) or {"reno": [(3, 0.001)]})
-    monkeypatch.setattr(runner, "machine_lock", contextlib.nullcontext)
-    monkeypatch.setattr(runner, "signals_cancel", contextlib.nullcontext)
+    monkeypatch.setattr(skeleton, "machine_lock", contextlib.nullcontext)
+    monkeypatch.setattr(skeleton, "signals_cancel", contextlib.nullcontext)
     monkeypatch.chdir(tmp_path)
     res = CliRunner().invoke(main, ["fig2"])
     assert res.exit_code == 0, res.output
@@ -219,13 +219,13 @@ def test_validate_takes_a_bare_scenario_name_as_run_does():
 
 def test_run_refuses_a_busy_machine_before_probing_it(monkeypatch, tmp_path):
     """While another run holds the machine, `catnip run` must not build its probe namespace."""
-    from controller import runner
+    from controller import skeleton
     from testbed import capabilities, cleanup
 
     def no_probe():
         raise AssertionError("probed a machine another run is using")
     monkeypatch.setattr(capabilities, "probe", no_probe)
-    monkeypatch.setattr(runner, "machine_busy", lambda: True)
+    monkeypatch.setattr(skeleton, "machine_busy", lambda: True)
     monkeypatch.setattr(cleanup, "run_in_progress", lambda: "pid 1 since then: catnip run x")
     res = CliRunner().invoke(main, ["run", "quick", "--db", str(tmp_path / "x.db")])
     assert res.exit_code == 1 and "another catnip run is using this machine (pid 1" in res.output, res.output

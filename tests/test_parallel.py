@@ -107,10 +107,13 @@ def test_killed_runner_takes_its_points_down(isolated_data, no_leftovers):
     from testbed import run_cgroup
     assert not any(run_cgroup.processes(Path(g)) for g in cleanup.leftovers().get("cgroups", [])), \
         "the killed runner's cgroup holds no process once its points are down"
-    assert [p["status"] for p in _points(isolated_data)] == ["cancelled"]
-    # The run itself no longer shows as running once its runner is gone.
+    # The runner's watchdog (testbed/run_watchdog.py) ended its group, point workers included, so
+    # no point recorded its own end; the run no longer shows as running once its runner is gone,
+    # and what its points' clients wrote is read back (controller/recover.py).
     runs = json.loads(catnip("list", "--json").stdout)
-    assert [r["status"] for r in runs] == ["interrupted"] and f"pid {proc.pid}" in runs[0]["error"]
+    assert [r["status"] for r in runs] in (["interrupted"], ["recovered"]), runs
+    assert f"pid {proc.pid}" in runs[0]["error"], runs[0]["error"]
+    assert [p["status"] for p in _points(isolated_data)] in (["interrupted"], ["recovered"])
     cleanup.clean()
 
 

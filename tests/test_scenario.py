@@ -171,7 +171,7 @@ def test_wrr_weights_pass_through_and_every_queue_needs_a_share_of_the_buffer():
 def test_each_point_repeats_as_its_own_scenario_says(tmp_path):
     """run.repetitions swept: the runner plans 1 + 3 point runs, not 1 + 1 (the first point's count
     for every point, as it did)."""
-    from controller.runner import plan_points
+    from controller.point_plan import plan_points
     path = tmp_path / "reps.yaml"
     path.write_text((REPO / "scenarios" / "quick.yaml").read_text() + "sweep:\n  run.repetitions: [1, 3]\n")
     sweep = s.load(path)

@@ -423,11 +423,12 @@ sys.path.insert(0, sys.argv[2])
 from types import SimpleNamespace
 from click.testing import CliRunner
 import controller.runner as runner
+import controller.skeleton as skeleton
 import testbed.capabilities as capabilities
 from cli.main import main
 # A machine that could run (no probe), no other run, and a run that must never start.
 capabilities.probe = lambda: SimpleNamespace(blocking_problems=lambda: [], qdiscs={})
-runner.machine_busy = lambda: False
+skeleton.machine_busy = lambda: False
 def never(*a, **k):
     raise AssertionError("the run started")
 runner.run = never
@@ -455,11 +456,12 @@ def test_a_run_refused_for_a_busy_machine_prints_no_run_id_and_creates_no_databa
     from types import SimpleNamespace
 
     import controller.runner as runner
+    import controller.skeleton as skeleton
     import testbed.capabilities as capabilities
     from testbed import cleanup
     # A machine that could run, but another run holds its lock; the run must never start.
     monkeypatch.setattr(capabilities, "probe", lambda: SimpleNamespace(blocking_problems=lambda: [], qdiscs={}))
-    monkeypatch.setattr(runner, "machine_busy", lambda: True)
+    monkeypatch.setattr(skeleton, "machine_busy", lambda: True)
     monkeypatch.setattr(cleanup, "run_in_progress", lambda: "pid 1 since 2026-01-01T00:00:00Z: catnip run x.yaml")
     monkeypatch.setattr(runner, "run", lambda *a, **k: pytest.fail("the run started"))
     db = tmp_path / "new" / "catnip.db"

@@ -31,7 +31,7 @@ from flask import (Flask, Response, abort, current_app, g, jsonify, redirect, re
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
-from controller import runner
+from controller import skeleton
 from controller.run_queue import LIVE, RunQueue
 from spec.record import RecordError
 from spec.scenario import point_label
@@ -484,7 +484,7 @@ def _register(app: Flask) -> None:
         if errors:
             return render_template("scenarios.html", scenarios=forms.scenario_files(app.config["CATNIP_SCENARIOS"]),
                                    jobs=_queue().active(), errors=errors, form=request.form), 400
-        run_id = runner.new_run_id(req.sweep.name)
+        run_id = skeleton.new_run_id(req.sweep.name)
         try:
             _queue().submit(run_id, req.scenario, req.overrides, req.seed, req.jobs)
         except RuntimeError as exc:
@@ -493,7 +493,7 @@ def _register(app: Flask) -> None:
 
     @app.get("/runs")
     def runs():
-        runner.close_abandoned_runs(_store())
+        skeleton.close_abandoned_runs(_store())
         rows = [_listed(r) for r in _store().runs()]
         return render_template("runs.html", runs=rows, jobs=[j for j in _queue().active()
                                                              if _store().run(j.run_id) is None])
@@ -502,7 +502,7 @@ def _register(app: Flask) -> None:
     def run_view(run_id: str):
         _check_run_id(run_id)
         store, job = _store(), _queue().get(run_id)
-        runner.close_abandoned_runs(store)
+        skeleton.close_abandoned_runs(store)
         run = store.run(run_id)
         if run is None and job is None:
             abort(404, description=f"no run {run_id!r} in {store.path}; the runs page lists every run")
@@ -818,7 +818,7 @@ def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: fl
         while time.monotonic() - started < limit and not stopping.is_set():
             job = queue.get(run_id)
             run = store.run(run_id)
-            if run is not None and run["status"] == "running" and runner.close_abandoned_runs(store):
+            if run is not None and run["status"] == "running" and skeleton.close_abandoned_runs(store):
                 run = store.run(run_id)  # its runner was killed mid-run: the stream ends too
             series = {}
             points = _point_summaries(store, run_id) if run is not None else []
