@@ -1,0 +1,213 @@
+"""Issue 44: a captured live TCPF run replays offline to the live run's marks, packet for packet.
+
+The live run captures the marking router's two interfaces: the senders' side (the data as it
+arrives, unmarked, dropped packets included) and the bottleneck's (the ACKs as they arrive, and
+the data as the engine released it, marked). results/replay_trace.py turns the arrivals into a
+replay trace; `catnip-engine replay` runs it through the link's block from the point's own record;
+each released packet's DSCP must be the replay's, and the replay must drop as many packets as are
+missing from the egress capture (docs/engine.md "Replay")."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+
+import dpkt
+import pytest
+
+from results import replay_trace
+from testbed.paths import REPO
+from tests.conftest import need_engine, need_root
+
+ENGINE = REPO / "engine" / "target" / "release" / "catnip-engine"
+
+
+def _eth_ip(src, dst, tos, ip_id, sport, dport, seq, ack, flags, payload=b""):
+    tcp = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq, ack=ack, flags=flags, data=payload)
+    ip = dpkt.ip.IP(src=bytes(map(int, src.split("."))), dst=bytes(map(int, dst.split("."))), tos=tos, id=ip_id,
+                    p=6, data=tcp)
+    ip.len = len(bytes(ip))
+    return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6, type=dpkt.ethernet.ETH_TYPE_IP, data=ip))
+
+
+def _pcap(path, frames):
+    with open(path, "wb") as fh:
+        w = dpkt.pcap.Writer(fh, nano=True)
+        for ts, frame in frames:
+            w.writepkt(frame, ts=ts)
+
+
+def test_captures_become_a_trace_with_both_directions_in_time_order(tmp_path):
+    t = 1000.0  # small: the writer takes float seconds
+    data = [(t + 0.000, _eth_ip("10.1.0.2", "10.2.0.2", 0, 7, 4000, 80, 100, 1, 0x18, b"x" * 1000)),
+            (t + 0.002, _eth_ip("10.1.0.9", "10.9.0.1", 0, 8, 4001, 80, 1, 1, 0x10)),  # not between the sides
+            (t + 0.003, _eth_ip("10.1.0.2", "10.2.0.2", 4, 9, 4000, 80, 1100, 1, 0x18, b"y" * 500))]
+    acks = [(t + 0.0015, _eth_ip("10.2.0.2", "10.1.0.2", 0, 3, 80, 4000, 1, 1100, 0x10))]
+    _pcap(tmp_path / "in.pcap", data)
+    _pcap(tmp_path / "back.pcap", acks)
+    packets = replay_trace.arrivals(tmp_path / "in.pcap", tmp_path / "back.pcap", ["10.1.0.0/24"], ["10.2.0.2"])
+    replay_trace.write_trace(packets, tmp_path / "trace.csv")
+    with open(tmp_path / "trace.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    got = [(r["time_us"], r["size"], r["dscp"], r["dir"], r["flags"], r["seq"], r["ack"], r["payload"]) for r in rows]
+    assert got == [("0.000", "1040", "0", "fwd", "24", "100", "1", "1000"),
+                   ("1500.000", "40", "0", "rev", "16", "1", "1100", "0"),
+                   ("3000.000", "540", "1", "fwd", "24", "1100", "1", "500")]
+    # The engine's flow id (FNV-1a over addresses, protocol and ports): one flow, the ACKs another.
+    assert rows[0]["flow"] == rows[2]["flow"] != rows[1]["flow"]
+    assert replay_trace.released(tmp_path / "in.pcap", ["10.1.0.2"], ["10.2.0.2"]) == {
+        packets[0][0].key(): 0, packets[2][0].key(): 1}
+    with pytest.raises(replay_trace.TraceError, match="senders: .*allowed: IPv4"):
+        replay_trace.arrivals(tmp_path / "in.pcap", tmp_path / "back.pcap", ["s1"], ["10.2.0.2"])
+
+
+def test_fates_are_read_in_every_version(tmp_path):
+    need_engine()
+    (tmp_path / "t.csv").write_text("time_us,size,dscp,flow\n0,1500,10,1\n")
+    (tmp_path / "c.json").write_text(json.dumps({"links": [{"name": "l", "queue_num": 0, "rate_bps": 0,
+                                                            "delay_us": 0, "buffer": None,
+                                                            "policy": {"kind": "droptail"}}]}))
+    subprocess.run([str(ENGINE), "replay", "--config", str(tmp_path / "c.json"), "--trace", str(tmp_path / "t.csv"),
+                    "--out", str(tmp_path / "f.csv")], check=True)
+    version, rows = replay_trace.read_fates(tmp_path / "f.csv")
+    assert version == 3 and rows[0]["fate"] == "sent" and rows[0]["dscp_out"] == "10"
+    (tmp_path / "v2.csv").write_text("id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out\n0,0,1,0,1,dropped,0,loss,0\n")
+    (tmp_path / "v1.csv").write_text("id,time_us,size,dscp,flow,fate,fate_us,by\n0,0,1,0,1,evicted,5,3\n")
+    assert replay_trace.read_fates(tmp_path / "v2.csv")[0] == 2
+    assert replay_trace.read_fates(tmp_path / "v1.csv")[0] == 1
+    (tmp_path / "v9.csv").write_text("id,fates_version\n0,9\n")
+    with pytest.raises(replay_trace.TraceError, match=r"fates_version \['9'\]"):
+        replay_trace.read_fates(tmp_path / "v9.csv")
+
+
+# --- a live run, captured and replayed ---------------------------------------------------------
+
+SCENARIO = {
+    "name": "replay-live", "seed": 1,
+    "topology": {
+        "kind": "edge_bottleneck", "senders": 2,
+        # No delay on the senders' links: their ingress direction on r1 hands each packet on at
+        # its receive stamp, so the bottleneck link's arrival is the stamp the capture shows.
+        "sender_link": {"rate": "100Mbit", "delay": "0ms", "buffer": "1000p"},
+        "receiver_link": {"rate": "100Mbit", "delay": "1ms", "buffer": "1000p", "up": {"delay": "40ms"}},
+        "bottleneck": {"rate": "10Mbit", "delay": "1ms", "buffer": "500KB",
+                       "policy": {"kind": "rio", "w_q": 0.002,
+                                  "levels": [{"min_th": "50KB", "max_th": "490KB", "max_p": 0.005},
+                                             {"min_th": "10KB", "max_th": "200KB", "max_p": 0.25}]},
+                       # A pool small enough for both marks in a few seconds of 4 flows.
+                       "forward": {"edge": [{"kind": "tcpf", "interval": "400ms", "pool": "100KB"}]}}},
+    "applications": [{"kind": "bulk", "clients": "senders", "servers": "receivers", "direction": "upload",
+                      "flows_per_client": 2, "duration": "4s", "measure_from": "1s", "measure_for": "2s"}],
+    "run": {"time_limit": "1min"},
+}
+
+
+def _live_run(monkeypatch):
+    """Run SCENARIO's point with both of r1's interfaces captured; (record, access pcap, bottleneck pcap)."""
+    from controller import point as point_mod
+    from controller import runner
+    from results.point_record import record_of
+    from results.store import Store
+    from spec import scenario as s
+    from testbed import capabilities, paths
+    from testbed.capture import Capture
+
+    class NanoCapture(Capture):
+        def _argv(self, out):  # the stamps to the nanosecond, as the engine reads them
+            return ["tcpdump", "--time-stamp-precision=nano", *super()._argv(out)[1:]]
+
+    class Both:
+        def __init__(self, caps):
+            self.caps = caps
+
+        def stop(self):
+            for c in self.caps:
+                c.stop()
+
+    pcaps = {}
+
+    def start_captures(self):
+        started = []
+        self.capture = Both(started)  # stopped at teardown, also when the second fails to start
+        for role in ("access-client", "bottleneck-data"):
+            d = self.net.directions_with_role(role)[0]
+            pcaps[role] = self.artifacts / f"point{self.index}-{d.interface}.pcap"
+            started.append(NanoCapture(d.router, d.interface, pcaps[role], buffer_kib=16384,
+                                       pid_file=paths.state_dir() / f"capture-{self.run_id}-{d.interface}.pid").start())
+
+    monkeypatch.setattr(point_mod.PointRun, "_start_capture", start_captures)
+    sweep = s.Sweep(name="replay-live", source="test", raw={}, sweep={},
+                    points=[({}, s.validate({**SCENARIO, "run": {**SCENARIO["run"], "capture": True}}))])
+    with Store(paths.database()) as store:
+        run_id = runner.run(sweep, capabilities.probe(), store)
+        row = store.points(run_id)[0]
+        assert row["status"] == "done", row["error"]
+        record = record_of(store.run(run_id), row)
+    return record, pcaps["access-client"], pcaps["bottleneck-data"]
+
+
+def _replay(tmp_path, record, block, trace, name):
+    config = tmp_path / f"{name}.json"
+    config.write_text(json.dumps({"seed": record.seed, "links": [block]}))
+    out = tmp_path / f"{name}-fates.csv"
+    res = subprocess.run([str(ENGINE), "replay", "--config", str(config), "--trace", str(trace), "--out", str(out)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    version, rows = replay_trace.read_fates(out)
+    assert version == 3
+    return {int(r["id"]): r for r in rows}
+
+
+def _compare(packets, fates, live):
+    """Over the link's packets: (marks agreeing, marks differing) among those the live run released
+    (a mark is given before the policy, so a replay's dropped packet has one too), and the packets
+    dropped live, dropped by the replay, and dropped by both."""
+    marks_ok = marks_bad = live_drops = replay_drops = both = 0
+    for i, (p, reverse) in enumerate(packets):
+        if reverse:
+            continue
+        f = fates[i]
+        dropped = f["fate"] != "sent"
+        replay_drops += dropped
+        if p.key() in live:
+            ok = int(f["dscp_out"]) == live[p.key()]
+            marks_ok, marks_bad = marks_ok + ok, marks_bad + (not ok)
+        else:
+            live_drops += 1
+            both += dropped
+    return marks_ok, marks_bad, live_drops, replay_drops, both
+
+
+@pytest.mark.netns
+def test_a_captured_tcpf_run_replays_to_the_live_marks(tmp_path, isolated_data, no_leftovers, monkeypatch):
+    need_root()
+    need_engine()
+    record, access_pcap, bottleneck_pcap = _live_run(monkeypatch)
+    senders = [h.ip for h in record.hosts_of("senders")]
+    receivers = [h.ip for h in record.hosts_of("receivers")]
+    data = record.direction("bottleneck-data")
+    block = data.engine_config(0)
+    assert [e["kind"] for e in block["edge"]] == ["tcpf"]
+    packets = replay_trace.arrivals(access_pcap, bottleneck_pcap, senders, receivers)
+    trace = tmp_path / "trace.csv"
+    replay_trace.write_trace(packets, trace)
+    live = replay_trace.released(bottleneck_pcap, senders, receivers)
+    fates = _replay(tmp_path, record, block, trace, "same")
+    marks_ok, marks_bad, live_drops, replay_drops, both = _compare(packets, fates, live)
+    marks = [live[p.key()] for p, rev in packets if not rev and p.key() in live]
+    print(f"{len(packets)} packets ({sum(r for _, r in packets)} rev); released {marks_ok + marks_bad}: "
+          f"{marks_ok} marks agree, {marks_bad} differ; IN {marks.count(10)}, OUT {marks.count(12)}; "
+          f"dropped live {live_drops}, by the replay {replay_drops}, both {both}")  # pytest -s
+    assert marks.count(10) > 50 and marks.count(12) > 50, "both marks, or the comparison shows little"
+    assert marks_ok == len(marks) and marks_bad == 0, (marks_ok, marks_bad)
+    # RIO's early drops are random: its average queue, from departures computed on arrival times
+    # equal to about a microsecond (the release marks keep microseconds), can put one draw on the other side of p_a, and the
+    # drops after it then fall a few packets apart (seen: 79 and 79 drops, 68 the same packets).
+    # Their number must still agree.
+    assert abs(replay_drops - live_drops) <= 3 + live_drops // 10, (live_drops, replay_drops, both)
+    # The comparison can fail: the same capture through a link with another pool differs.
+    other = json.loads(json.dumps(block))
+    other["edge"][0]["pool_bytes"] //= 2
+    _, bad, *_ = _compare(packets, _replay(tmp_path, record, other, trace, "half-pool"), live)
+    assert bad > 0
