@@ -153,20 +153,7 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
     """Run SCENARIO_FILE; prints the run id. A bare name (no folder, no extension, not a file
     here), e.g. `quick`, is scenarios/quick.yaml of this repository."""
     # Everything refused is refused before a run id is printed or the database opened (exit 2).
-    if run_id is not None:
-        validate_mod.check_run_id(run_id)
-    if cluster_address is not None and jobs > 1:
-        raise click.BadParameter("--cluster runs one point per worker machine; --jobs is for one machine",
-                                 param_hint="--jobs")
-    if tls_dir is not None and cluster_address is None:
-        raise click.BadParameter("the cluster's certificates are for --cluster: give it too", param_hint="--tls-dir")
-    if resume_id is not None:
-        if cluster_address is None:
-            raise click.BadParameter("--resume takes up a cluster run: give --cluster too", param_hint="--resume")
-        if run_id is not None and run_id != resume_id:
-            raise click.BadParameter("--resume names the run; leave --run-id out", param_hint="--run-id")
-        validate_mod.check_run_id(resume_id)
-        run_id = resume_id
+    run_id = _checked_run_options(run_id, jobs, cluster_address, tls_dir, resume_id)
     scenario_file = scenario_path(scenario_file)
     sweep = validate_mod.load(scenario_file, overrides, seed, only)
     problems = validate_mod.run_problems(sweep, jobs)
@@ -232,6 +219,26 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
         click.echo(f"run {run_id} cancelled; network torn down. Partial records kept.", err=True)
         sys.exit(130)
     _finish(store, run_id, started, as_json, report)
+
+
+def _checked_run_options(run_id: str | None, jobs: int, cluster_address: str | None, tls_dir: Path | None,
+                         resume_id: str | None) -> str | None:
+    """`catnip run`'s options that go together, checked; the run id (--resume's where given)."""
+    if run_id is not None:
+        validate_mod.check_run_id(run_id)
+    if cluster_address is not None and jobs > 1:
+        raise click.BadParameter("--cluster runs one point per worker machine; --jobs is for one machine",
+                                 param_hint="--jobs")
+    if tls_dir is not None and cluster_address is None:
+        raise click.BadParameter("the cluster's certificates are for --cluster: give it too", param_hint="--tls-dir")
+    if resume_id is not None:
+        if cluster_address is None:
+            raise click.BadParameter("--resume takes up a cluster run: give --cluster too", param_hint="--resume")
+        if run_id is not None and run_id != resume_id:
+            raise click.BadParameter("--resume names the run; leave --run-id out", param_hint="--run-id")
+        validate_mod.check_run_id(resume_id)
+        run_id = resume_id
+    return run_id
 
 
 def _finish(store, run_id: str, started: float, as_json: bool, report: bool) -> None:
@@ -465,17 +472,8 @@ def report(run_ids: tuple[str, ...], db: str | None, as_json: bool, as_csv: bool
         hint = " (--apps is --layout app-metrics)" if apps and layout_name else ""
         raise click.UsageError(f"{views[0]} and {views[1]}: choose one view: {VIEWS}{hint}")
     view = views[0].split()[0] if views else None
-    if view != "--pool":
-        for name, on in (("--realtime-only", realtime_only), ("--against", base is not None)):
-            if on:
-                raise click.UsageError(f"{name} goes with --pool" + (f", not {views[0]}" if views else ""))
-    if view != "--figure":
-        for name, on in (("--out", out is not None), ("--tag", tag is not None), ("--flow", flow is not None)):
-            if on:
-                raise click.UsageError(f"{name} goes with --figure" + (f", not {views[0]}" if views else ""))
-    if interval != "t" and view is not None:
-        raise click.UsageError(f"--interval {interval} and {views[0]}: only the page-time table of one run (the "
-                               "default view) has intervals other than Student t")
+    _check_view_options(views, view, {"--realtime-only": realtime_only, "--against": base is not None},
+                        {"--out": out is not None, "--tag": tag is not None, "--flow": flow is not None}, interval)
     if apps or layout_name is not None:
         _layout_report("app-metrics" if apps else layout_name, run_ids, db, fmt)
         return
@@ -492,6 +490,24 @@ def report(run_ids: tuple[str, ...], db: str | None, as_json: bool, as_csv: bool
     if view == "--pool":
         _pooled_report(run_id, db, realtime_only, base, fmt)
         return
+    _one_run_report(run_id, db, view, fmt, interval)
+
+
+def _check_view_options(views: list[str], view: str | None, pool_only: dict[str, bool],
+                        figure_only: dict[str, bool], interval: str) -> None:
+    """Options that go with one view only, refused with the others (a usage error naming both)."""
+    for wanted, options in (("--pool", pool_only), ("--figure", figure_only)):
+        if view != wanted:
+            for name, on in options.items():
+                if on:
+                    raise click.UsageError(f"{name} goes with {wanted}" + (f", not {views[0]}" if views else ""))
+    if interval != "t" and view is not None:
+        raise click.UsageError(f"--interval {interval} and {views[0]}: only the page-time table of one run (the "
+                               "default view) has intervals other than Student t")
+
+
+def _one_run_report(run_id: str, db: str | None, view: str | None, fmt: str, interval: str) -> None:
+    """The page-time table (default), --by-sender or --loss of one run."""
     from results import layouts
     from results import report as report_mod
     with _report_store(db) as store:

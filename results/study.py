@@ -148,7 +148,7 @@ def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
     for rep in reports:
         loss = {r["point"]: r for r in report_mod.loss_table(rep)}
         for p in rep["points"]:
-            seed = rep["seed"] + 1000 * p["rep"]  # the point's own seed (controller/runner.py PointPlan.seed)
+            seed = rep["seed"] + 1000 * p["rep"]  # the point's own seed (controller/point_plan.py PointPlan.seed)
             points = seeds.setdefault(seed, {})
             side, factor = _side(p["assignment"])
             key = Key(_context(p["assignment"]), factor, side)
@@ -173,29 +173,7 @@ def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
                            "page_mean": statistics.fmean(means.values()) if means else None}
     per_seed = sorted(seeds.items())
 
-    rows = []
-    for key in order:
-        row, values = Row(key), {m: [] for m in METRICS}
-        for seed, points in per_seed:
-            me = points.get(key)
-            if me is None:
-                row.left_out.append(f"seed {seed}: no such point")
-                continue
-            if me["why"]:
-                row.left_out.append(f"seed {seed}: {me['why']}")
-                continue
-            row.seeds.append(seed)
-            for m in ("loss", "high_loss", "low_loss", "page_mean"):
-                values[m].append(me[m])
-            for metric, ref_key in (("vs_today", Key(key.context, TODAY, key.side)),
-                                    ("vs_fifo", Key(key.context, key.factor, "fifo"))):
-                if metric == "vs_fifo" and key.side == "fifo":
-                    continue
-                ref = points.get(ref_key)
-                if ref is not None and not ref["why"]:
-                    values[metric].append(_page_ratio(me["means"], ref["means"]))
-        row.est = {m: estimate(v) for m, v in values.items()}
-        rows.append(row)
+    rows = [_row(key, per_seed) for key in order]
     rep = StudyReport(reports[0]["name"], [r["run_id"] for r in reports], rows, [])
     rep.loss_by_seed = {seed: {k: v["loss"] for k, v in points.items() if not v["why"] and v["loss"] is not None}
                         for seed, points in per_seed}
@@ -203,6 +181,32 @@ def study(store: Store, run_ids: Sequence[str]) -> StudyReport:
                                    + (f" ({r.key.context})" if r.key.context else "")
                                    + f" left out: {'; '.join(r.left_out)}" for r in rows if r.left_out] + replaced
     return rep
+
+
+def _row(key: Key, per_seed: list[tuple[int, dict[Key, dict[str, Any]]]]) -> Row:
+    """One row of the study: the point's metrics over the seeds where it counts, and its page-time
+    ratios against today's point and against the same factor under FIFO, per seed."""
+    row, values = Row(key), {m: [] for m in METRICS}
+    for seed, points in per_seed:
+        me = points.get(key)
+        if me is None:
+            row.left_out.append(f"seed {seed}: no such point")
+            continue
+        if me["why"]:
+            row.left_out.append(f"seed {seed}: {me['why']}")
+            continue
+        row.seeds.append(seed)
+        for m in ("loss", "high_loss", "low_loss", "page_mean"):
+            values[m].append(me[m])
+        for metric, ref_key in (("vs_today", Key(key.context, TODAY, key.side)),
+                                ("vs_fifo", Key(key.context, key.factor, "fifo"))):
+            if metric == "vs_fifo" and key.side == "fifo":
+                continue
+            ref = points.get(ref_key)
+            if ref is not None and not ref["why"]:
+                values[metric].append(_page_ratio(me["means"], ref["means"]))
+    row.est = {m: estimate(v) for m, v in values.items()}
+    return row
 
 
 def additivity(rep: StudyReport) -> list[str]:

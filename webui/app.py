@@ -454,6 +454,20 @@ def _servdiff_views(store: Store, run_id: str) -> dict[str, Any] | None:
 
 
 def _register(app: Flask) -> None:
+    """Every route, error handler and template helper of the dashboard."""
+    _register_errors(app)
+    _register_runs(app)
+    _register_run_page(app)
+    _register_run_control(app)
+    _register_downloads(app)
+    _register_point_files(app)
+    _register_views(app)
+    _register_service(app)
+    _register_filters(app)
+
+
+def _register_errors(app: Flask) -> None:
+    """The store closed after each request, and the error pages."""
     @app.teardown_appcontext
     def close_store(exc):
         store = g.pop("store", None)
@@ -473,6 +487,9 @@ def _register(app: Flask) -> None:
     def database_error(exc: Exception):
         return _error(503, "Database unavailable", f"cannot read {app.config['CATNIP_DB']}: {exc}")
 
+
+def _register_runs(app: Flask) -> None:
+    """The scenario page, starting runs and the run list."""
     @app.get("/")
     def scenarios():
         return render_template("scenarios.html", scenarios=forms.scenario_files(app.config["CATNIP_SCENARIOS"]),
@@ -498,6 +515,9 @@ def _register(app: Flask) -> None:
         return render_template("runs.html", runs=rows, jobs=[j for j in _queue().active()
                                                              if _store().run(j.run_id) is None])
 
+
+def _register_run_page(app: Flask) -> None:
+    """A run's page: live while it runs, its report and figures when done."""
     @app.get("/runs/<run_id>")
     def run_view(run_id: str):
         _check_run_id(run_id)
@@ -559,6 +579,9 @@ def _register(app: Flask) -> None:
         ctx["live_layouts"] = {k: f["layout"] for k, f in figures.bottleneck_charts([], {}).items()}
         return render_template("run.html", **ctx)
 
+
+def _register_run_control(app: Flask) -> None:
+    """A running run's live events, and its cancel."""
     @app.get("/runs/<run_id>/events")
     def run_events(run_id: str):
         _check_run_id(run_id)
@@ -591,6 +614,9 @@ def _register(app: Flask) -> None:
             return jsonify(message=message)
         return redirect(url_for("run_view", run_id=run_id), code=303)
 
+
+def _register_downloads(app: Flask) -> None:
+    """A run's report, applications, layouts and capture as files."""
     @app.get("/runs/<run_id>/report.<fmt>")
     def run_download(run_id: str, fmt: str):
         _check_run_id(run_id)
@@ -646,6 +672,9 @@ def _register(app: Flask) -> None:
         return Response(body, mimetype=LAYOUT_FORMATS[fmt],
                         headers={"Content-Disposition": f'attachment; filename="{run_id}-{name}.{fmt}"'})
 
+
+def _register_point_files(app: Flask) -> None:
+    """A point's application metrics and its packet capture."""
     @app.get(f"/runs/<run_id>/points/<int(max={MAX_INDEX}):point>/apps.json")
     def point_apps(run_id: str, point: int):
         # One point's application metrics: what its Applications section shows.
@@ -687,6 +716,9 @@ def _register(app: Flask) -> None:
         return send_file(file, mimetype="application/vnd.tcpdump.pcap", as_attachment=True,
                          download_name=f"{run_id}-point{point}.pcap")
 
+
+def _register_views(app: Flask) -> None:
+    """Views over several runs, the bundled Plotly and the health check."""
     @app.get("/compare")
     def compare():
         # Table XI: each side's page means over the baseline's. A side is a run or runs pooled
@@ -753,6 +785,9 @@ def _register(app: Flask) -> None:
         return render_template("study.html", table=table, rep=table.source, ids=ids,
                                rows={(r["context"], r["scheme"], r["side"]): r for r in table.records()})
 
+
+def _register_service(app: Flask) -> None:
+    """The bundled Plotly and the health check."""
     @app.get("/static/vendor/plotly.min.js")
     def plotly_js():
         # The plotly package ships its own bundle: the dashboard works offline, no CDN.
@@ -771,6 +806,9 @@ def _register(app: Flask) -> None:
             return jsonify(ok=False, database=str(db), error=f"cannot open the database: {exc}"), 503
         return jsonify(ok=True, database=str(db), runs=runs, active_jobs=len(_queue().active()))
 
+
+def _register_filters(app: Flask) -> None:
+    """Template helpers."""
     # A ratio is coloured faster/slower only where its 95% interval leaves out 1.00 (compare, pooled).
     app.jinja_env.globals["ratio_verdict"] = compare_mod.verdict
 
