@@ -56,7 +56,12 @@ REFERENCES = (
                "tests/test_policy_references.py::test_rio_and_red3_per_level_rules_hypothesis",
                "tests/test_policy_references.py::test_rio_and_red3_random_drops_follow_the_reference_probabilities"),
               "each average counting its own level only; no count spacing; no idle decay"),
-    Reference("wrr", "Nouredine-Tobagi WRR weight shares", ()),
+    Reference("wrr", "Nouredine-Tobagi section 5 (Fig. 8): WRR, a queue's weight its share of the link"
+              " (tests/reference/wrr_ref.py)",
+              ("tests/test_policy_references.py::test_wrr_engine_matches_the_reference_packet_for_packet",
+               "tests/test_policy_references.py::test_wrr_engine_matches_the_reference_hypothesis",
+               "tests/test_policy_references.py::test_wrr_shares_follow_the_weights_and_the_link_never_idles"),
+              "one packet per turn whatever the weight; one packet more per turn; buffer shares of total + 1"),
     Reference("source_scheduler", "Nouredine-Tobagi section 6.2", ()),
 )
 

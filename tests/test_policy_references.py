@@ -21,17 +21,17 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from testbed import paths
 from tests.conftest import need_engine
-from tests.reference import red_ref
+from tests.reference import red_ref, wrr_ref
 
 RATE = 10_000_000
 DSCPS = (10, 12, 14, 0, 46)
 
 
-def engine_fates(tmp_path, trace, policy, *, rate_bps=RATE, seed=1, flows=None):
-    """FATES.csv rows of `trace` [(time_us, size, dscp)] through one link with `policy` (no buffer
-    limit, no delay)."""
+def engine_fates(tmp_path, trace, policy, *, rate_bps=RATE, seed=1, flows=None, buffer=None):
+    """FATES.csv rows of `trace` [(time_us, size, dscp)] through one link with `policy` (no
+    delay; `buffer` as CONFIG.json's, default unlimited)."""
     cfg = {"seed": seed, "links": [{"name": "b", "queue_num": 0, "rate_bps": rate_bps, "delay_us": 0,
-                                    "buffer": None, "policy": policy}]}
+                                    "buffer": buffer, "policy": policy}]}
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
     with open(tmp_path / "trace.csv", "w") as fh:
         fh.write("time_us,size,dscp,flow\n")
@@ -152,3 +152,79 @@ def test_rio_and_red3_random_drops_follow_the_reference_probabilities(tmp_path, 
             tot_sum, tot_var, tot_drops = tot_sum + sp, tot_var + vp, tot_drops + dr
     z = red_ref.z_score(tot_sum, tot_var, int(tot_drops))
     assert abs(z) < 4, f"all runs: {tot_drops:.0f} early drops, the reference expects {tot_sum:.1f}"
+
+
+# --- WRR (tests/reference/wrr_ref.py) ---------------------------------------------------------
+
+WRR_WEIGHTS = ([1, 2, 3], [5, 1], [3, 1, 1], [1, 1], [7, 2, 1])
+
+
+def wrr_differences(tmp_path, trace, weights, buffer_packets=None):
+    policy = {"kind": "wrr", "weights": weights}
+    fates = engine_fates(tmp_path, trace, policy, buffer={"packets": buffer_packets} if buffer_packets else None)
+    shares = None
+    if buffer_packets:
+        shares = [buffer_packets * w // sum(weights) for w in weights]
+    ref = wrr_ref.simulate(trace, weights, RATE, shares)
+    out = []
+    for f, (fate, t) in zip(fates, ref):
+        if f["fate"] != fate or abs(float(f["fate_us"]) - t) > 0.01:
+            out.append(f"packet {f['id']} ({trace[int(f['id'])]}): engine {f['fate']} at {f['fate_us']} us, "
+                       f"reference {fate} at {t:.3f} us")
+    return fates, out
+
+
+@pytest.mark.parametrize("weights", WRR_WEIGHTS, ids=str)
+def test_wrr_engine_matches_the_reference_packet_for_packet(tmp_path, weights):
+    """Every departure time (so the service order) on random and adversarial traces, with an
+    unlimited buffer and with one split in proportion (60 packets: each share exact)."""
+    need_engine()
+    dscps = (10, 12, 14, 0)
+    traces = {f"random{s}": random_trace(random.Random(s), dscps=dscps) for s in range(3)}
+    traces |= adversarial_traces(dscps)
+    for name, trace in traces.items():
+        for buf in (None, 60 if sum(weights) in (2, 5, 6, 10) else None):
+            _, d = wrr_differences(tmp_path, trace, weights, buf)
+            assert not d, f"weights {weights}, trace {name}, buffer {buf}: {len(d)} differences, first: {d[0]}"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 2500), st.sampled_from((40, 576, 1500)),
+                          st.sampled_from((10, 12, 14, 0))), min_size=1, max_size=300),
+       st.sampled_from(WRR_WEIGHTS))
+def test_wrr_engine_matches_the_reference_hypothesis(tmp_path, gaps, weights):
+    need_engine()
+    trace, t = [], 0
+    for gap, size, dscp in gaps:
+        t += gap
+        trace.append((t, size, dscp))
+    _, d = wrr_differences(tmp_path, trace, weights)
+    assert not d, f"weights {weights}: {len(d)} differences, first: {d[0]}"
+
+
+@pytest.mark.parametrize("weights", WRR_WEIGHTS, ids=str)
+def test_wrr_shares_follow_the_weights_and_the_link_never_idles(tmp_path, weights):
+    """The paper's use of WRR (section 5, Fig. 8: a queue's weight is its share of the link):
+    with every queue backlogged, each queue's packets among the departures are its weight's share
+    (within one round), and the link is work conserving: a packet starts when the previous one
+    ends or when it arrives, whichever is later. Checked on the engine's fates alone."""
+    need_engine()
+    k = len(weights)
+    dscps = (10, 12, 0) if k == 3 else (10, 0)
+    rng = random.Random(sum(weights))
+    # 4000 packets per queue in the first 100 ms, at 10 Mbit/s far more than the link sends
+    trace = sorted((rng.randrange(100_000), 1000, dscps[q]) for q in range(k) for _ in range(4000))
+    fates, _ = wrr_differences(tmp_path, trace, weights)
+    sent = sorted((float(f["fate_us"]), int(f["id"])) for f in fates if f["fate"] == "sent")
+    assert len(sent) == len(trace)
+    end = 0.0
+    for t_end, i in sent:
+        start = max(end, float(trace[i][0]))
+        assert abs(t_end - (start + 800.0)) < 0.01, f"packet {i}: ends at {t_end}, the link was free at {start}"
+        end = t_end
+    # all backlogged until the first queue runs dry: count the departures before then
+    rounds = 4000 // max(weights) - 1
+    first = [wrr_ref.queue_of(trace[i][2], k) for _, i in sent[: rounds * sum(weights)]]
+    for q, w in enumerate(weights):
+        assert abs(first.count(q) - rounds * w) <= max(weights), (
+            f"weights {weights}: queue {q} sent {first.count(q)} of {len(first)}, its share is {rounds * w}")
