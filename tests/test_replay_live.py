@@ -205,10 +205,9 @@ def test_a_captured_tcpf_run_replays_to_the_live_marks(tmp_path, isolated_data, 
     assert marks.count(10) > 50 and marks.count(12) > 50, "both marks, or the comparison shows little"
     assert marks_ok == len(marks) and marks_bad == 0, (marks_ok, marks_bad)
     # RIO's early drops are random: its average queue, from departures computed on arrival times
-    # equal to about a microsecond (the release marks keep microseconds), can put one draw on the other side of p_a, and the
-    # drops after it then fall a few packets apart (seen: 62 to 80 drops, 3 to 68 of them the
-    # same packets).
-    # Their number must still agree.
+    # equal to about a microsecond (the release marks keep microseconds), can put one draw on the
+    # other side of p_a, and the drops after it fall a few packets apart (seen: 62 to 80 drops, 3
+    # to 68 of them the same packets). Their number must still agree.
     assert abs(replay_drops - live_drops) <= 3 + live_drops // 10, (live_drops, replay_drops, both)
     # The comparison can fail: the same capture through a link with another pool differs.
     other = json.loads(json.dumps(block))
