@@ -44,7 +44,8 @@ from testbed import hostconfig, paths, processes, spm
 from testbed.capabilities import probe
 from testbed.capture import Capture
 from testbed.cwnd_clamp import CwndClamp
-from testbed.engine import EngineLink, RouterEngine
+from spec.record import DirectionRecord
+from testbed.engine import RouterEngine
 from testbed.netline import NetLine, NsNode
 
 SERVER_PORT = 5001
@@ -86,8 +87,11 @@ def configure_tcp(server: NsNode, client: NsNode, sc: TransferScenario, profile:
 
 
 def _engine(router: NsNode, sc: TransferScenario, loss: LossPoint, workdir: Path, seed: int) -> RouterEngine:
-    links = [EngineLink("r>c", "egress", LINE.router_out, sc.path.rate, sc.path.rtt / 2, None, loss.policy()),
-             EngineLink("r>s", "egress", ROUTER_TO_SERVER, sc.path.rate, sc.path.rtt / 2, None, {"kind": "droptail"})]
+    path = {"router": "r", "hook": "egress", "rate_bps": sc.path.rate, "delay_s": sc.path.rtt / 2, "buffer": None}
+    links = [DirectionRecord(name="r>c", where="path (router -> client)", role="path-data", interface=LINE.router_out,
+                             policy=loss.policy(), **path),
+             DirectionRecord(name="r>s", where="path (router -> server)", role="path-ack", interface=ROUTER_TO_SERVER,
+                             policy={"kind": "droptail"}, **path)]
     # Lateness that matters is relative to the round trip: 1% of it (at least 1 ms).
     return RouterEngine(router, links, workdir, seed, late_threshold_s=late_threshold(sc), stats_interval_ms=1000)
 

@@ -1,6 +1,6 @@
 """Glue to the Rust queue engine: one engine process per router namespace.
 
-The plan of a router's emulated link directions (`EngineLink`) becomes the engine's config file
+A router's emulated link directions (spec.record.DirectionRecord, the point's record) become the engine's config file
 and the iptables rules that steer packets into each link's NFQUEUE number. The rules go in only
 after the engine printed READY: a queue without a listener drops, never bypasses, so no packet
 crosses a router un-emulated.
@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spec.record import DirectionRecord
 from testbed import paths
 from testbed.hostconfig import run, shell_alive
 
@@ -26,41 +27,17 @@ class EngineError(RuntimeError):
     pass
 
 
-@dataclass(frozen=True)
-class EngineLink:
-    """One emulated link direction owned by a router's engine."""
-
-    name: str               # e.g. "rs>rc" (egress) or "c3>rc" (ingress delay of a host's link)
-    hook: str               # "egress" (FORWARD -o) or "ingress" (mangle PREROUTING -i)
-    interface: str
-    rate_bps: int           # 0: no serialization here (the sender's qdisc serialized it)
-    delay_s: float
-    buffer: dict[str, int] | None
-    policy: dict
-    match_dst: str | None = None
-    match_src: str | None = None
-    loss: dict | None = None          # random loss before the policy: {"p", "p_high"}
-    edge: list | None = None          # edge functions, in order (docs/engine.md)
-
-    def config(self, queue_num: int) -> dict:
-        block = {"name": self.name, "queue_num": queue_num, "rate_bps": self.rate_bps,
-                 "delay_us": int(round(self.delay_s * 1e6)), "buffer": self.buffer, "policy": self.policy}
-        if self.loss:
-            block["loss"] = self.loss
-        if self.edge:
-            block["edge"] = self.edge
-        return block
-
-    def iptables_rule(self, queue_num: int) -> list[str]:
-        if self.hook == "egress":
-            rule = ["iptables", "-w", "-t", "filter", "-A", "FORWARD", "-o", self.interface]
-        else:
-            rule = ["iptables", "-w", "-t", "mangle", "-A", "PREROUTING", "-i", self.interface]
-        if self.match_dst:
-            rule += ["-d", self.match_dst]
-        if self.match_src:
-            rule += ["-s", self.match_src]
-        return rule + ["-j", "NFQUEUE", "--queue-num", str(queue_num)]
+def iptables_rule(link: DirectionRecord, queue_num: int) -> list[str]:
+    """The rule that steers a link direction's packets into its NFQUEUE number."""
+    if link.hook == "egress":
+        rule = ["iptables", "-w", "-t", "filter", "-A", "FORWARD", "-o", link.interface]
+    else:
+        rule = ["iptables", "-w", "-t", "mangle", "-A", "PREROUTING", "-i", link.interface]
+    if link.match_dst:
+        rule += ["-d", link.match_dst]
+    if link.match_src:
+        rule += ["-s", link.match_src]
+    return rule + ["-j", "NFQUEUE", "--queue-num", str(queue_num)]
 
 
 def process_cpu_seconds(stat: str) -> float:
@@ -75,7 +52,7 @@ class RouterEngine:
     """The engine process of one router and the rules feeding it."""
 
     router: object          # Mininet node
-    links: list[EngineLink]
+    links: list[DirectionRecord]
     workdir: Path
     seed: int
     late_threshold_s: float = 0.001
@@ -111,7 +88,7 @@ class RouterEngine:
             # A delay line holds rate x delay worth of packets; the kernel's default 1024 is
             # too small for 100 hosts' links, and an overflow would drop silently.
             "queue_maxlen": 16384,
-            "links": [link.config(num) for num, link in enumerate(self.links)],
+            "links": [link.engine_config(num) for num, link in enumerate(self.links)],
         }
 
     @property
@@ -157,7 +134,7 @@ class RouterEngine:
 
     def _add_rules(self) -> None:
         for num, link in enumerate(self.links):
-            run(self.router, *link.iptables_rule(num))
+            run(self.router, *iptables_rule(link, num))
 
     def _wait_ready_there(self, timeout: float) -> None:
         """An engine on another machine: its pid there, then READY, read from the raw pipe (a

@@ -27,7 +27,7 @@ from typing import Any
 
 from spec.record import DirectionRecord
 from testbed import hostconfig
-from testbed.engine import EngineLink, RouterEngine
+from testbed.engine import RouterEngine
 
 
 @dataclass
@@ -44,12 +44,6 @@ class LinkDirection:
             raise AttributeError(name)
         return getattr(self.spec, name)
 
-    def engine_link(self) -> EngineLink:
-        s = self.spec
-        return EngineLink(name=s.name, hook=s.hook, interface=s.interface, rate_bps=s.rate_bps,
-                          delay_s=s.delay_s, buffer=s.buffer, policy=s.policy, match_dst=s.match_dst,
-                          match_src=s.match_src, loss=s.loss, edge=s.edge)
-
 
 class EngineBackend:
     """Every direction a router owns, in one engine process per router."""
@@ -62,7 +56,7 @@ class EngineBackend:
 
     def start(self, routers: list[Any], directions: list[LinkDirection]) -> None:
         for router in routers:
-            mine = [d.engine_link() for d in directions if d.router is router]
+            mine = [d.spec for d in directions if d.router is router]
             if not mine:
                 continue
             engine = RouterEngine(router, mine, self.workdir, self.seed, late_threshold_s=self.late_threshold_s,

@@ -17,7 +17,6 @@ from typing import Any
 from spec.scenario import Scenario
 from spec.transfer import TransferScenario
 from testbed.engine import RouterEngine
-from testbed.links import LinkDirection
 from testbed.paths import engine_binary
 
 
@@ -28,7 +27,7 @@ def engine_configs(sc: Scenario, seed: int | None = None) -> list[dict[str, Any]
     routers: dict[str, list] = {}
     for d in record.links:
         if d.backend == "engine":
-            routers.setdefault(d.router, []).append(LinkDirection(d, None).engine_link())
+            routers.setdefault(d.router, []).append(d)
     return [RouterEngine(SimpleNamespace(name=name), links, Path("/nonexistent"), record.seed,
                          late_threshold_s=sc.run.late_threshold, spin_s=sc.run.engine_spin).config()
             for name, links in routers.items()]

@@ -82,7 +82,7 @@ def test_the_record_is_the_engines_configuration(tmp_path):
     directions = [LinkDirection(spec=d, router=routers[d.router]) for d in record.links]
     for short, router in routers.items():
         mine = [d for d in directions if d.router is router]
-        config = RouterEngine(router, [d.engine_link() for d in mine], tmp_path, 7).config()
+        config = RouterEngine(router, [d.spec for d in mine], tmp_path, 7).config()
         assert config["links"] == [d.spec.engine_config(i) for i, d in enumerate(mine)]
         assert [link["name"] for link in config["links"]] == [d.name for d in record.links if d.router == short]
     assert record.seed == 7 and record.host("s1").sysctls["net.ipv4.tcp_sack"] == 1

@@ -15,7 +15,8 @@ import pytest
 
 from testbed import tc_backend
 from testbed.capabilities import probe_qdiscs
-from testbed.engine import EngineLink, RouterEngine
+from spec.record import DirectionRecord
+from testbed.engine import RouterEngine
 from testbed.netline import NetLine
 from tests.conftest import listening, need_engine, need_kernel, need_root, wait_until
 
@@ -78,8 +79,9 @@ def test_kernel_droptail_matches_the_engine(line, tmp_path):
         k = tc_backend.stats(line.router_out, line.ns("r"))
     finally:
         tc_backend.remove(line.router_out, line.ns("r"))
-    engine = RouterEngine(_Router(line), [EngineLink("r>c", "egress", line.router_out, RATE, 0.0, {"packets": 20},
-                                                      {"kind": "droptail"})], tmp_path, seed=1)
+    link = DirectionRecord(name="r>c", where="line", role="path", router="r", hook="egress", interface=line.router_out,
+                           rate_bps=RATE, delay_s=0.0, buffer={"packets": 20}, policy={"kind": "droptail"})
+    engine = RouterEngine(_Router(line), [link], tmp_path, seed=1)
     engine.start()
     try:
         engine_bps = _bulk(line)
