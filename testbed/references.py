@@ -42,8 +42,16 @@ REFERENCES = (
               ("tests/test_tcpf_reference.py::test_token_marker_engine_matches_the_reference",
                "tests/test_tcpf_reference.py::test_token_marker_reference_properties"),
               "unused tokens carried over; intervals counted from the last refill, not the first packet"),
-    Reference("police", "RFC 2697/2698 conformance", ()),
-    Reference("shape", "token-bucket shaper conformance", ()),
+    Reference("police", "RFC 2697 section 3, color-blind, EBS 0: one bucket per link, source or flow"
+              " (tests/reference/bucket_ref.py)",
+              ("tests/test_policy_references.py::test_police_engine_matches_rfc_2697_packet_for_packet",
+               "tests/test_policy_references.py::test_police_and_shape_hypothesis"),
+              "bucket not capped at its depth; a packet that exactly fits out of profile (> for >=)"),
+    Reference("shape", "token-bucket shaper: docs/engine.md, Nouredine-Tobagi section 4.3 (Fig. 6)"
+              " (tests/reference/bucket_ref.py)",
+              ("tests/test_policy_references.py::test_shape_engine_matches_the_reference_packet_for_packet",
+               "tests/test_policy_references.py::test_police_and_shape_hypothesis"),
+              "bucket not capped at its depth; a packet larger than the bucket leaving no debt"),
     Reference("rio (byte mode)", "Clark-Fang RIO as the TCP-friendly marking paper cites it ([4], section 5),"
               " Floyd-Jacobson RED Fig. 2 (tests/reference/red_ref.py)",
               ("tests/test_policy_references.py::test_rio_and_red3_per_level_rules_on_generated_and_adversarial_traces",

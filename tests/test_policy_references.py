@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from testbed import paths
 from tests.conftest import need_engine
-from tests.reference import red_ref, wrr_ref
+from tests.reference import bucket_ref, red_ref, wrr_ref
 
 RATE = 10_000_000
 DSCPS = (10, 12, 14, 0, 46)
@@ -228,3 +228,142 @@ def test_wrr_shares_follow_the_weights_and_the_link_never_idles(tmp_path, weight
     for q, w in enumerate(weights):
         assert abs(first.count(q) - rounds * w) <= max(weights), (
             f"weights {weights}: queue {q} sent {first.count(q)} of {len(first)}, its share is {rounds * w}")
+
+
+# --- police and shape (tests/reference/bucket_ref.py) ------------------------------------------
+
+def edge_fates(tmp_path, trace, edge, flows):
+    """One edge function in front of an unlimited DropTail with no serialization: a packet's
+    fate_us is when the edge function let it go."""
+    cfg = {"seed": 1, "links": [{"name": "e", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": None,
+                                 "policy": {"kind": "droptail"}, "edge": [edge]}]}
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    with open(tmp_path / "trace.csv", "w") as fh:
+        fh.write("time_us,size,dscp,flow\n")
+        for (t, size, dscp), flow in zip(trace, flows):
+            fh.write(f"{t},{size},{dscp},{flow}\n")
+    res = subprocess.run([str(paths.engine_binary()), "replay", "--config", str(tmp_path / "cfg.json"),
+                          "--trace", str(tmp_path / "trace.csv"), "--out", str(tmp_path / "fates.csv")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    with open(tmp_path / "fates.csv") as fh:
+        return list(csv.DictReader(fh))
+
+
+# (rate_bps, bucket_bytes, per, metered DSCPs, remark DSCP or None: drop)
+POLICERS = ((1_000_000, 3000, "link", None, None), (400_000, 3000, "flow", [10], 12),
+            (3_000_000, 1500, "link", [10, 12], 14), (8_000_000, 64, "flow", None, None))
+# (rate_bps, bucket_bytes, buffer packets or None)
+SHAPERS = ((1_000_000, 3000, None), (4_000_000, 1000, 20), (2_000_000, 64, 5), (9_999_999, 6000, 1))
+
+
+def police_differences(tmp_path, trace, flows, params):
+    rate, bucket, per, dscps, remark = params
+    edge = {"kind": "police", "rate_bps": rate, "bucket_bytes": bucket, "dscp": dscps, "per": per,
+            "exceed": {"action": "drop"} if remark is None else {"action": "remark", "dscp": remark}}
+    fates = edge_fates(tmp_path, trace, edge, flows)
+    ref = bucket_ref.police([(t, s, d, f) for (t, s, d), f in zip(trace, flows)], rate, bucket, per, dscps, remark)
+    out = []
+    for f, (what, dscp) in zip(fates, ref):
+        eng = ("drop", None) if f["fate"] == "dropped" else ("pass", int(f["dscp_out"]))
+        if eng != (what, dscp) or (what == "drop" and f["by"] != "police"):
+            out.append(f"packet {f['id']} ({trace[int(f['id'])]}, flow {flows[int(f['id'])]}): engine {eng} "
+                       f"(by {f['by']!r}), reference {(what, dscp)}")
+    return fates, ref, out
+
+
+def shape_differences(tmp_path, trace, params):
+    rate, bucket, buf = params
+    edge = {"kind": "shape", "rate_bps": rate, "bucket_bytes": bucket,
+            "buffer": None if buf is None else {"packets": buf}}
+    fates = edge_fates(tmp_path, trace, edge, [1] * len(trace))
+    ref = bucket_ref.shape([(t, s) for t, s, _ in trace], rate, bucket, buf)
+    out = []
+    for f, (fate, t) in zip(fates, ref):
+        # the engine's clock counts nanoseconds: a release rounds up to the next one
+        if f["fate"] != fate or not (-0.0005 <= float(f["fate_us"]) - t < 0.0015) or (
+                fate == "dropped" and f["by"] != "shape"):
+            out.append(f"packet {f['id']} ({trace[int(f['id'])]}): engine {f['fate']} at {f['fate_us']} "
+                       f"(by {f['by']!r}), reference {fate} at {t:.4f}")
+    return fates, out
+
+
+def edge_traces():
+    dscps = (10, 12, 14, 0)
+    traces = {f"random{s}": random_trace(random.Random(s), n=2000, dscps=dscps) for s in range(3)}
+    traces |= adversarial_traces(dscps)
+    return traces
+
+
+@pytest.mark.parametrize("params", POLICERS, ids=str)
+def test_police_engine_matches_rfc_2697_packet_for_packet(tmp_path, params):
+    """Each packet's fate and DSCP, on random and adversarial traces (packets larger than the
+    bucket, simultaneous arrivals, idle gaps), with 4 flows for the per-flow buckets; and the
+    RFC's guarantee on the engine's own output: over any interval t, each bucket's in-profile
+    bytes <= R t / 8 + B."""
+    need_engine()
+    rate, bucket, per, dscps, remark = params
+    for name, trace in edge_traces().items():
+        flows = [random.Random(i).randrange(4) for i in range(len(trace))]
+        fates, ref, d = police_differences(tmp_path, trace, flows, params)
+        assert not d, f"{params}, trace {name}: {len(d)} differences, first: {d[0]}"
+        if name.startswith("random"):   # both outcomes occur, so the comparison means something
+            metered_in = sum(r == ("pass", dscp) and (dscps is None or dscp in dscps)
+                             for r, (_, _, dscp) in zip(ref, trace))
+            out = sum(r != ("pass", dscp) for r, (_, _, dscp) in zip(ref, trace))
+            assert metered_in and out, f"{params}, trace {name}: {metered_in} metered in profile, {out} out"
+        metered = [i for i, (_, _, dscp) in enumerate(trace) if dscps is None or dscp in dscps]
+        for key in ({None} if per == "link" else set(flows)):
+            ins = [i for i in metered if (key is None or flows[i] == key) and fates[i]["fate"] == "sent"
+                   and int(fates[i]["dscp_out"]) == trace[i][2]]
+            for a in range(len(ins)):
+                total = 0
+                for b in range(a, min(len(ins), a + 60)):
+                    total += trace[ins[b]][1]
+                    span = trace[ins[b]][0] - trace[ins[a]][0]
+                    assert total * 8e6 <= rate * span + bucket * 8e6, (
+                        f"{params}, trace {name}: {total} B in profile in {span} us from packet {ins[a]}")
+
+
+@pytest.mark.parametrize("params", SHAPERS, ids=str)
+def test_shape_engine_matches_the_reference_packet_for_packet(tmp_path, params):
+    """Each packet's release time (within the engine's nanosecond) or drop, on random and
+    adversarial traces; and on the engine's own output: releases in arrival order, never before
+    the arrival, and over any interval t at most R t / 8 + B bytes released plus one packet's
+    debt."""
+    need_engine()
+    rate, bucket, buf = params
+    for name, trace in edge_traces().items():
+        fates, d = shape_differences(tmp_path, trace, params)
+        assert not d, f"{params}, trace {name}: {len(d)} differences, first: {d[0]}"
+        held = sum(float(f["fate_us"]) > t for f, (t, _, _) in zip(fates, trace))
+        if name.startswith("random"):   # the shaper did hold packets back
+            assert held > 100, f"{params}, trace {name}: only {held} packets delayed"
+        sent = [(float(f["fate_us"]), int(f["id"])) for f in fates if f["fate"] == "sent"]
+        assert [i for _, i in sent] == sorted(i for _, i in sent) and sent == sorted(sent)
+        assert all(t >= trace[i][0] for t, i in sent)
+        biggest = max(s for _, s, _ in trace)
+        for a in range(len(sent)):
+            total = 0
+            for b in range(a, min(len(sent), a + 60)):
+                total += trace[sent[b][1]][1]
+                span = sent[b][0] - sent[a][0]
+                assert total * 8e6 <= rate * (span + 0.002) + (bucket + biggest) * 8e6, (
+                    f"{params}, trace {name}: {total} B released in {span} us from packet {sent[a][1]}")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 4000), st.sampled_from((1, 64, 576, 1500, 9000)),
+                          st.sampled_from((10, 12, 0)), st.integers(0, 2)), min_size=1, max_size=300),
+       st.sampled_from(POLICERS), st.sampled_from(SHAPERS))
+def test_police_and_shape_hypothesis(tmp_path, rows, police, shaper):
+    need_engine()
+    trace, flows, t = [], [], 0
+    for gap, size, dscp, flow in rows:
+        t += gap
+        trace.append((t, size, dscp))
+        flows.append(flow)
+    _, _, d = police_differences(tmp_path, trace, flows, police)
+    assert not d, f"police {police}: {len(d)} differences, first: {d[0]}"
+    _, d = shape_differences(tmp_path, trace, shaper)
+    assert not d, f"shape {shaper}: {len(d)} differences, first: {d[0]}"
