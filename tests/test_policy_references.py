@@ -14,6 +14,7 @@ import csv
 import json
 import random
 import subprocess
+from collections import Counter
 
 import pytest
 
@@ -21,7 +22,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from testbed import paths
 from tests.conftest import need_engine
-from tests.reference import bucket_ref, red_ref, wrr_ref
+from tests.reference import bucket_ref, fred_ref, red_ref, wrr_ref
 
 RATE = 10_000_000
 DSCPS = (10, 12, 14, 0, 46)
@@ -367,3 +368,93 @@ def test_police_and_shape_hypothesis(tmp_path, rows, police, shaper):
     assert not d, f"police {police}: {len(d)} differences, first: {d[0]}"
     _, d = shape_differences(tmp_path, trace, shaper)
     assert not d, f"shape {shaper}: {len(d)} differences, first: {d[0]}"
+
+
+# --- FRED and FRIO in byte mode (tests/reference/fred_ref.py) --------------------------------
+
+def fred_policy(kind, levels, w_q, mean=1000):
+    if kind == "fred":
+        lv = levels[0]
+        return {"kind": "fred", "min_th": {"bytes": lv.min_th}, "max_th": {"bytes": lv.max_th}, "w_q": w_q,
+                "max_p": lv.max_p, "mean_pkt_bytes": mean}
+    return multired_policy("frio", levels, w_q, mean)
+
+
+FRED_DET = {"fred": [red_ref.Level(20001, 20002, 0.1)],
+            "frio": [red_ref.Level(20001, 20002, 0.1), red_ref.Level(10001, 10002, 0.1)]}
+# Wide bands above FRED's maxq: min_th is also a flow's cap (maxq), so it must hold several
+# packets for any flow to be "robust" (qlen >= max(min_q, avgcq)) below it.
+FRED_RAND = {"fred": [red_ref.Level(20000, 60000, 0.1)],
+             "frio": [red_ref.Level(30000, 60000, 0.05), red_ref.Level(15000, 40000, 0.2)]}
+
+
+def flow_traces(seed):
+    """Random traces with 5 flows (one heavy) and with 60 (so that the average share avgcq falls
+    below a packet and the 2 x avgcq rule bites), plus the adversarial ones with 3 flows."""
+    rng = random.Random(seed)
+    trace = random_trace(rng, dscps=(10, 12, 0))
+    out = {f"random{seed}_5flows": [(t, s, d, rng.choice((1, 1, 1, 2, 3, 4, 5))) for t, s, d in trace]}
+    # mostly 40-byte packets, about twice what the link sends: hundreds queued over 60 flows
+    t, many = 0, []
+    for _ in range(4000):
+        t += int(rng.expovariate(1 / 30))
+        many.append((t, rng.choice((40, 40, 40, 576)), rng.choice((10, 12, 0)), rng.randrange(60)))
+    out[f"random{seed}_60flows"] = many
+    for name, trace in adversarial_traces((10, 12, 0)).items():
+        out[name] = [(t, s, d, i % 3) for i, (t, s, d) in enumerate(trace)]
+    return out
+
+
+def fred_run(tmp_path, kind, levels, w_q, trace, seed=1):
+    fates = engine_fates(tmp_path, [r[:3] for r in trace], fred_policy(kind, levels, w_q), seed=seed,
+                         flows=[r[3] for r in trace])
+    return fred_ref.check(trace, fates, levels, w_q, RATE, 1000, frio=(kind == "frio"), margin=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["fred", "frio"])
+def test_fred_and_frio_per_flow_rules_on_generated_and_adversarial_traces(tmp_path, kind):
+    """w_q = 1 and an empty early-drop band: every decision deterministic, packet for packet:
+    maxq (min_th, 2 packets above max_th), 2 x avgcq above max_th, strikes, avg >= max_th; FRIO
+    with each level's own measures and avgcq from the instantaneous queue (section 5)."""
+    need_engine()
+    why = Counter()
+    for seed in range(2):
+        for name, trace in flow_traces(seed).items():
+            v, *_, w = fred_run(tmp_path, kind, FRED_DET[kind], 1.0, trace)
+            assert not v, f"{kind}, trace {name}: {len(v)} differences, first: {v[0]}"
+            why += w
+    assert all(why[r] for r in ("maxq", "share", "strikes", "max_th")), f"rules exercised: {dict(why)}"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 1500), st.sampled_from((1, 40, 576, 1500, 9000)),
+                          st.sampled_from((10, 12, 0)), st.integers(0, 6)), min_size=1, max_size=500),
+       st.sampled_from(("fred", "frio")))
+def test_fred_and_frio_per_flow_rules_hypothesis(tmp_path, rows, kind):
+    need_engine()
+    trace, t = [], 0
+    for gap, size, dscp, flow in rows:
+        t += gap
+        trace.append((t, size, dscp, flow))
+    v, *_ = fred_run(tmp_path, kind, FRED_DET[kind], 1.0, trace)
+    assert not v, f"{kind}: {len(v)} differences, first: {v[0]}"
+
+
+@pytest.mark.parametrize("kind", ["fred", "frio"])
+def test_fred_and_frio_random_drops_follow_the_reference_probabilities(tmp_path, kind):
+    """With an EWMA (w_q 0.01, 0.002) and wide bands: the deterministic rules packet for packet
+    (within 1e-6 of a threshold excepted), and the early drops of all runs together (those of
+    robust flows, qlen >= max(min_q, avgcq), between the thresholds) within 4 standard
+    deviations of the sum of the reference's p_a."""
+    need_engine()
+    tot_sum = tot_var = tot_drops = tot_n = 0.0
+    for w_q in (0.01, 0.002):
+        for run in range(3):
+            seed = 2000 + 100 * (kind == "frio") + 10 * (w_q == 0.002) + run
+            for name, trace in flow_traces(seed).items():
+                v, n, sp, vp, dr, _ = fred_run(tmp_path, kind, FRED_RAND[kind], w_q, trace, seed=seed)
+                assert not v, f"{kind} w_q {w_q} trace {name}: {len(v)} differences, first: {v[0]}"
+                tot_sum, tot_var, tot_drops, tot_n = tot_sum + sp, tot_var + vp, tot_drops + dr, tot_n + n
+    assert tot_n > 300, f"{kind}: only {tot_n} random decisions"
+    z = red_ref.z_score(tot_sum, tot_var, int(tot_drops))
+    assert abs(z) < 4, f"{kind}: {tot_drops:.0f} early drops of {tot_n:.0f}, the reference expects {tot_sum:.1f}"

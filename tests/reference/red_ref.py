@@ -82,8 +82,10 @@ class MultiRed:
             self.count[level] = 0
 
 
-def tx_us(size: int, rate_bps: int) -> float:
-    return size * 8e6 / rate_bps
+def tx_ns(size: int, rate_bps: int) -> int:
+    """Serialization time in whole nanoseconds (rounded up): integer time, so that a packet
+    starting exactly at an arrival's instant is seen to have started (floats drift by 1e-9)."""
+    return -(-size * 8_000_000_000 // rate_bps)
 
 
 def check(trace, fates, levels: list[Level], w_q: float, rate_bps: int, mean_pkt_bytes: int,
@@ -98,15 +100,15 @@ def check(trace, fates, levels: list[Level], w_q: float, rate_bps: int, mean_pkt
     red = MultiRed(levels, w_q, rate_bps, mean_pkt_bytes)
     n = len(levels)
     waiting = []            # (start_us, size, level) of accepted packets not yet started
-    busy_until = 0.0        # when the transmitter finishes the last accepted packet
-    last_start = 0.0        # when the last accepted packet started transmission
+    busy_until = 0           # ns: when the transmitter finishes the last accepted packet
+    last_start = 0           # ns: when the last accepted packet started transmission
     violations, n_rand, sum_p, var_p, drops_rand = [], 0, 0.0, 0.0, 0
     for (t, size, dscp), f in zip(trace, fates):
-        waiting = [w for w in waiting if w[0] > t]
+        waiting = [w for w in waiting if w[0] > t * 1000]
         queued = [0] * n
         for _, s, k in waiting:
             queued[k] += s
-        idle = None if waiting else max(0.0, t - last_start)
+        idle = None if waiting else max(0.0, (t * 1000 - last_start) / 1000)
         if not waiting and red.avg == [0.0] * n:
             idle = None     # nothing to decay; keeps the EWMA form for the very first packets
         k = level_of(dscp, n)
@@ -127,13 +129,13 @@ def check(trace, fates, levels: list[Level], w_q: float, rate_bps: int, mean_pkt
             drops_rand += dropped
         red.record(k, dropped)
         if not dropped:
-            start = max(float(t), busy_until)
-            busy_until = start + tx_us(size, rate_bps)
+            start = max(t * 1000, busy_until)
+            busy_until = start + tx_ns(size, rate_bps)
             last_start = start
             waiting.append((start, size, k))
-            if abs(busy_until - float(f["fate_us"])) > 1.0:
+            if abs(busy_until - round(float(f["fate_us"]) * 1000)) > 1000:
                 violations.append(f"packet {f['id']}: delivered at {f['fate_us']} us, reference "
-                                  f"serialization ends at {busy_until:.1f} us")
+                                  f"serialization ends at {busy_until / 1000:.3f} us")
     return violations, n_rand, sum_p, var_p, drops_rand
 
 
