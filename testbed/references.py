@@ -58,7 +58,13 @@ REFERENCES = (
                "tests/test_policy_references.py::test_rio_and_red3_per_level_rules_hypothesis",
                "tests/test_policy_references.py::test_rio_and_red3_random_drops_follow_the_reference_probabilities"),
               "OUT average counting OUT bytes only; no count spacing (p_a = p_b); no idle decay"),
-    Reference("frio/fred (byte mode)", "Lin-Morris FRED; TCP-friendly marking section 5", ()),
+    Reference("fred/frio (byte mode)", "Lin-Morris FRED as the TCP-friendly marking paper cites it ([15]);"
+              " FRIO: its section 5 (tests/reference/fred_ref.py)",
+              ("tests/test_policy_references.py::test_fred_and_frio_per_flow_rules_on_generated_and_adversarial_traces",
+               "tests/test_policy_references.py::test_fred_and_frio_per_flow_rules_hypothesis",
+               "tests/test_policy_references.py::test_fred_and_frio_random_drops_follow_the_reference_probabilities"),
+              "the strikes rule removed; the 2 x avgcq rule removed; FRIO's avgcq from the average, not the"
+              " instantaneous queue"),
     Reference("red3", "Nouredine-Tobagi section 4.2, three-level RED (tests/reference/red_ref.py)",
               ("tests/test_policy_references.py::test_rio_and_red3_per_level_rules_on_generated_and_adversarial_traces",
                "tests/test_policy_references.py::test_rio_and_red3_per_level_rules_hypothesis",

@@ -85,7 +85,7 @@ def check(trace, fates, levels: list[Level], w_q: float, rate_bps: int, mean: in
         where = f"packet {f['id']} (level {k}, flow {flow}, {size} B at {t} us; avg {a:.1f}, qlen {qlen}, avgcq {share:.1f})"
         if forced:
             p = 1.0
-            if dropped:
+            if dropped and flow in m.qlen:      # a flow with nothing waiting has no state to strike
                 m.strike[flow] = m.strike.get(flow, 0) + 1
                 why["maxq" if qlen >= maxq else "share" if a >= lv.max_th and qlen > 2 * share else "strikes"] += 1
         elif a < lv.min_th:
