@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -33,6 +34,12 @@ def run_holding_lock(tmp_path):
     yield proc
     proc.kill()
     proc.wait()
+    # Its watchdog (testbed/run_watchdog.py) takes the lock to remove what a killed run left:
+    # the next test starts once it is done.
+    deadline = time.monotonic() + 60
+    while cleanup.run_in_progress() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not cleanup.run_in_progress(), "the killed holder's watchdog still holds the machine lock"
 
 
 def _alive(proc: subprocess.Popen) -> bool:
