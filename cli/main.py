@@ -383,7 +383,7 @@ LIST_COLUMNS = ("id", "name", "status", "seed", "started", "finished", "error")
 def list_cmd(db: str | None, as_json: bool, as_csv: bool) -> None:
     """Runs in the results database, newest first: id, scenario, status, start and duration."""
     fmt = _one_format(as_json, as_csv)
-    from controller.skeleton import close_abandoned_runs
+    from controller.recover import close_abandoned_runs
     with _store(db) as store:
         close_abandoned_runs(store)
         rows = store.runs()

@@ -39,7 +39,8 @@ from typing import Any, Callable
 from controller import cluster_task, cluster_tls
 from controller.cluster_point import resolved_hash
 from controller.point_plan import PointPlan, plan_points
-from controller.skeleton import Progress, ProgressSink, RunCancelled, close_abandoned_runs
+from controller.recover import close_abandoned_runs
+from controller.skeleton import Progress, ProgressSink, RunCancelled
 from results import archive
 from results.store import Store, _dumps
 from spec import scenario as scenario_mod

@@ -3,7 +3,7 @@ killed by SIGKILL (or a crash, a reboot) measured but never collected.
 
 A point's clients write every unit of work as one JSON line the moment it ends, into the point's
 folder (`runs/RUN/pointN/`); the runner reads those files only when the point ends. When the
-runner dies first, the point is marked `interrupted` (controller/skeleton.close_abandoned_runs)
+runner dies first, the point is marked `interrupted` (close_abandoned_runs, below)
 and its files are read here by the applications' own `collect`, given back what their start had
 set up in memory (the client-server pairs, each client's output file and start instant, read from
 the config the runner wrote for it). Rows go in as a live point's would; the point and the run
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from results.store import Store
-from testbed import paths
+from testbed import paths, processes
 
 WRITERS_WAIT_S = 3.0  # a runner just killed: its watchdog ends the clients within milliseconds
 
@@ -219,7 +219,6 @@ def after_clean(db: str | Path | None = None) -> list[str]:
     interrupted and their clients' records read (a line per run). Nothing without a database;
     one line, nothing raised, when it cannot be written (the cleaning itself is done)."""
     import sqlite3
-    from controller.skeleton import close_abandoned_runs
     path = Path(db or paths.database())
     if not path.exists():
         return []
@@ -231,3 +230,22 @@ def after_clean(db: str | Path | None = None) -> list[str]:
             return recover_interrupted(store)
     except sqlite3.Error as exc:
         return [f"records of killed runs not recovered: {exc}"]
+
+
+def close_abandoned_runs(store: Store, recover: bool = True) -> list[str]:
+    """Runs recorded as running whose runner has gone (SIGKILL, a crash, a reboot) are marked
+    interrupted, with their running points, so lists and the dashboard stop waiting for them;
+    returns their ids. What their clients had written to the runs' folders is then read into the
+    database, marked recovered (recover_run). Runs recorded before runners were named cannot be
+    told and stay as they are."""
+    closed = []
+    for run in store.running_runs():
+        if run["runner"] and not processes.alive(run["runner"]):
+            pid = run["runner"].split("/")[1]
+            store.interrupt_run(run["id"], f"its runner (pid {pid}) ended without finishing it (killed, or the"
+                                           " machine restarted); its watchdog or `catnip clean` removes what"
+                                           " it left")
+            closed.append(run["id"])
+    for run_id in closed if recover and not store.readonly else []:
+        recover_run(store, run_id, wait=WRITERS_WAIT_S)
+    return closed

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from controller.point import PointRun
-from controller.skeleton import (Progress, ProgressSink, RunCancelled, close_abandoned_runs,
+from controller.recover import close_abandoned_runs
+from controller.skeleton import (Progress, ProgressSink, RunCancelled,
                                  kernel_resources, machine_lock, new_run_id, record_point,
                                  signals_cancel)
 from results.store import Store

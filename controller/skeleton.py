@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from results.store import Store
-from testbed import cleanup, hostconfig, paths, processes, run_cgroup, sender, spm
+from testbed import cleanup, hostconfig, paths, run_cgroup, sender, spm
 
 
 @dataclass
@@ -52,26 +52,6 @@ class RunBusy(RuntimeError):
 class LeftoversFound(RunBusy):
     """The machine holds what a run that died without its teardown left: a new run would collide
     with it (Mininet's "RTNETLINK answers: File exists", seconds in) or share the machine with it."""
-
-
-def close_abandoned_runs(store: Store, recover: bool = True) -> list[str]:
-    """Runs recorded as running whose runner has gone (SIGKILL, a crash, a reboot) are marked
-    interrupted, with their running points, so lists and the dashboard stop waiting for them;
-    returns their ids. What their clients had written to the runs' folders is then read into the
-    database, marked recovered (controller/recover.py). Runs recorded before runners were named
-    cannot be told and stay as they are."""
-    from controller import recover as recovery
-    closed = []
-    for run in store.running_runs():
-        if run["runner"] and not processes.alive(run["runner"]):
-            pid = run["runner"].split("/")[1]
-            store.interrupt_run(run["id"], f"its runner (pid {pid}) ended without finishing it (killed, or the"
-                                           " machine restarted); its watchdog or `catnip clean` removes what"
-                                           " it left")
-            closed.append(run["id"])
-    for run_id in closed if recover and not store.readonly else []:
-        recovery.recover_run(store, run_id, wait=recovery.WRITERS_WAIT_S)
-    return closed
 
 
 @contextmanager

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Callable
 
 from controller import fidelity as fidelity_mod
-from controller.skeleton import (RunCancelled, TeardownStack, close_abandoned_runs, kernel_resources, machine_lock,
+from controller.recover import close_abandoned_runs
+from controller.skeleton import (RunCancelled, TeardownStack, kernel_resources, machine_lock,
                                  new_run_id, record_point, signals_cancel)
 from testbed.metadata import git_revision, versions
 from spec.transfer import LossPoint, TransferScenario

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import main
-from controller.skeleton import close_abandoned_runs
+from controller.recover import close_abandoned_runs
 from results.store import Store
 from testbed import processes
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.skeleton import close_abandoned_runs
+from controller.recover import close_abandoned_runs
 from controller import recover
 from results.store import Store
 from spec.scenario import load

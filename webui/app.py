@@ -31,7 +31,7 @@ from flask import (Flask, Response, abort, current_app, g, jsonify, redirect, re
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
-from controller import skeleton
+from controller import recover, skeleton
 from controller.run_queue import LIVE, RunQueue
 from spec.record import RecordError
 from spec.scenario import point_label
@@ -510,7 +510,7 @@ def _register_runs(app: Flask) -> None:
 
     @app.get("/runs")
     def runs():
-        skeleton.close_abandoned_runs(_store())
+        recover.close_abandoned_runs(_store())
         rows = [_listed(r) for r in _store().runs()]
         return render_template("runs.html", runs=rows, jobs=[j for j in _queue().active()
                                                              if _store().run(j.run_id) is None])
@@ -522,7 +522,7 @@ def _register_run_page(app: Flask) -> None:
     def run_view(run_id: str):
         _check_run_id(run_id)
         store, job = _store(), _queue().get(run_id)
-        skeleton.close_abandoned_runs(store)
+        recover.close_abandoned_runs(store)
         run = store.run(run_id)
         if run is None and job is None:
             abort(404, description=f"no run {run_id!r} in {store.path}; the runs page lists every run")
@@ -856,7 +856,7 @@ def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: fl
         while time.monotonic() - started < limit and not stopping.is_set():
             job = queue.get(run_id)
             run = store.run(run_id)
-            if run is not None and run["status"] == "running" and skeleton.close_abandoned_runs(store):
+            if run is not None and run["status"] == "running" and recover.close_abandoned_runs(store):
                 run = store.run(run_id)  # its runner was killed mid-run: the stream ends too
             series = {}
             points = _point_summaries(store, run_id) if run is not None else []
