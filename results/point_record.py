@@ -65,7 +65,7 @@ def summary(record: PointRecord) -> dict[str, Any]:
                  "buffer": ", ".join(f"{v} {k}" for k, v in (d.buffer or {}).items()) or "-",
                  "policy": _policy(d.policy), "loss": json.dumps(d.loss) if d.loss else "-",
                  "edge": "; ".join(_policy(e) for e in d.edge) or "-", "backend": d.backend}
-        key = json.dumps({k: v for k, v in shown.items()}, sort_keys=True)
+        key = json.dumps(shown, sort_keys=True)
         links.setdefault(key, {**shown, "directions": 0})["directions"] += 1
     tcp: dict[str, dict[str, Any]] = {}
     for h in record.hosts:

@@ -10,18 +10,15 @@ drops of a run are a sum of Bernoulli(p_a) whose mean and variance it knows."""
 
 from __future__ import annotations
 
-import csv
-import json
 import random
-import subprocess
 from collections import Counter
 
 import pytest
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from testbed import paths
 from tests.conftest import need_engine
+from tests.reference.replay import run_replay, write_simple_trace
 from tests.reference import bucket_ref, fred_ref, red_ref, wrr_ref
 
 RATE = 10_000_000
@@ -33,17 +30,7 @@ def engine_fates(tmp_path, trace, policy, *, rate_bps=RATE, seed=1, flows=None, 
     delay; `buffer` as CONFIG.json's, default unlimited)."""
     cfg = {"seed": seed, "links": [{"name": "b", "queue_num": 0, "rate_bps": rate_bps, "delay_us": 0,
                                     "buffer": buffer, "policy": policy}]}
-    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    with open(tmp_path / "trace.csv", "w") as fh:
-        fh.write("time_us,size,dscp,flow\n")
-        for i, (t, size, dscp) in enumerate(trace):
-            fh.write(f"{t},{size},{dscp},{flows[i] if flows else 1}\n")
-    res = subprocess.run([str(paths.engine_binary()), "replay", "--config", str(tmp_path / "cfg.json"),
-                          "--trace", str(tmp_path / "trace.csv"), "--out", str(tmp_path / "fates.csv")],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    with open(tmp_path / "fates.csv") as fh:
-        return list(csv.DictReader(fh))
+    return run_replay(tmp_path, cfg, lambda path: write_simple_trace(path, trace, flows))
 
 
 def random_trace(rng: random.Random, n: int = 3000, dscps=DSCPS):
@@ -238,17 +225,7 @@ def edge_fates(tmp_path, trace, edge, flows):
     fate_us is when the edge function let it go."""
     cfg = {"seed": 1, "links": [{"name": "e", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": None,
                                  "policy": {"kind": "droptail"}, "edge": [edge]}]}
-    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    with open(tmp_path / "trace.csv", "w") as fh:
-        fh.write("time_us,size,dscp,flow\n")
-        for (t, size, dscp), flow in zip(trace, flows):
-            fh.write(f"{t},{size},{dscp},{flow}\n")
-    res = subprocess.run([str(paths.engine_binary()), "replay", "--config", str(tmp_path / "cfg.json"),
-                          "--trace", str(tmp_path / "trace.csv"), "--out", str(tmp_path / "fates.csv")],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    with open(tmp_path / "fates.csv") as fh:
-        return list(csv.DictReader(fh))
+    return run_replay(tmp_path, cfg, lambda path: write_simple_trace(path, trace, list(flows)))
 
 
 # (rate_bps, bucket_bytes, per, metered DSCPs, remark DSCP or None: drop)

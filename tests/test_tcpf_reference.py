@@ -4,16 +4,13 @@ traces (hypothesis) and on traces no TCP would send; and the paper's properties 
 
 from __future__ import annotations
 
-import csv
-import json
 import random
-import subprocess
 from collections import Counter
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from testbed import paths
 from tests.conftest import need_engine
+from tests.reference.replay import run_replay
 from tests.reference import tb_ref, tcp_traces, tcpf_ref
 
 # The paper's defaults (section 4: T = 400 ms; section 6.1: about 300 KB per interval), in the
@@ -33,14 +30,13 @@ def engine_marks(tmp_path, trace, *, interval_us=400_000, pool=300_000, protect_
                                            "protect_retransmissions": protect_retransmissions,
                                            "retransmissions_use_tokens": retransmissions_use_tokens,
                                            "w_gain": w_gain, "e_gain": e_gain, "flow_idle_us": flow_idle_us}]}]}
-    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    tcp_traces.write_trace(tmp_path / "trace.csv", trace)
-    res = subprocess.run([str(paths.engine_binary()), "replay", "--config", str(tmp_path / "cfg.json"), "--trace",
-                          str(tmp_path / "trace.csv"), "--out", str(tmp_path / "fates.csv")],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    with open(tmp_path / "fates.csv") as fh:
-        return [(int(r["id"]), "IN" if int(r["dscp_out"]) == 10 else "OUT") for r in csv.DictReader(fh)]
+    return _marks(tmp_path, cfg, trace)
+
+
+def _marks(tmp_path, cfg, trace) -> list[tuple[int, str]]:
+    """(trace index, IN/OUT) of every fwd packet the replay released."""
+    rows = run_replay(tmp_path, cfg, lambda path: tcp_traces.write_trace(path, trace))
+    return [(int(r["id"]), "IN" if int(r["dscp_out"]) == 10 else "OUT") for r in rows]
 
 
 def ref_params(**kw):
@@ -186,14 +182,7 @@ def engine_tb_marks(tmp_path, trace, interval_us, pool):
     cfg = {"seed": 1, "links": [{"name": "m", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": None,
                                  "policy": {"kind": "droptail"},
                                  "edge": [{"kind": "token_marker", "interval_us": interval_us, "pool_bytes": pool}]}]}
-    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    tcp_traces.write_trace(tmp_path / "trace.csv", trace)
-    res = subprocess.run([str(paths.engine_binary()), "replay", "--config", str(tmp_path / "cfg.json"), "--trace",
-                          str(tmp_path / "trace.csv"), "--out", str(tmp_path / "fates.csv")],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    with open(tmp_path / "fates.csv") as fh:
-        return [(int(r["id"]), "IN" if int(r["dscp_out"]) == 10 else "OUT") for r in csv.DictReader(fh)]
+    return _marks(tmp_path, cfg, trace)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
