@@ -122,7 +122,8 @@ class PointRun:
             self._phase(prog, "measuring the tunnels between machines")
             self.machines.measure_tunnels(net)
         stack.callback(self._stop_processes)
-        engines = EngineBackend(self.workdir, self.seed, sc.run.late_threshold, sc.run.engine_spin)
+        logs = str(self.artifacts / f"point{self.index}-{{router}}-arrivals.csv") if sc.run.arrival_log else None
+        engines = EngineBackend(self.workdir, self.seed, sc.run.late_threshold, sc.run.engine_spin, logs)
         self.backend = (KernelBackend(self.caps.qdiscs, engines) if sc.run.link_backend == "kernel" else engines)
         routers = list(net.routers.values())
         if isinstance(self.backend, KernelBackend):

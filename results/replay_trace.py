@@ -151,6 +151,40 @@ def write_trace(packets: list[tuple[Packet, bool]], path: Path | str) -> None:
                         "rev" if reverse else "fwd", *tcp])
 
 
+def from_arrival_log(log: Path | str, link: str, path: Path | str) -> int:
+    """The trace of `link` from an engine's arrival log (run.arrival_log; engine/src/arrival_log.rs):
+    its rows as `fwd`, every other link's as `rev` (the live engine shows them all to the ACK
+    observers), in the log's order, times from the log's first row. The number of `fwd` rows.
+    Unlike a trace built from captures, the order is the one the live engine took: a packet
+    released by one link reaches the next a verdict round trip after its release, and an ACK
+    crossing another link in that time was seen first."""
+    with open(log, newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None or header[:1] != ["link"] or header[1:] != TRACE_COLUMNS:
+            raise TraceError(f"{log}: not an engine arrival log (its header is {header})")
+        rows = list(reader)
+    names = sorted({r[0] for r in rows})
+    if link not in names:
+        raise TraceError(f"{log}: no arrival on link {link!r} (links seen: {', '.join(names) or 'none'})")
+    t0 = min(_ns(r[1]) for r in rows)
+    own = 0
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(TRACE_COLUMNS)
+        for r in rows:
+            mine = r[0] == link
+            own += mine
+            t = _ns(r[1]) - t0
+            w.writerow([f"{t // 1000}.{t % 1000:03d}", *r[2:10], "fwd" if mine else "rev", *r[11:]])
+    return own
+
+
+def _ns(time_us: str) -> int:
+    """Exact nanoseconds of a `time_us` cell with up to 3 decimals (no float rounding)."""
+    return int(Decimal(time_us) * 1000)
+
+
 def released(data_out: Path | str, senders: Iterable[str], receivers: Iterable[str]) -> dict[tuple, int]:
     """The DSCP each packet from `senders` to `receivers` left the router with, by Packet.key(),
     from a capture of the interface they leave by (a packet the engine dropped is absent)."""

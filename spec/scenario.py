@@ -386,6 +386,10 @@ class RunSpec(_Strict):
                                           " routers each runs; the rest runs here (docs/cluster.md)")
     time_limit: float = Field(default=900.0, description="a sweep point still running after this is stopped")
     capture: bool = Field(default=False, description="tcpdump (headers only) at the bottleneck")
+    arrival_log: bool = Field(
+        default=False, description="each engine writes its arrivals, in the order taken and at the times used, to"
+                                   " point<N>-<router>-arrivals.csv beside the run's captures: the exact input of an"
+                                   " offline replay of any of its links (docs/engine.md \"Replay\")")
     late_threshold: float = Field(default=0.001, le=60.0,
                                   description="engine wake-ups later than this count as late")
     max_late_fraction: float = Field(default=0.001, ge=0, le=1,

@@ -58,6 +58,7 @@ class RouterEngine:
     late_threshold_s: float = 0.001
     spin_s: float = 0.0002
     stats_interval_ms: int = 500
+    arrival_log: Path | None = None   # where the engine writes its arrivals (engine/src/arrival_log.rs)
     proc: subprocess.Popen | None = field(default=None, init=False)
     # On another machine (testbed/remote.py): the engine's pid there, and the thread copying the
     # stats lines it writes to its standard output (through ssh) into `stats_path` here.
@@ -89,6 +90,7 @@ class RouterEngine:
             # too small for 100 hosts' links, and an overflow would drop silently.
             "queue_maxlen": 16384,
             "links": [link.engine_config(num) for num, link in enumerate(self.links)],
+            **({"arrival_log": str(self.arrival_log)} if self.arrival_log else {}),
         }
 
     @property
@@ -107,6 +109,9 @@ class RouterEngine:
                                            "--stats", str(self.stats_path)],
                                           stdout=subprocess.PIPE, stderr=log, text=True)
         else:
+            if self.arrival_log:
+                raise EngineError(f"run.arrival_log: the engine of {self.router.name} runs on another machine; its"
+                                  " arrivals are written only by engines on this one")
             # Another machine has its own checkout at the same path and none of this one's files:
             # the config goes on the engine's input, its stats come back on its output, and it says
             # its pid there first (a signal to the local ssh client would not reach it).

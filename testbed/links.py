@@ -50,8 +50,11 @@ class EngineBackend:
 
     name = "engine"
 
-    def __init__(self, workdir: Path, seed: int, late_threshold_s: float, spin_s: float):
+    def __init__(self, workdir: Path, seed: int, late_threshold_s: float, spin_s: float,
+                 arrival_logs: str | None = None):
         self.workdir, self.seed, self.late_threshold_s, self.spin_s = workdir, seed, late_threshold_s, spin_s
+        # A path with `{router}` in it: each engine writes its arrivals there (run.arrival_log).
+        self.arrival_logs = arrival_logs
         self.engines: list[RouterEngine] = []
 
     def start(self, routers: list[Any], directions: list[LinkDirection]) -> None:
@@ -59,8 +62,9 @@ class EngineBackend:
             mine = [d.spec for d in directions if d.router is router]
             if not mine:
                 continue
+            log = Path(self.arrival_logs.replace("{router}", router.name)) if self.arrival_logs else None
             engine = RouterEngine(router, mine, self.workdir, self.seed, late_threshold_s=self.late_threshold_s,
-                                  spin_s=self.spin_s)
+                                  spin_s=self.spin_s, arrival_log=log)
             self.engines.append(engine)
             engine.start()
 

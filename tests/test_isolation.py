@@ -34,12 +34,29 @@ def run_holding_lock(tmp_path):
     yield proc
     proc.kill()
     proc.wait()
-    # Its watchdog (testbed/run_watchdog.py) takes the lock to remove what a killed run left:
-    # the next test starts once it is done.
+    # Its watchdog (testbed/run_watchdog.py) takes the lock to remove what a killed run left, some
+    # time after the kill: the next test starts once that watchdog has left (the lock being free
+    # right after the kill says nothing, the watchdog may not have taken it yet).
     deadline = time.monotonic() + 60
-    while cleanup.run_in_progress() and time.monotonic() < deadline:
+    while _watchdogs_of(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not cleanup.run_in_progress(), "the killed holder's watchdog still holds the machine lock"
+    assert not _watchdogs_of(proc.pid), "the killed holder's watchdog is still running after 60 s"
+    assert not cleanup.run_in_progress(), "the machine lock is still held after the holder's watchdog left"
+
+
+def _watchdogs_of(runner_pid: int) -> list[int]:
+    """Pids of the watchdogs started for the runner `runner_pid` (their command line names it)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"testbed.run_watchdog" in argv and str(runner_pid).encode() in argv:
+            found.append(int(entry))
+    return found
 
 
 def _alive(proc: subprocess.Popen) -> bool:

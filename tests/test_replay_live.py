@@ -62,6 +62,31 @@ def test_captures_become_a_trace_with_both_directions_in_time_order(tmp_path):
         replay_trace.arrivals(tmp_path / "in.pcap", tmp_path / "back.pcap", ["s1"], ["10.2.0.2"])
 
 
+def test_an_arrival_log_becomes_one_links_trace_in_the_live_order(tmp_path):
+    log = tmp_path / "arrivals.csv"
+    log.write_text("link,time_us,size,dscp,flow,proto,src,dst,sport,dport,dir,flags,seq,ack,payload\n"
+                   "a>b,5000000100.250,1500,0,7,6,10.1.0.2,10.2.0.2,4000,80,,24,1,1,1448\n"
+                   "b>a,5000000100.200,52,0,9,6,10.2.0.2,10.1.0.2,80,4000,,16,1,1449,0\n"  # taken after, stamped before
+                   "a>b,5000000101.000,60,0,3,,,,,,,,,,\n")
+    assert replay_trace.from_arrival_log(log, "a>b", tmp_path / "t.csv") == 2
+    with open(tmp_path / "t.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["time_us"], r["dir"], r["size"], r["ack"]) for r in rows] == [
+        ("0.050", "fwd", "1500", "1"), ("0.000", "rev", "52", "1449"), ("0.800", "fwd", "60", "")]
+    need_engine()  # the engine takes it: a `rev` row may step back, the link's own may not
+    (tmp_path / "c.json").write_text(json.dumps({"links": [{"name": "a>b", "queue_num": 0, "rate_bps": 0,
+                                                            "delay_us": 0, "buffer": None,
+                                                            "policy": {"kind": "droptail"}}]}))
+    subprocess.run([str(ENGINE), "replay", "--config", str(tmp_path / "c.json"), "--trace", str(tmp_path / "t.csv"),
+                    "--out", str(tmp_path / "f.csv")], check=True)
+    assert [r["fate"] for r in replay_trace.read_fates(tmp_path / "f.csv")[1]] == ["sent", "sent"]
+    with pytest.raises(replay_trace.TraceError, match=r"no arrival on link 'c>d' \(links seen: a>b, b>a\)"):
+        replay_trace.from_arrival_log(log, "c>d", tmp_path / "t.csv")
+    (tmp_path / "bad.csv").write_text("time_us,size,dscp,flow\n0,1,0,1\n")
+    with pytest.raises(replay_trace.TraceError, match="not an engine arrival log"):
+        replay_trace.from_arrival_log(tmp_path / "bad.csv", "a>b", tmp_path / "t.csv")
+
+
 def test_fates_are_read_in_every_version(tmp_path):
     need_engine()
     (tmp_path / "t.csv").write_text("time_us,size,dscp,flow\n0,1500,10,1\n")
@@ -131,6 +156,7 @@ def _live_run(monkeypatch):
     pcaps = {}
 
     def start_captures(self):
+        pcaps["artifacts"] = self.artifacts
         started = []
         self.capture = Both(started)  # stopped at teardown, also when the second fails to start
         for role in ("access-client", "bottleneck-data"):
@@ -141,13 +167,14 @@ def _live_run(monkeypatch):
 
     monkeypatch.setattr(point_mod.PointRun, "_start_capture", start_captures)
     sweep = s.Sweep(name="replay-live", source="test", raw={}, sweep={},
-                    points=[({}, s.validate({**SCENARIO, "run": {**SCENARIO["run"], "capture": True}}))])
+                    points=[({}, s.validate({**SCENARIO, "run": {**SCENARIO["run"], "capture": True,
+                                                                     "arrival_log": True}}))])
     with Store(paths.database()) as store:
         run_id = runner.run(sweep, capabilities.probe(), store)
         row = store.points(run_id)[0]
         assert row["status"] == "done", row["error"]
         record = record_of(store.run(run_id), row)
-    return record, pcaps["access-client"], pcaps["bottleneck-data"]
+    return record, pcaps["access-client"], pcaps["bottleneck-data"], pcaps["artifacts"]
 
 
 def _replay(tmp_path, record, block, trace, name):
@@ -186,33 +213,53 @@ def _compare(packets, fates, live):
 def test_a_captured_tcpf_run_replays_to_the_live_marks(tmp_path, isolated_data, no_leftovers, monkeypatch):
     need_root()
     need_engine()
-    record, access_pcap, bottleneck_pcap = _live_run(monkeypatch)
+    record, access_pcap, bottleneck_pcap, artifacts = _live_run(monkeypatch)
     senders = [h.ip for h in record.hosts_of("senders")]
     receivers = [h.ip for h in record.hosts_of("receivers")]
     data = record.direction("bottleneck-data")
     block = data.engine_config(0)
     assert [e["kind"] for e in block["edge"]] == ["tcpf"]
+    live = replay_trace.released(bottleneck_pcap, senders, receivers)
     packets = replay_trace.arrivals(access_pcap, bottleneck_pcap, senders, receivers)
+    data_packets = [p for p, rev in packets if not rev]
+    marks = [live[p.key()] for p in data_packets if p.key() in live]
+    assert marks.count(10) > 50 and marks.count(12) > 50, "both marks, or the comparison shows little"
+
+    # The engine's own arrival log: the live order and times, so the replay must agree exactly.
+    [log] = [f for f in artifacts.glob("point0-*-arrivals.csv") if f"\n{data.name}," in f.read_text()]
+    exact = tmp_path / "exact.csv"
+    taken = replay_trace.from_arrival_log(log, data.name, exact)
+    # What the engine took is what the capture of the link's ingress shows, less any packet the
+    # kernel dropped at a full NFQUEUE (counted in the point's fidelity; none seen here).
+    assert 0.95 * len(data_packets) <= taken <= len(data_packets), (taken, len(data_packets))
+    exact_rows = list(csv.DictReader(open(exact)))
+    exact_packets = _trace_packets(exact_rows, data_packets)
+    fates = _replay(tmp_path, record, block, exact, "exact")
+    marks_ok, marks_bad, live_drops, replay_drops, both = _compare(exact_packets, fates, live)
+    print(f"arrival log: {len(exact_rows)} rows; released {marks_ok + marks_bad}: {marks_ok} marks agree,"
+          f" {marks_bad} differ; IN {marks.count(10)}, OUT {marks.count(12)}; dropped live {live_drops},"
+          f" by the replay {replay_drops}, both {both}")  # pytest -s
+    assert marks_ok == len(marks) and marks_bad == 0, (marks_ok, marks_bad)
+    # RIO's early drops are random, and its average queue is taken at each arrival. The live loop
+    # also brings the link up to its own clock between arrivals, which the log does not keep: an
+    # arrival stamped before that clock finds a packet due in between already gone (at 10 Mbit/s a
+    # packet leaves every 1.2 ms; the lag is tens of microseconds). One draw on the other side of
+    # p_a and the drops after it fall a few packets apart (seen: 71 to 78 drops, 1 to 68 of them
+    # the same packets). Their number must still agree.
+    assert abs(replay_drops - live_drops) <= 3 + live_drops // 10, (live_drops, replay_drops, both)
+
+    # From the captures alone: the stamps are the engine's arrival times, but the order across the
+    # two interfaces is the kernel's (engine/src/arrival_log.rs): near an ACK a mark can differ.
     trace = tmp_path / "trace.csv"
     replay_trace.write_trace(packets, trace)
-    live = replay_trace.released(bottleneck_pcap, senders, receivers)
-    fates = _replay(tmp_path, record, block, trace, "same")
-    marks_ok, marks_bad, live_drops, replay_drops, both = _compare(packets, fates, live)
-    marks = [live[p.key()] for p, rev in packets if not rev and p.key() in live]
-    print(f"{len(packets)} packets ({sum(r for _, r in packets)} rev); released {marks_ok + marks_bad}: "
-          f"{marks_ok} marks agree, {marks_bad} differ; IN {marks.count(10)}, OUT {marks.count(12)}; "
-          f"dropped live {live_drops}, by the replay {replay_drops}, both {both}")  # pytest -s
-    assert marks.count(10) > 50 and marks.count(12) > 50, "both marks, or the comparison shows little"
-    assert marks_ok == len(marks) and marks_bad == 0, (marks_ok, marks_bad)
-    # RIO's early drops are random: its average queue, from departures computed on arrival times
-    # equal to about a microsecond (the release marks keep microseconds), can put one draw on the
-    # other side of p_a, and the drops after it fall a few packets apart (seen: 62 to 80 drops, 3
-    # to 68 of them the same packets). Their number must still agree.
-    assert abs(replay_drops - live_drops) <= 3 + live_drops // 10, (live_drops, replay_drops, both)
-    # The comparison can fail: the same capture through a link with another pool differs.
+    ok, bad, *_ = _compare(packets, _replay(tmp_path, record, block, trace, "captures"), live)
+    print(f"from the captures: {ok} marks agree, {bad} differ")
+    assert ok > 0.8 * len(marks), (ok, bad)
+
+    # The comparison can fail: the same arrivals through a link with another pool differ.
     other = json.loads(json.dumps(block))
     other["edge"][0]["pool_bytes"] //= 2
-    _, bad, *_ = _compare(packets, _replay(tmp_path, record, other, trace, "half-pool"), live)
+    _, bad, *_ = _compare(exact_packets, _replay(tmp_path, record, other, exact, "half-pool"), live)
     assert bad > 0
     # And the ACKs matter: without them every flow's window estimate only grows, and flows that
     # were tiny are not (seen: 788 of 3232 marks differ). A one-way trace could not have agreed.
@@ -222,3 +269,23 @@ def test_a_captured_tcpf_run_replays_to_the_live_marks(tmp_path, isolated_data, 
     _, bad, *_ = _compare(one_way, by_id, live)
     print(f"without the ACKs {bad} marks differ")
     assert bad > 0
+
+
+def _trace_packets(rows, data_packets):
+    """The trace rows as (Packet, reverse) pairs for _compare: the link's rows are the captured
+    data packets in the engine's order, the others stand in for what the observers saw. The log
+    has no IP id, so a retransmission is told from the original by order: one flow's packets
+    take one path, in one order, in the capture and in the log alike."""
+    from collections import defaultdict, deque
+    queues = defaultdict(deque)
+    for p in data_packets:
+        queues[(p.src, p.dst, p.sport, p.dport, p.tcp[1] if p.tcp else None)].append(p)
+    out = []
+    for r in rows:
+        if r["dir"] == "rev":
+            out.append((None, True))
+            continue
+        key = (r["src"], r["dst"], int(r["sport"]), int(r["dport"]), int(r["seq"]) if r["seq"] else None)
+        assert queues[key], f"a logged arrival without its captured packet: {r}"
+        out.append((queues[key].popleft(), False))
+    return out

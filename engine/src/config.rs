@@ -175,6 +175,9 @@ pub struct Config {
     /// Verdicts sent together in one netlink call at most (1: one call per verdict).
     #[serde(default = "default_verdict_batch")]
     pub verdict_batch: usize,
+    /// Write every arrival, in the order taken and at the time used, here (arrival_log.rs).
+    #[serde(default)]
+    pub arrival_log: Option<std::path::PathBuf>,
     pub links: Vec<LinkConfig>,
 }
 

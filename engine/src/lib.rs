@@ -5,6 +5,7 @@
 //! delay. The same link code runs on live packets from NFQUEUE (`nfq_loop`) and on a
 //! packet trace (`replay`), so policies can be tested without a network.
 
+pub mod arrival_log;
 pub mod config;
 pub mod edge;
 pub mod link;

@@ -4,6 +4,7 @@
 //! socket is readable or the next scheduled event (ns timeout, 1 ns timer slack), then
 //! advances every link to the current time and gives the verdicts that fell due.
 
+use crate::arrival_log::ArrivalLog;
 use crate::config::Config;
 use crate::link::{AckFeed, Fate, Link};
 use crate::packet::{rewrite_dscp, PacketInfo};
@@ -342,6 +343,10 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         rewrite_failed: 0,
     };
     let acks = AckFeed::of(&engine.links);
+    let mut arrival_log = match &config.arrival_log {
+        Some(path) => Some(ArrivalLog::create(path, config.links.iter().map(|l| l.name.clone()).collect())?),
+        None => None,
+    };
     let mut last_arrival = vec![0u64; engine.links.len()];
     let spin_ns = config.spin_us * 1000;
     let start = now_ns();
@@ -364,6 +369,9 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
                     // Never earlier than the link's previous arrival: its schedule only moves forward.
                     let at = arrival_time(&msg, now).max(last_arrival[i]);
                     last_arrival[i] = at;
+                    if let Some(log) = arrival_log.as_mut() {
+                        log.write(i, at, &info)?;
+                    }
                     arrive(&acks, &mut engine.links[i], msg, info, at, &mut engine.fates);
                     engine.links[i].advance(now, &mut engine.fates);
                     engine.settle(i)?;
@@ -402,6 +410,9 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
             }
             let _ = engine.queue.verdict(msg);
         }
+    }
+    if let Some(log) = arrival_log {
+        log.finish()?;
     }
     if stats.skipped > 0 {
         eprintln!("catnip-engine: note: {} stats lines skipped (the writer was behind)", stats.skipped);

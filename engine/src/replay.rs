@@ -1,8 +1,9 @@
 //! Offline replay: drive one link with a packet trace instead of NFQUEUE.
 //!
 //! TRACE.csv: a header line naming the columns `time_us,size,dscp,flow` and optionally
-//! `proto,src,dst,sport,dport` (in any order; an empty cell: unknown, no ports), arrivals in time
-//! order. A trace without a header line has the four first columns in that order.
+//! `proto,src,dst,sport,dport` (in any order; an empty cell: unknown, no ports), the link's arrivals
+//! in time order (`rev` rows, below, may step back: an engine's arrival log keeps the live order).
+//! A trace without a header line has the four first columns in that order.
 //! FATES.csv: `id,time_us,size,dscp,flow,fate,fate_us,by,dscp_out,fates_version` where fate is `sent`
 //! (fate_us = delivery), `dropped` (fate_us = when) or `evicted` (fate_us = when); `by` is, for
 //! an eviction, the id of the arrival that pushed the packet out, and for drops `loss` (random
@@ -143,13 +144,17 @@ pub fn read_trace(input: impl BufRead) -> Result<Vec<TracePacket>> {
         if p.tcp.is_some() && (p.proto != 6 || p.ports.is_none()) {
             bail!("trace line {}: TCP fields need proto 6 and sport, dport", n + 1);
         }
-        if !(p.time_us >= last) || p.time_us < 0.0 {
+        // The link's own arrivals go forward in time; a `rev` row may be earlier than the row
+        // before it, as in an engine's arrival log (arrival_log.rs), which keeps the live order.
+        if p.time_us.is_nan() || p.time_us < 0.0 || (!p.reverse && p.time_us < last) {
             bail!("trace line {}: time {} is not in non-decreasing order", n + 1, p.time_us);
         }
         if p.size == 0 || p.dscp > 63 {
             bail!("trace line {}: size must be > 0 and dscp 0-63", n + 1);
         }
-        last = p.time_us;
+        if !p.reverse {
+            last = p.time_us;
+        }
         packets.push(p);
     }
     Ok(packets)
@@ -358,6 +363,20 @@ mod tests {
             let text = format!("time_us,size,dscp,flow,proto,src,dst,sport,dport,dir,flags,seq,ack,payload\n{bad}\n");
             let e = read_trace(text.as_bytes()).unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn only_the_links_own_arrivals_must_go_forward_in_time() {
+        let head = "time_us,size,dscp,flow,dir\n";
+        // An ACK taken by the live engine after a data packet stamped later (arrival_log.rs).
+        let live_order = format!("{head}10,1500,0,1,fwd\n8,40,0,2,rev\n12,1500,0,1,fwd\n");
+        let trace = read_trace(live_order.as_bytes()).unwrap();
+        assert_eq!(trace.iter().map(|p| p.time_us).collect::<Vec<_>>(), vec![10.0, 8.0, 12.0]);
+        for bad in [format!("{head}10,1500,0,1,fwd\n8,40,0,2,rev\n9,1500,0,1,fwd\n"), format!("{head}-1,40,0,2,rev\n")]
+        {
+            let e = read_trace(bad.as_bytes()).unwrap_err().to_string();
+            assert!(e.contains("not in non-decreasing order"), "{bad}: {e}");
         }
     }
 
