@@ -7,8 +7,9 @@
 //! FIFO plus an admission rule write only the rule ([`fifo::Admission`]); the FIFO, its limit
 //! and its idle time are [`fifo::FifoPolicy`]'s.
 //!
-//! Each policy's config is a struct of its own (in its file) that checks its parameters and
-//! builds the policy ([`PolicyParams`]). Adding a policy is one file here plus one line in the
+//! Each policy's config is a struct of its own (in its file) that checks its parameters, builds
+//! the policy and says what the link must know of it ([`PolicyParams`]: whether it rewrites DSCPs,
+//! whether it idles while holding packets). Adding a policy is one file here plus one line in the
 //! `policies!` list below, which makes the `kind` enum of the config, the list of kinds and the
 //! dispatch.
 
@@ -48,6 +49,19 @@ pub struct LinkEnv {
 /// error names the bad parameter (`weights[1]: must be at least 1`).
 pub trait PolicyParams {
     fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String>;
+
+    /// Whether the policy may change a packet's DSCP (the live engine then copies whole packets
+    /// from the kernel, to give them back rewritten).
+    fn may_rewrite(&self) -> bool {
+        false
+    }
+
+    /// Whether the policy may hold packets with none to send (waiting for tokens), telling the
+    /// link when to ask again through [`QueuePolicy::wake_at`]. The loss wrapper does not pass
+    /// `wake_at` on, so such a policy cannot be wrapped.
+    fn idles_while_holding(&self) -> bool {
+        false
+    }
 }
 
 /// The policies: `"kind" => Variant(its parameters)`, one line each.
@@ -67,6 +81,18 @@ macro_rules! policies {
             pub fn kind(&self) -> &'static str {
                 match self {
                     $(PolicyConfig::$variant(_) => $kind,)*
+                }
+            }
+
+            pub fn may_rewrite(&self) -> bool {
+                match self {
+                    $(PolicyConfig::$variant(p) => p.may_rewrite(),)*
+                }
+            }
+
+            pub fn idles_while_holding(&self) -> bool {
+                match self {
+                    $(PolicyConfig::$variant(p) => p.idles_while_holding(),)*
                 }
             }
 
@@ -103,22 +129,6 @@ policies! {
     "bernoulli" => Bernoulli(BernoulliConfig),
     "catnip_loss" => CatnipLoss(CatnipLossConfig),
     "source_scheduler" => SourceScheduler(SourceSchedulerConfig),
-}
-
-impl PolicyConfig {
-    /// Whether the policy may change a packet's DSCP (the live engine then copies whole packets
-    /// from the kernel, to give them back rewritten): the source scheduler remarks the heads it
-    /// downgrades.
-    pub fn may_rewrite(&self) -> bool {
-        matches!(self, PolicyConfig::SourceScheduler(_))
-    }
-
-    /// Whether the policy may hold packets with none to send (waiting for tokens), telling the
-    /// link when to ask again through [`QueuePolicy::wake_at`]. The loss wrapper does not pass
-    /// `wake_at` on, so such a policy cannot be wrapped.
-    pub fn idles_while_holding(&self) -> bool {
-        matches!(self, PolicyConfig::SourceScheduler(_))
-    }
 }
 
 /// A packet held by the engine; `H` is whatever the driver needs to give its verdict

@@ -95,6 +95,16 @@ impl PolicyParams for SourceSchedulerConfig {
     fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
         Ok(Box::new(SourceScheduler::<H>::new(self, env)?))
     }
+
+    /// It remarks the heads it downgrades.
+    fn may_rewrite(&self) -> bool {
+        true
+    }
+
+    /// It holds packets until their bucket has tokens.
+    fn idles_while_holding(&self) -> bool {
+        true
+    }
 }
 
 /// Marking levels, in the order they are served within a class.
