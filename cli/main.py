@@ -879,6 +879,10 @@ from cli.archive import export_cmd, import_cmd  # noqa: E402 - after main exists
 main.add_command(export_cmd)
 main.add_command(import_cmd)
 
+from cli.docs import docs_group  # noqa: E402 - after main exists
+
+main.add_command(docs_group)
+
 from cli.cluster import cluster_group  # noqa: E402 - after main exists
 
 main.add_command(cluster_group)
