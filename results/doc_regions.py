@@ -279,6 +279,11 @@ def _each_region(root: Path, files: list[Path] | None, write: bool) -> Outcome:
     except docs_archive.DocsArchiveError:  # an unreadable manifest: problems() has said why
         return outcome
     with db:
+        for rid in sorted(db.entries):  # every archived file against its manifest entry
+            try:
+                db.need(rid)
+            except docs_archive.DocsArchiveError as exc:
+                outcome.problems.append(str(exc))
         for doc in files if files is not None else doc_files(root):
             doc = Path(doc).resolve()
             lines = doc.read_text().split("\n")

@@ -208,6 +208,7 @@ class RunsDB:
         self.entries = load(self.dir)
         self.store = Store(":memory:")
         self._have: set[str] = set()
+        self._bad: dict[str, str] = {}  # why a run could not be read, said again to each region citing it
 
     def __enter__(self) -> RunsDB:
         return self
@@ -218,8 +219,17 @@ class RunsDB:
     def need(self, run_id: str) -> None:
         """Imports `run_id` (an exact archived id) unless it is there; DocsArchiveError if it is
         not archived or its file is not the one the manifest lists."""
+        if run_id in self._bad:
+            raise DocsArchiveError(self._bad[run_id])
         if run_id in self._have:
             return
+        try:
+            self._import(run_id)
+        except DocsArchiveError as exc:
+            self._bad[run_id] = str(exc)
+            raise
+
+    def _import(self, run_id: str) -> None:
         e = self.entries.get(run_id)
         if e is None:
             raise DocsArchiveError(f"run {run_id} is not in {manifest_path(self.dir)}")
@@ -238,3 +248,9 @@ class RunsDB:
         except export.ArchiveError as exc:
             raise DocsArchiveError(str(exc)) from None
         self._have.add(run_id)
+        # The manifest says what the file holds: a hand edit of one (a verdict, a seed) is named.
+        found = entry_for(self.store, self.store.run(run_id), e["file"], e["bytes"], e["sha256"])
+        for key in ENTRY_KEYS:
+            if key != "archived" and found[key] != e[key]:
+                raise DocsArchiveError(f"{manifest_path(self.dir)}: run {run_id}'s {key} is {str(e[key])[:80]!r}"
+                                       f" but its file says {str(found[key])[:80]!r}")
