@@ -258,3 +258,17 @@ def test_docs_archive_refuses_a_run_that_is_not_done(tmp_path):
     assert missing.exit_code == 2 and "no run 'nope'" in missing.output
     no_db = invoke("docs", "archive", run_id, "--db", str(tmp_path / "none.db"), "--root", str(root))
     assert no_db.exit_code == 2 and "no database" in no_db.output
+
+
+def test_a_manifest_edited_by_hand_fails(tmp_path):
+    root = copy_repo(tmp_path)
+    run_id = first_region(root).attrs["runs"]
+    manifest = docs_archive.manifest_path(root / "archive")
+    doc = json.loads(manifest.read_text())
+    for e in doc["runs"]:
+        if e["run_id"] == run_id:
+            e["points"][0]["realtime_ok"] = not e["points"][0]["realtime_ok"]  # a verdict the file does not hold
+    manifest.write_text(json.dumps(doc))
+    result = invoke("docs", "check", "--root", str(root))
+    assert result.exit_code == 1
+    assert f"run {run_id}'s points is" in result.output and "but its file says" in result.output
