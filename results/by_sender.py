@@ -7,11 +7,10 @@ class, not per flow; the paper compares loss, 3.05% ECA against 3.68% Reno under
 
 from __future__ import annotations
 
-import json
 import statistics
 from typing import Any
 
-from spec.scenario import point_label
+from results.labels import label_of
 from results.samples import ci95
 from results.point_record import record_of
 from results.store import Store
@@ -58,7 +57,7 @@ def by_sender(store: Store, run_id: str) -> list[dict[str, Any]]:
                 "page_means": {p: statistics.fmean(v) for p, v in sorted(g["by_page"].items())},
                 "segments": out_segs, "retransmitted": retrans,
                 "retrans_fraction": retrans / out_segs if out_segs else None})
-        out.append({"point": pt["point"], "label": point_label(json.loads(pt["assignment"]), run["name"]),
+        out.append({"point": pt["point"], "label": label_of(run, pt, run["name"]),
                     "realtime_ok": None if pt["realtime_ok"] is None else bool(pt["realtime_ok"]), "groups": rows})
     return out
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from spec.scenario import point_label
 from results.pooled import pooled_runs_report
-from results.report import run_report
+from results.report import point_name, run_report
 from results.samples import half_width, ratio_parts
 from results.store import Store
 
@@ -74,7 +73,7 @@ def split_run_ids(spec: str) -> list[str]:
 
 def _excluded(reports: list[dict[str, Any]], why: str) -> list[dict[str, Any]]:
     """The pooled points the reports left out for `why`, each with its run and sweep label."""
-    return [{"run_id": r["run_id"], "label": point_label(p["assignment"], "single point"), "member": m}
+    return [{"run_id": r["run_id"], "label": point_name(r, p), "member": m}
             for r in reports for p in r["points"] for m in p.get(why, [])]
 
 
@@ -117,9 +116,9 @@ def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> di
             relative_mean = statistics.fmean(values) if values else None
             columns.append({
                 "run_id": rep["run_id"], "name": rep["name"], "point": p["point"],
-                "label": point_label(p["assignment"], "single point"),
+                "label": point_name(rep, p),
                 "baseline_point": None if base is None else base["point"],
-                "baseline_label": None if base is None else point_label(base["assignment"], "single point"),
+                "baseline_label": None if base is None else point_name(baseline, base),
                 "mean_time": mine, "baseline_mean_time": theirs, "relative": relative,
                 "relative_ci95": relative_ci, "relative_mean_ci95": mean_ci,
                 "relative_mean": relative_mean,

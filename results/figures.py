@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from spec.scenario import point_label
+from results.labels import point_label
 from results.store import Store
 
 # Tableau 10: ten hues told apart on screen and in print.
@@ -60,10 +60,11 @@ def _esc(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def point_name(point: int, assignment: dict[str, Any]) -> str:
+def point_name(point: int, assignment: dict[str, Any], label: str | None = None) -> str:
     """A sweep point's name in every chart: its number and sweep values, as the run page's progress
-    table shows it (webui/app.py labels points with the same point_label)."""
-    return _esc(f"{point}: {point_label(assignment, 'single point')}")
+    table shows it: `label`, the report's human label (results/labels.py), or one made from the
+    assignment alone."""
+    return _esc(f"{point}: {label or point_label(assignment)}")
 
 
 def _tick(v: float) -> str:
@@ -121,7 +122,7 @@ def page_time_bars(report: dict[str, Any]) -> dict[str, Any]:
     traces = []
     for p in report["points"]:
         rows = [r for r in p["table"] if r.get("mean") is not None]
-        traces.append({"type": "bar", "name": point_name(p["point"], p["assignment"]),
+        traces.append({"type": "bar", "name": point_name(p["point"], p["assignment"], p.get("label")),
                        "marker": {"color": color(p["point"])}, "x": [r["page"] for r in rows],
                        "y": [round(r["mean"], 4) for r in rows],
                        "error_y": {"type": "data", "array": [round(r["sdev"], 4) for r in rows], "visible": True}})
@@ -149,7 +150,7 @@ def _distribution(store: Store, run_id: str, points: Iterable[dict[str, Any]], c
         y = [round(1 - i / n, 5) for i in range(n)] if ccdf else [round((i + 1) / n, 5) for i in range(n)]
         x = [round(t, 4) for t in times]
         traces.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": color(p["point"])},
-                       "name": point_name(p["point"], p["assignment"]), "x": x, "y": y})
+                       "name": point_name(p["point"], p["assignment"], p.get("label")), "x": x, "y": y})
         xs += x
         ys += y
     kind = "CCDF" if ccdf else "CDF"

@@ -61,8 +61,10 @@ def _edge(e: Any) -> str:
 
 def _scalar(path: str, value: Any, record: PointRecord | None) -> str:
     name = path.split(".")[-1]
-    if name == "rate":
+    if name == "rate" and str(value).strip().lower().endswith("bit"):
         return _amount(value)
+    if name in ("policy", "kind") and isinstance(value, str):
+        return POLICIES.get(value, value)
     if name in ("buffer", "delay"):
         return f"{_amount(value)} {name}"
     if name == "sack" and isinstance(value, bool):

@@ -28,7 +28,7 @@ from results import tcpf_paper
 from results.samples import summaries
 from results.table import Column, Table, render_csv, render_generic_text, render_json
 from results.store import Store
-from spec.scenario import point_label
+from results.labels import run_labels
 
 @dataclass(frozen=True)
 class Layout:
@@ -186,8 +186,10 @@ def app_metrics(store: Store, run_id: str) -> Table:
                Column("tag", "str"), Column("unit", "str"), Column("n", "int"), Column("errors", "int"),
                *(Column(name, **by_unit) for name in ("mean", "ci95", "sdev", "p50", "p90", "p99", "min", "max"))]
     rows = []
-    for pt in store.points(run["id"]):
-        label = point_label(json.loads(pt["assignment"]), "single point")
+    points = store.points(run["id"])
+    names = run_labels(run, points)
+    for pt in points:
+        label = names[pt["point"]]
         for s in summaries(store, run["id"], pt["point"], by_tag=True):
             rows.append((pt["point"], label, s.app, s.metric, s.tag, s.unit, s.n, s.errors, s.mean, s.ci95, s.sdev,
                          s.p50, s.p90, s.p99, s.min, s.max))

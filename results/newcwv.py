@@ -45,7 +45,7 @@ from results.point_record import record_of
 from results.store import Store
 from spec.record import PointRecord, RecordError
 from spec import senders
-from spec.scenario import point_label
+from results.labels import label_of, point_label
 
 DEFAULT_MSS = 1460  # bytes: MTU 1500 less 40 bytes of IPv4 and TCP headers (topology.mss unset)
 TIMESTAMP_OPTION = 12  # bytes of TCP options in every segment with timestamps (RFC 7323: 10, padded to 12)
@@ -213,9 +213,9 @@ def point_groups(store: Store, runs: list[Any], group_of: Any) -> RunSet:
                     raise NoData(str(exc)) from None
                 host_group = group_of(record)
                 context = context_of(assignment, record, host_group)
-                g = groups[key] = PointGroup(pt["point"], assignment, point_label(assignment, "single point"), record,
+                g = groups[key] = PointGroup(pt["point"], assignment, label_of(run, pt), record,
                                              sender_of(record, host_group), json.dumps(context, sort_keys=True),
-                                             point_label(context))
+                                             point_label(context, json.loads(run["sweep"] or "{}"), default=""))
             if pt["status"] != "done":
                 g.excluded.append((run["id"], pt["point"], pt["status"]))
                 notes.append(f"run {run['id']} point {pt['point']} ({g.label}) left out: {pt['status']}")

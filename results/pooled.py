@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from spec.scenario import point_label
+from results.labels import label_of
 from results.report import fmt_seconds, page_row, loss_summary
 from results.store import Store
 from workloads.pages import catnip_pages
@@ -32,8 +32,10 @@ def _groups(store: Store, runs: list, realtime_only: bool) -> list[dict[str, Any
     for run in runs:
         for pt in store.points(run["id"]):
             key = json.dumps(json.loads(pt["assignment"]), sort_keys=True)
-            g = groups.setdefault(key, {"assignment": json.loads(pt["assignment"]), "members": [], "real_time": [],
-                                        "seeds": [], "excluded_not_done": [], "excluded_not_real_time": []})
+            if key not in groups:  # labelled by its first point (results/labels.py)
+                groups[key] = {"assignment": json.loads(pt["assignment"]), "label": label_of(run, pt), "members": [],
+                               "real_time": [], "seeds": [], "excluded_not_done": [], "excluded_not_real_time": []}
+            g = groups[key]
             member = (run["id"], pt["point"])
             if pt["status"] != "done":
                 g["excluded_not_done"].append(member)
@@ -57,7 +59,6 @@ def _groups(store: Store, runs: list, realtime_only: bool) -> list[dict[str, Any
         g["table"] = [page_row(page, durations.get(page.number, []), failed.get(page.number, 0))
                       for page in catnip_pages() if page.number in durations or page.number in failed]
         g["loss"] = loss_summary(stats)
-        g["label"] = point_label(g["assignment"], "single point")
     return list(groups.values())
 
 

@@ -19,7 +19,7 @@ from results.samples import interval as interval_of
 from results.store import Store
 from results.table import Column, Table
 from results.table import render_csv as table_csv
-from spec.scenario import point_label
+from results.labels import label_of, point_label
 from workloads.pages import catnip_pages
 
 
@@ -128,8 +128,17 @@ def run_report(store: Store, run_id: str, interval: str = "t") -> dict[str, Any]
         "seed": run["seed"], "git_rev": run["git_rev"], "started": run["started"], "finished": run["finished"],
         "sweep": json.loads(run["sweep"]),
         "interval": {"kind": interval, "description": INTERVALS[interval]},
-        "points": [point_report(store, run["id"], p, interval) for p in store.points(run["id"])],
+        "points": [{**point_report(store, run["id"], p, interval), "label": label_of(run, p)}
+                   for p in store.points(run["id"])],
     }
+
+
+def point_name(report: dict[str, Any], p: dict[str, Any], default: str = "single point") -> str:
+    """A report point's human label (results/labels.py): the one run_report put there, or one made
+    from the report's sweep (pooled reports)."""
+    if not p["assignment"]:
+        return default
+    return p.get("label") or point_label(p["assignment"], report.get("sweep"), default=default)
 
 
 INTERVAL_HEADS = {"t": "+-95%", "bootstrap": "Mean 95%", "median": "Median 95%"}
@@ -240,7 +249,7 @@ def render_text(report: dict[str, Any]) -> str:
     if rows:
         out.append(interval_line(kind))
     for p in report["points"]:
-        label = point_label(p["assignment"], "single point")
+        label = point_name(report, p)
         rt = {True: "yes", False: "NO (see fidelity)", None: "unknown"}[p["realtime_ok"]]
         out.append("")
         out.append(f"Point {p['point']} (rep {p['rep']}): {label}   status {p['status']}   real time kept: {rt}")
@@ -332,7 +341,7 @@ def loss_table(report: dict[str, Any], role: str = "bottleneck-data") -> list[di
         low_arr = data["arrived"] - high["arrived"]
         low_drop = data["dropped"] - high["dropped"]
         rows.append({
-            "point": p["point"], "label": point_label(p["assignment"], report["name"]),
+            "point": p["point"], "label": point_name(report, p, report["name"]),
             "sent": data["arrived"], "drops": data["dropped"], "loss": data["loss"],
             "high_sent": high["arrived"], "high_drops": high["dropped"],
             "high_loss": high["dropped"] / high["arrived"] if high["arrived"] else None,

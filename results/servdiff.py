@@ -43,7 +43,7 @@ from results.samples import ci95, cov
 from results.point_record import record_of
 from results.store import Store
 from spec.record import PointRecord, RecordError
-from spec.scenario import point_label
+from results.labels import label_of
 
 # The paper's interactivity limits (section 1, citing [33] and [7]; used again in section 3).
 TELNET_ECHO_LIMIT = 0.150   # s: an echo within 150 ms
@@ -142,7 +142,10 @@ def schemes(store: Store, specs: Sequence[str]) -> tuple[list[Scheme], list[str]
         for run in runs:
             for pt in store.points(run["id"]):
                 assignment = json.loads(pt["assignment"])
-                g = groups.setdefault(json.dumps(assignment, sort_keys=True), {"assignment": assignment, "members": []})
+                key = json.dumps(assignment, sort_keys=True)
+                if key not in groups:  # labelled by its first point (results/labels.py)
+                    groups[key] = {"assignment": assignment, "members": [], "label": label_of(run, pt)}
+                g = groups[key]
                 if pt["status"] != "done":
                     notes.append(f"{run['id']} point {pt['point']}: left out, status {pt['status']}")
                     continue
@@ -158,11 +161,11 @@ def schemes(store: Store, specs: Sequence[str]) -> tuple[list[Scheme], list[str]
             if not g["members"]:
                 continue
             if len(parsed) == 1:
-                label = point_label(g["assignment"], runs[0]["name"])
+                label = g["label"] if g["assignment"] else runs[0]["name"]
                 key = g["members"][0].point  # the point's colour in the run's other charts
             else:
                 label = prefix if len(groups) == 1 and not g["assignment"] else \
-                    f"{prefix}: {point_label(g['assignment'], 'single point')}"
+                    f"{prefix}: {g['label']}"
                 key = len(out)
             out.append(Scheme(key, label, tuple(r["id"] for r in runs), g["assignment"], tuple(g["members"])))
     if not out:

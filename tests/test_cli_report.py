@@ -77,7 +77,7 @@ def test_pool_json_has_the_tables_loss_and_comparison(db):
     doc = json.loads(res.output)
     assert doc["pooled"]["runs"] == ["s1", "s2"] and doc["pooled"]["points"][0]["table"][0]["n"] == 30
     assert [r["drops"] for r in doc["loss"]] == [20, 22]
-    assert doc["against"]["base"] == 0 and doc["against"]["columns"][0]["label"].startswith("router.policy")
+    assert doc["against"]["base"] == 0 and doc["against"]["columns"][0]["label"] == "CATNIP-Good"
     assert doc["no_comparison"] is None
 
 

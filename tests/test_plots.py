@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import pytest
 
 from results import figures
+from results.labels import point_label
 from results.store import Store
 from testbed.paths import REPO
 
@@ -77,7 +78,7 @@ def test_a_point_has_one_name_and_colour_in_every_chart_of_its_run(run):
     store, points, report = run
     rows = {p["point"]: figures.bottleneck_series(store.queue_samples("r1", p["point"]),
                                                   store.progress("r1", p["point"])) for p in points}
-    labelled = [{"point": p["point"], "label": f"router.policy={p['assignment']['router.policy']}"} for p in points]
+    labelled = [{"point": p["point"], "label": point_label(p["assignment"])} for p in points]
     charts = [figures.page_time_bars(report), figures.page_time_cdf(store, "r1", points),
               figures.page_time_ccdf(store, "r1", points), figures.page_time_distribution(store, "r1", points),
               *figures.bottleneck_charts(labelled, rows).values()]
@@ -91,7 +92,7 @@ def test_a_point_has_one_name_and_colour_in_every_chart_of_its_run(run):
     # The live view's series carries the colour the page draws with (read from the rows' point).
     assert [rows[p]["color"] for p in (0, 1, 2)] == [figures.color(p) for p in (0, 1, 2)]
     # A sweep value is shown as written, not as markup.
-    assert figures.point_name(2, ASSIGNMENTS[2]) == "2: router.policy=&lt;b&gt;red&lt;/b&gt;"
+    assert figures.point_name(2, ASSIGNMENTS[2]) == "2: &lt;b&gt;red&lt;/b&gt;"
 
 
 def test_named_series_keep_their_colour_across_figures():

@@ -53,7 +53,7 @@ def test_cli_pool(db):
     assert "left out, did not finish: points [4]" in res.output
     # catnip_good's page 1 against droptail's (1.0, 3.0 and 2.0 s): 1.0 / 2.0 with only real-time
     # repetitions (point 3's 9.0 s is out); 5.0 / 2.0 with it.
-    assert "Against #0 (router.policy={'kind': 'droptail'}, 2 repetition(s))" in res.output
+    assert "Against #0 (DropTail, 2 repetition(s))" in res.output
     assert "   1          0.50      -\n" in res.output  # one catnip_good page: no spread to compare
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--pool"])
     # 5.0 / 2.0, +- Student t at the Welch df of the two means (tests/test_samples.py by hand).
@@ -81,7 +81,7 @@ def test_cli_pool_without_a_base_to_compare_with(db):
         store.update_point("r1", 1, realtime_ok=0)
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--pool", "--realtime-only"])
     assert res.exit_code == 0, res.output
-    assert "No comparison: pooled point #0 (router.policy={'kind': 'droptail'}) has no completed pages" in res.output
+    assert "No comparison: pooled point #0 (DropTail) has no completed pages" in res.output
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(db), "--pool", "--realtime-only", "--against", "1"])
     assert res.exit_code == 0 and "Against #1" in res.output, res.output
 
@@ -170,7 +170,7 @@ def test_compare_pools_runs_joined_by_plus(seeds_db):
         cmp = compare.compare(store, ["b1+b2", "c1+c2"], realtime_only=True)
         c64, c128 = cmp["columns"]
         assert c64["relative"][1] == pytest.approx(2.0 / 2.0) and c64["baseline_realtime_ok"] is True
-        assert cmp["excluded_not_real_time"] == [{"run_id": "b1+b2", "label": "topology.bottleneck.buffer=64KB",
+        assert cmp["excluded_not_real_time"] == [{"run_id": "b1+b2", "label": "64 KB buffer",
                                                  "member": ("b2", 0)}]
         assert "1 left out (b2 point 0)" in compare.render_text(cmp)
         with pytest.raises(KeyError, match="no run 'c3'"):
@@ -197,9 +197,9 @@ def test_compare_pools_every_side_when_one_is_pooled(seeds_db):
             store.add_transfers("r", point, [], [_page("c0", 1, d)])
         cmp = compare.compare(store, ["b1+b2", "r"])
         c64, c128 = cmp["columns"]
-        assert (c64["label"], c128["label"]) == ("topology.bottleneck.buffer=64KB", "topology.bottleneck.buffer=128KB")
+        assert (c64["label"], c128["label"]) == ("64 KB buffer", "128 KB buffer")
         assert c64["relative"][1] == pytest.approx(2.0 / 4.0) and c128["relative"][1] == pytest.approx(6.0 / 4.0)
-        assert cmp["excluded_not_done"] == [{"run_id": "r", "label": "topology.bottleneck.buffer=128KB",
+        assert cmp["excluded_not_done"] == [{"run_id": "r", "label": "128 KB buffer",
                                              "member": ("r", 3)}]
         assert "Left out, did not finish: 1 (r point 3)" in compare.render_text(cmp)
 

@@ -217,7 +217,7 @@ def test_app_metrics_layout(store):
     recs = table.records()
     assert [(r["point"], r["app"], r["tag"], r["n"], r["errors"]) for r in recs] == [
         (0, "bulk", None, 5, 1), (0, "telnet", "rtt20ms", 1, 0), (0, "telnet", "rtt80ms", 4, 1)]
-    assert recs[2]["label"] == "app.rate=1" and recs[2]["mean"] == 2.5 and recs[2]["unit"] == "s"
+    assert recs[2]["label"] == "rate 1" and recs[2]["mean"] == 2.5 and recs[2]["unit"] == "s"
     mean = next(c for c in table.columns if c.name == "mean")
     assert mean.unit_from == "unit"
     rows = list(csv.DictReader(io.StringIO(tables.render_csv(table))))

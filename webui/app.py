@@ -34,11 +34,10 @@ from werkzeug.exceptions import HTTPException
 from controller import recover, skeleton
 from controller.run_queue import LIVE, RunQueue
 from spec.record import RecordError
-from spec.scenario import point_label
 from models import validation
 from results import compare as compare_mod
 from results import contrast as contrast_mod
-from results import figures, layouts
+from results import figures, labels, layouts
 from results import newcwv as newcwv_mod
 from results import pooled as pooled_mod
 from results import report as report_mod
@@ -240,6 +239,7 @@ def _error(status: int, title: str, message: str):
 
 def _point_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
     latest = {r["point"]: r for r in store.latest_progress(run_id)}
+    run = store.run(run_id)
     out = []
     for p in store.points(run_id):
         pr = latest.get(p["point"])
@@ -262,7 +262,7 @@ def _point_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
         eta = elapsed / done * (total - done) if done and total and p["status"] == "running" else None
         phase = pr["phase"] if pr and p["status"] == "running" else ("starting" if p["status"] == "running"
                                                                       else p["status"])
-        out.append({"point": p["point"], "label": point_label(json.loads(p["assignment"]), "single point"),
+        out.append({"point": p["point"], "label": labels.label_of(run, p),
                     "status": p["status"], "phase": phase,
                     "pages_done": done, "pages_total": total, "elapsed": round(elapsed, 1),
                     "eta": None if eta is None else round(eta)})
@@ -686,7 +686,7 @@ def _register_point_files(app: Flask) -> None:
         if row is None:
             abort(404, description=f"run {run_id} has no point {point}")
         data = _app_metrics(store, run_id, point) or {"summaries": [], "ccdf": [], "goodput": []}
-        return jsonify(run_id=run_id, point=point, label=point_label(json.loads(row["assignment"]), "single point"),
+        return jsonify(run_id=run_id, point=point, label=labels.label_of(store.run(run_id), row),
                        **data)
 
     @app.get(f"/runs/<run_id>/points/<int(max={MAX_INDEX}):point>/capture.pcap")
