@@ -93,13 +93,20 @@ def _attrs(text: str, doc: str, line: int) -> dict[str, str]:
 
 
 def parse(doc: str, lines: list[str]) -> list[Region]:
-    """The regions of a doc's lines, in order; RegionError for one not closed, nested, or an end
-    without a start."""
+    """The regions of a doc's lines, in order (markers in a fenced code block are not regions);
+    RegionError for one not closed, nested, or an end without a start."""
     out: list[Region] = []
     open_at: int | None = None
     attrs: dict[str, str] = {}
+    fence: str | None = None  # inside a code block (outside regions) a marker is an example, not a region
     for i, line in enumerate(lines):
         text = line.rstrip()
+        if open_at is None and text.lstrip().startswith(("```", "~~~")):
+            mark = text.lstrip()[:3]
+            fence = mark if fence is None else (None if mark == fence else fence)
+            continue
+        if fence is not None:
+            continue
         if text.startswith("<!-- catnip:generated"):
             m = START.fullmatch(text)
             if m is None:

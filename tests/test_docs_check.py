@@ -272,3 +272,10 @@ def test_a_manifest_edited_by_hand_fails(tmp_path):
     result = invoke("docs", "check", "--root", str(root))
     assert result.exit_code == 1
     assert f"run {run_id}'s points is" in result.output and "but its file says" in result.output
+
+
+def test_a_marker_in_a_code_block_is_an_example_not_a_region():
+    lines = ["```markdown", "<!-- catnip:generated layout=catnip-table-ii runs=R -->", "```",
+             "<!-- catnip:generated archive=contents -->", "<!-- /catnip:generated -->"]
+    regions = doc_regions.parse("x.md", lines)
+    assert [(r.start, r.attrs) for r in regions] == [(3, {"archive": "contents"})]
