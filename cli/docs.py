@@ -26,7 +26,7 @@ def _files(root: Path, files: tuple[str, ...]) -> list[Path] | None:
     return [Path(f) for f in files] or None
 
 
-@click.group(name="docs", short_help="The archive of runs behind the docs; their tables built and checked.")
+@click.group(name="docs", short_help="The runs behind the docs (archive/); their tables built, checked.")
 def docs_group() -> None:
     """The runs behind the docs' tables, kept in archive/ (`catnip docs archive`), and the docs'
     generated regions rebuilt from them (`build`) or compared with them (`check`): docs/archive.md."""
