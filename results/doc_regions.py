@@ -232,7 +232,8 @@ def _render_layout(region: Region, db: docs_archive.RunsDB) -> list[str]:
     elif late == "mark":
         names += [table.columns[i].name for i in verdicts if table.columns[i].name not in names]
     decimals = int(region.attrs["decimals"]) if "decimals" in region.attrs else None
-    return ["", *_wrap(head), "", *markdown_table(table, names, decimals), *(["", *table.notes] if table.notes else []), ""]
+    notes = ["", *table.notes] if table.notes else []
+    return ["", *_wrap(head), "", *markdown_table(table, names, decimals), *notes, ""]
 
 
 def _render_contents(db: docs_archive.RunsDB) -> list[str]:
