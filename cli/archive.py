@@ -1,5 +1,6 @@
 """`catnip export RUN` and `catnip import FILE`: one run as one file (results/archive.py), to take a
-run's records elsewhere and read them there as `catnip report` and the dashboard read the original.
+run's records elsewhere and read them there as `catnip report` and the dashboard read the original;
+`catnip export RUN --tidy DIR`: the run as tidy tables for analysis (results/tidy.py, docs/analysis.md).
 Registered on the `catnip` group by cli/main.py."""
 
 from __future__ import annotations
@@ -25,16 +26,22 @@ def _size(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB"
 
 
-@click.command(name="export", short_help="One run as one file (RUN.catnip.json.gz) for a colleague.")
+@click.command(name="export", short_help="One run as one file for a colleague, or as tidy tables (--tidy).")
 @click.argument("run")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="the file to write (default RUN_ID.catnip.json.gz here); an existing file is not replaced")
+@click.option("--tidy", type=click.Path(file_okay=False), default=None,
+              help="instead: a new folder of CSV (and Parquet) tables, one per metric, a row per sample")
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
-def export_cmd(run: str, out: str | None, db: str | None) -> None:
+def export_cmd(run: str, out: str | None, tidy: str | None, db: str | None) -> None:
     """Write RUN (an id or an unambiguous prefix) as one gzip'd JSON file: every row the database
-    holds for it, the schema, and a list of the run's folder (docs/database.md)."""
+    holds for it, the schema, and a list of the run's folder (docs/database.md). With --tidy DIR,
+    write it as tidy tables instead: one CSV (and Parquet) per metric, one row per sample, with the
+    run's metadata in every row (docs/analysis.md)."""
     from results import archive
     from testbed.metadata import git_revision
+    if out is not None and tidy is not None:
+        raise Refused("--out and --tidy: give one (--out writes the archive file, --tidy a folder of tables)")
     if not Path(db or paths.database()).exists():  # opening would create an empty database
         raise Refused(f"no database {db or paths.database()} (give --db)")
     with _open(db) as store:
@@ -43,6 +50,9 @@ def export_cmd(run: str, out: str | None, db: str | None) -> None:
             raise Refused(f"no run {run[:120]!r} in {store.path} (`catnip list` shows the runs; a prefix must name"
                           " one run)")
         run_id = found["id"]
+        if tidy is not None:
+            _tidy(store, run_id, Path(tidy))
+            return
         try:
             document = archive.export_run(store, run_id, paths.runs_dir(store.path) / run_id, git_revision())
         except archive.ArchiveError as exc:
@@ -57,6 +67,17 @@ def export_cmd(run: str, out: str | None, db: str | None) -> None:
     click.echo(f"run {run_id}: {document['summary']['rows']['points']} point(s), {rows} rows -> {target}"
                f" ({_size(size)})"
                + (f"; its folder ({len(folder['files'])} files) is listed, not included" if folder else ""))
+
+
+def _tidy(store, run_id: str, folder: Path) -> None:
+    from results import tidy as tidy_mod
+    try:
+        files = tidy_mod.write(store, run_id, folder)
+    except tidy_mod.TidyError as exc:
+        raise Refused(str(exc)) from None
+    kinds = sorted({f.suffix.lstrip(".") for f in files})
+    click.echo(f"run {run_id}: {len({f.stem for f in files})} table(s) as {' and '.join(kinds)} -> {folder}"
+               + ("" if "parquet" in kinds else " (no Parquet: pyarrow is not installed)"))
 
 
 @click.command(name="import", short_help="Read a run written by `catnip export` into the database.")
