@@ -59,8 +59,10 @@ def archive_cmd(run_id: str, db: str | None, root: str | None) -> None:
         except docs_archive.DocsArchiveError as exc:
             raise Refused(str(exc)) from None
     kept = sum(1 for p in entry["points"] if p["realtime_ok"] is True)
+    dirty = str(entry["git_rev"]).endswith("-dirty")
     click.echo(f"archived run {entry['run_id']} ({entry['scenario']}, seed {entry['seed']}): {len(entry['points'])}"
-               f" point(s), {kept} kept real time -> {archive_dir / entry['file']} ({entry['bytes']:,} bytes)")
+               f" point(s), {kept} kept real time -> {archive_dir / entry['file']} ({entry['bytes']:,} bytes)"
+               + ("; its git commit is -dirty: the checkout had uncommitted changes when it ran" if dirty else ""))
 
 
 def _report(outcome, ok: str) -> None:
@@ -73,7 +75,7 @@ def _report(outcome, ok: str) -> None:
 
 @docs_group.command(name="build", short_help="Rewrite every generated region of the docs from archive/.")
 @click.argument("files", nargs=-1, metavar="[FILES]...")
-@click.option("--root", type=click.Path(file_okay=False), default=None, help=ROOT_HELP)
+@click.option("--root", type=click.Path(file_okay=False, exists=True), default=None, help=ROOT_HELP)
 def build_cmd(files: tuple[str, ...], root: str | None) -> None:
     """Rewrite the generated regions of FILES (default README.md and docs/**/*.md) from the
     archive, through the layouts `catnip report` uses. Exit 1 naming what could not be built."""
@@ -88,7 +90,7 @@ def build_cmd(files: tuple[str, ...], root: str | None) -> None:
 
 @docs_group.command(name="check", short_help="Exit 1 where a generated region differs from archive/.")
 @click.argument("files", nargs=-1, metavar="[FILES]...")
-@click.option("--root", type=click.Path(file_okay=False), default=None, help=ROOT_HELP)
+@click.option("--root", type=click.Path(file_okay=False, exists=True), default=None, help=ROOT_HELP)
 def check_cmd(files: tuple[str, ...], root: str | None) -> None:
     """Compare every generated region of FILES (default README.md and docs/**/*.md) with what the
     archive gives; exit 1 naming the doc, the region and its first differing line, a region that
