@@ -352,8 +352,8 @@ mod tests {
         let ids: Vec<&str> = text.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
         assert_eq!(ids, vec!["0", "1", "3"]);
         assert_eq!(fates[2].dscp_out, 10, "the retransmission is IN");
-        let Some(crate::stats::EdgeCounters::Tcpf(c)) = link.snapshot().edge.first().copied() else { panic!() };
-        assert_eq!((c.acks, c.retrans_protected), (1, 1));
+        let c = &link.snapshot().edge[0];
+        assert_eq!((c.kind, c.get("acks"), c.get("retrans_protected")), ("tcpf", 1, 1));
         for (bad, want) in [
             ("0,40,0,1,6,10.0.0.1,10.0.0.2,1,2,back,16,1,1,0", "dir \"back\" (allowed: fwd, rev"),
             ("0,40,0,1,6,10.0.0.1,10.0.0.2,1,2,fwd,16,,1,0", "flags, seq, ack and payload go together"),

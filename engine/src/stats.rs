@@ -137,41 +137,34 @@ impl LatenessCauses {
     }
 }
 
-/// One edge function's counters (packets), in the link's `edge` order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EdgeCounters {
-    /// Packets whose DSCP the marker changed.
-    Mark { remarked: u64 },
-    /// Metered packets in and out of profile; the out-of-profile ones dropped (the others
-    /// were remarked).
-    Police { in_profile: u64, out_profile: u64, dropped: u64 },
-    /// Packets that had to wait, dropped for a full shaper buffer, and waiting now.
-    Shape { held: u64, dropped: u64, queue_pkts: u64 },
-    /// A TCPF marker's counters (tcpf.rs).
-    Tcpf(crate::tcpf::TcpfCounters),
-    /// A token-bucket marker: packets and bytes IN and OUT, refills of its pool, tokens spent.
-    TokenMarker { in_packets: u64, in_bytes: u64, out_packets: u64, out_bytes: u64, refills: u64, pool_spent: u64 },
+/// One edge function's counters, in the link's `edge` order: its kind and its counters by name
+/// (each function names its own: edge/*.rs, tcpf.rs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdgeCounters {
+    pub kind: &'static str,
+    pub values: Vec<(&'static str, u64)>,
 }
 
 impl EdgeCounters {
-    pub fn to_json(&self) -> Value {
-        match *self {
-            EdgeCounters::Mark { remarked } => json!({"kind": "mark", "remarked": remarked}),
-            EdgeCounters::Police { in_profile, out_profile, dropped } => {
-                json!({"kind": "police", "in": in_profile, "out": out_profile, "dropped": dropped})
-            }
-            EdgeCounters::Shape { held, dropped, queue_pkts } => {
-                json!({"kind": "shape", "held": held, "dropped": dropped, "queue_pkts": queue_pkts})
-            }
-            EdgeCounters::Tcpf(c) => json!({"kind": "tcpf", "in": c.in_packets, "in_bytes": c.in_bytes,
-                "out": c.out_packets, "out_bytes": c.out_bytes, "retrans_protected": c.retrans_protected,
-                "retrans_seen": c.retrans_seen, "allocations": c.allocations, "pool_spent": c.pool_spent,
-                "acks": c.acks, "flows": c.flows}),
-            EdgeCounters::TokenMarker { in_packets, in_bytes, out_packets, out_bytes, refills, pool_spent } => {
-                json!({"kind": "token_marker", "in": in_packets, "in_bytes": in_bytes, "out": out_packets,
-                    "out_bytes": out_bytes, "refills": refills, "pool_spent": pool_spent})
-            }
+    pub fn new(kind: &'static str, values: &[(&'static str, u64)]) -> EdgeCounters {
+        EdgeCounters { kind, values: values.to_vec() }
+    }
+
+    /// The counter `name` (a missing one is a bug in the caller).
+    pub fn get(&self, name: &str) -> u64 {
+        match self.values.iter().find(|(n, _)| *n == name) {
+            Some((_, v)) => *v,
+            None => panic!("edge function {:?} has no counter {name:?}", self.kind),
         }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("kind".into(), json!(self.kind));
+        for (name, v) in &self.values {
+            m.insert((*name).to_string(), json!(v));
+        }
+        Value::Object(m)
     }
 }
 
@@ -184,7 +177,6 @@ pub struct LinkStats {
     pub sent: ClassCounts,
     pub dropped: ClassCounts,
     pub lost: ClassCounts,
-    pub edge: Vec<EdgeCounters>,
     pub max_queue_pkts: usize,
     pub max_queue_bytes: usize,
     pub lateness: Lateness,
@@ -199,7 +191,7 @@ impl LinkStats {
             sent: self.sent,
             dropped: self.dropped,
             lost: self.lost,
-            edge: self.edge.clone(),
+            edge: Vec::new(), // the link fills them in from its edge functions
             queue_pkts,
             queue_bytes,
             max_queue_pkts: self.max_queue_pkts,
@@ -285,14 +277,16 @@ mod tests {
         s.arrived.add(&PacketInfo::new(40, 46, 0));
         s.dropped.add(&PacketInfo::new(1500, 10, 0));
         s.lost.add(&PacketInfo::new(1500, 10, 0));
-        s.edge = vec![
-            EdgeCounters::Mark { remarked: 4 },
-            EdgeCounters::Police { in_profile: 5, out_profile: 2, dropped: 1 },
-            EdgeCounters::Shape { held: 3, dropped: 0, queue_pkts: 2 },
+        let edge = vec![
+            EdgeCounters::new("mark", &[("remarked", 4)]),
+            EdgeCounters::new("police", &[("in", 5), ("out", 2), ("dropped", 1)]),
+            EdgeCounters::new("shape", &[("held", 3), ("dropped", 0), ("queue_pkts", 2)]),
         ];
         s.lateness.record(1_500_000, 1_000_000);
         s.lateness.record(200_000, 1_000_000);
-        let v = s.snapshot(3, 4500).to_json();
+        let mut snap = s.snapshot(3, 4500);
+        snap.edge = edge;
+        let v = snap.to_json();
         assert_eq!(v["arrived"]["high"], json!([1, 1500]));
         assert_eq!(v["arrived"]["other"], json!([1, 40]));
         assert_eq!(v["sent"]["lowest"], json!([0, 0]));

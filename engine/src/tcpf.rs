@@ -18,9 +18,12 @@ use crate::packet::{PacketInfo, TCP_ACK};
 const TCP_FIN: u8 = 0x01;
 const TCP_SYN: u8 = 0x02;
 const TCP_RST: u8 = 0x04;
-use crate::stats::EdgeCounters;
+use crate::edge::{AckObserver, EdgeFunction, EdgeParams, Step};
+use crate::policy::Queued;
 use serde::Deserialize;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 fn default_interval_us() -> u64 {
     400_000
@@ -125,7 +128,8 @@ fn check_common(interval_us: u64, pool_bytes: u64, in_dscp: u8, out_dscp: u8) ->
 }
 
 impl TcpfConfig {
-    pub fn build(&self) -> Result<Tcpf, String> {
+    /// Check the parameters and build the marker.
+    pub fn marker(&self) -> Result<Tcpf, String> {
         check_common(self.interval_us, self.pool_bytes, self.in_dscp, self.out_dscp)?;
         if self.mss_bytes == 0 {
             return Err("mss_bytes: must be above 0".into());
@@ -154,9 +158,56 @@ impl TcpfConfig {
 }
 
 impl TokenMarkerConfig {
-    pub fn build(&self) -> Result<TokenMarker, String> {
+    /// Check the parameters and build the marker.
+    pub fn marker(&self) -> Result<TokenMarker, String> {
         check_common(self.interval_us, self.pool_bytes, self.in_dscp, self.out_dscp)?;
-        Ok(TokenMarker { c: self.clone(), tokens: 0, next_refill: None })
+        Ok(TokenMarker { c: self.clone(), tokens: 0, next_refill: None, counts: TokenCounts::default() })
+    }
+}
+
+impl EdgeParams for TcpfConfig {
+    fn build<H: 'static>(&self) -> Result<Box<dyn EdgeFunction<H>>, String> {
+        Ok(Box::new(TcpfEdge(Rc::new(RefCell::new(self.marker()?)))))
+    }
+
+    fn may_rewrite(&self) -> bool {
+        true
+    }
+}
+
+impl EdgeParams for TokenMarkerConfig {
+    fn build<H: 'static>(&self) -> Result<Box<dyn EdgeFunction<H>>, String> {
+        Ok(Box::new(self.marker()?))
+    }
+
+    fn may_rewrite(&self) -> bool {
+        true
+    }
+}
+
+/// A TCPF marker on a link, shared with the link's engine, which feeds it the ACKs crossing its
+/// other links.
+struct TcpfEdge(Rc<RefCell<Tcpf>>);
+
+impl<H> EdgeFunction<H> for TcpfEdge {
+    fn apply(&mut self, mut pkt: Queued<H>, now: u64) -> Step<H> {
+        let dscp = self.0.borrow_mut().mark(&pkt.info, now);
+        pkt.info.set_dscp(dscp);
+        Step::Next(pkt)
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.0.borrow().counter_values()
+    }
+
+    fn ack_observer(&self) -> Option<Rc<RefCell<dyn AckObserver>>> {
+        Some(self.0.clone())
+    }
+}
+
+impl AckObserver for Tcpf {
+    fn observe(&mut self, p: &PacketInfo, now: u64) {
+        Tcpf::observe(self, p, now)
     }
 }
 
@@ -514,8 +565,21 @@ impl Tcpf {
         self.c.out_dscp
     }
 
-    pub fn edge_counters(&self) -> EdgeCounters {
-        EdgeCounters::Tcpf(self.counters)
+    /// Its counters for the stats line (stats.rs), by name.
+    pub fn counter_values(&self) -> Vec<(&'static str, u64)> {
+        let c = self.counters;
+        vec![
+            ("in", c.in_packets),
+            ("in_bytes", c.in_bytes),
+            ("out", c.out_packets),
+            ("out_bytes", c.out_bytes),
+            ("retrans_protected", c.retrans_protected),
+            ("retrans_seen", c.retrans_seen),
+            ("allocations", c.allocations),
+            ("pool_spent", c.pool_spent),
+            ("acks", c.acks),
+            ("flows", c.flows),
+        ]
     }
 }
 
@@ -525,15 +589,44 @@ pub struct TokenMarker {
     c: TokenMarkerConfig,
     tokens: u64,
     next_refill: Option<u64>,
+    pub counts: TokenCounts,
+}
+
+/// A TB marker's counters: packets and bytes IN and OUT, refills of its pool, tokens spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenCounts {
+    pub in_packets: u64,
+    pub in_bytes: u64,
+    pub out_packets: u64,
+    pub out_bytes: u64,
+    pub refills: u64,
+    pub pool_spent: u64,
+}
+
+impl<H> EdgeFunction<H> for TokenMarker {
+    fn apply(&mut self, mut pkt: Queued<H>, now: u64) -> Step<H> {
+        let dscp = self.mark(&pkt.info, now);
+        pkt.info.set_dscp(dscp);
+        Step::Next(pkt)
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let c = self.counts;
+        vec![
+            ("in", c.in_packets),
+            ("in_bytes", c.in_bytes),
+            ("out", c.out_packets),
+            ("out_bytes", c.out_bytes),
+            ("refills", c.refills),
+            ("pool_spent", c.pool_spent),
+        ]
+    }
 }
 
 impl TokenMarker {
     /// IN (true) if the pool holds the packet's length in tokens.
-    pub fn mark(&mut self, p: &PacketInfo, now: u64, counters: &mut EdgeCounters) -> u8 {
-        let EdgeCounters::TokenMarker { in_packets, in_bytes, out_packets, out_bytes, refills, pool_spent } = counters
-        else {
-            unreachable!("a token marker's counters are its own")
-        };
+    pub fn mark(&mut self, p: &PacketInfo, now: u64) -> u8 {
+        let TokenCounts { in_packets, in_bytes, out_packets, out_bytes, refills, pool_spent } = &mut self.counts;
         let t = self.c.interval_us * 1000;
         match self.next_refill {
             None => {
@@ -572,7 +665,7 @@ mod tests {
 
     fn tcpf(json: &str) -> Tcpf {
         let c: TcpfConfig = serde_json::from_str(json).unwrap();
-        c.build().unwrap()
+        c.marker().unwrap()
     }
 
     /// A data packet of flow `f` (source 10.0.0.f, port 1000 + f) with `payload` bytes at `seq`.
@@ -803,37 +896,29 @@ mod tests {
     #[test]
     fn the_token_marker_refills_exactly_each_interval() {
         let c: TokenMarkerConfig = serde_json::from_str(r#"{"interval_us": 400000, "pool_bytes": 5000}"#).unwrap();
-        let mut tb = c.build().unwrap();
-        let mut counters = EdgeCounters::TokenMarker {
-            in_packets: 0,
-            in_bytes: 0,
-            out_packets: 0,
-            out_bytes: 0,
-            refills: 0,
-            pool_spent: 0,
-        };
+        let mut tb = c.marker().unwrap();
         // 1000-byte packets every 10 ms from t = 7 ms: 5 IN per interval, then OUT until the
         // boundary at 7 + 400 k ms, whatever the flow (no TCP awareness).
         let mut per_interval = vec![0u64; 10];
         for k in 0..400u64 {
             let t = 7 * MS + k * 10 * MS;
             let p = data(1 + (k % 3) as u32, 0, 960);
-            if tb.mark(&p, t, &mut counters) == IN {
+            if tb.mark(&p, t) == IN {
                 per_interval[((t - 7 * MS) / (400 * MS)) as usize] += 1;
             }
         }
         assert_eq!(per_interval, vec![5; 10]);
         // Idle for 1.3 s: one refill, to the pool and no more.
         let t = 7 * MS + 5300 * MS;
-        let marks: Vec<u8> = (0..7).map(|i| tb.mark(&data(1, 0, 960), t + i, &mut counters)).collect();
+        let marks: Vec<u8> = (0..7).map(|i| tb.mark(&data(1, 0, 960), t + i)).collect();
         assert_eq!(marks, vec![IN, IN, IN, IN, IN, 12, 12]);
         // Tokens left at a boundary are not carried over: one packet in the next interval, seven
         // in the one after, of which five are IN.
-        assert_eq!(tb.mark(&data(1, 0, 960), 7 * MS + 5600 * MS, &mut counters), IN);
+        assert_eq!(tb.mark(&data(1, 0, 960), 7 * MS + 5600 * MS), IN);
         let t = 7 * MS + 6000 * MS;
-        let marks: Vec<u8> = (0..7).map(|i| tb.mark(&data(2, 0, 960), t + i, &mut counters)).collect();
+        let marks: Vec<u8> = (0..7).map(|i| tb.mark(&data(2, 0, 960), t + i)).collect();
         assert_eq!(marks, vec![IN, IN, IN, IN, IN, 12, 12]);
-        let EdgeCounters::TokenMarker { in_packets, refills, pool_spent, .. } = counters else { panic!() };
+        let TokenCounts { in_packets, refills, pool_spent, .. } = tb.counts;
         assert_eq!((in_packets, refills, pool_spent), (61, 13, 61_000));
     }
 
@@ -904,7 +989,7 @@ mod tests {
             (r#"{"flow_idle_us": 800000}"#, "flow_idle_us: at least 120000000"),
         ] {
             let c: TcpfConfig = serde_json::from_str(json).unwrap();
-            let e = c.build().err().unwrap();
+            let e = c.marker().err().unwrap();
             assert!(e.starts_with(want), "{json}: {e}");
         }
     }
