@@ -287,7 +287,7 @@ impl<H> SourceScheduler<H> {
             .iter()
             .position(|flow| b.tokens.credit >= b.spec.need(conns[flow].queue[0].info.len))?;
         // A packet larger than the bucket goes on a full bucket and leaves it in debt (as the
-        // edge shaper does, edge.rs).
+        // edge shaper does, edge/shape.rs).
         let len = self.conns[&self.rings[c][level][k]].queue[0].info.len;
         b.tokens.credit -= cost(u64::from(len));
         Some(k)
