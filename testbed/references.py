@@ -76,7 +76,15 @@ REFERENCES = (
                "tests/test_policy_references.py::test_wrr_engine_matches_the_reference_hypothesis",
                "tests/test_policy_references.py::test_wrr_shares_follow_the_weights_and_the_link_never_idles"),
               "one packet per turn whatever the weight; one packet more per turn; buffer shares of total + 1"),
-    Reference("source_scheduler", "Nouredine-Tobagi section 6.2", ()),
+    Reference("source_scheduler", "Nouredine-Tobagi section 6.2 (Fig. 11, footnote 7): per-connection queues,"
+              " classes in order, HIGH/MED token buckets, the blocking rule, downgrades by time queued"
+              " (tests/reference/source_sched_ref.py)",
+              ("tests/test_source_scheduler_reference.py::test_source_scheduler_engine_matches_the_reference_packet_for_packet",
+               "tests/test_source_scheduler_reference.py::test_source_scheduler_engine_matches_the_reference_hypothesis",
+               "tests/test_source_scheduler_reference.py::test_what_the_paper_fixes_holds_on_the_engine_output"),
+              "the downgrade clock from when a packet became the head (the engine's former reading); a turn's head"
+              " without tokens holding its class (former); MED checked before HIGH; one byte more taken per packet;"
+              " the blocking rule removed"),
 )
 
 

@@ -170,10 +170,11 @@ def test_reference_status_lists_every_mechanism_and_finds_missing_tests(monkeypa
     assert "test_random_tcp_traces_engine_matches_the_reference" in rows["tcpf"][0]
     assert rows["tcpf_o"][1].startswith("present")
     assert rows["token_marker"][1].startswith("present (seen failing with: unused tokens carried over")
-    assert rows["source_scheduler"] == ("-", "none")  # no reference yet: listed, so the gap shows
+    assert rows["source_scheduler"][1].startswith("present (seen failing with: the downgrade clock")
     gone = references.Reference("x", "y", ("tests/test_tcpf_reference.py::test_not_there",), "z")
-    monkeypatch.setattr(references, "REFERENCES", (gone,))
-    assert references.reference_status() == [("x", "test_not_there", "missing")]
+    none = references.Reference("n", "y", ())  # no reference yet: listed, so the gap shows
+    monkeypatch.setattr(references, "REFERENCES", (gone, none))
+    assert references.reference_status() == [("x", "test_not_there", "missing"), ("n", "-", "none")]
 
 
 # -- the token-bucket marker TB (section 6.1) -----------------------------------------------------
