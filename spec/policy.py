@@ -338,7 +338,7 @@ class SourceScheduler(_Policy):
     """The source scheduler/shaper of Nouredine and Tobagi (section 6.2, Fig. 11), for a user's
     uplink (host -> router, at the access rate): one queue per connection, connections in
     application classes by port served in order, HIGH (AF11) and MED (AF12) packets held to the
-    user's token-bucket profile, LOW (the rest) limited by the link only; a head waiting
+    user's token-bucket profile, LOW (the rest) limited by the link only; a head queued
     `downgrade_after` at HIGH is remarked MED, then LOW (footnote 7). docs/engine.md."""
     kind: Literal["source_scheduler"] = "source_scheduler"
     high: TokenBucket = Field(description="the HIGH (AF11) profile, e.g. {rate: 250kbit, bucket: 6000B}")
@@ -346,8 +346,9 @@ class SourceScheduler(_Policy):
     classes: list[AppClass] = Field(description="each class's ports (80, 'lo-hi' or [lo, hi]), highest"
                                                 " scheduling priority first; a packet whose source or"
                                                 " destination port no class has is in the last class")
-    downgrade_after: float = Field(default=0.2, description="a head waiting this long at HIGH is remarked"
-                                                            " MED, then LOW (footnote 7: 200 ms)")
+    downgrade_after: float = Field(default=0.2, description="a head queued this long (since its arrival) at"
+                                                            " HIGH is remarked MED, as long again at MED"
+                                                            " LOW (footnote 7: 200 ms)")
 
     _downgrade = field_validator("downgrade_after", mode="before")(
         lambda cls, v, info: _downgrade_after(v, info))
