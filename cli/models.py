@@ -118,7 +118,11 @@ def _closed_form(name: str, label: str, fn, doc: str):
 
 
 _closed_form("cardwell", "cardwell-00", cardwell.latency,
-             "Cardwell-00: slow start, first loss, then Padhye's steady-state rate (closed form).")
+             "Cardwell-00 (Cardwell, Savage, Anderson, \"Modeling TCP Latency\", INFOCOM 2000), closed\n"
+             "form: the expected latency of a transfer from its first data segment (no handshake): slow\n"
+             "start until the first loss (their eqs. 5, 11, 15), that loss's expected cost, timeout or\n"
+             "fast retransmit (eq. 17), the data left sent at the rate of their eq. 22, and the expected\n"
+             "delayed-ACK cost (--delack).")
 _closed_form("sikdar", "sikdar", sikdar.latency,
              "A Sikdar-like model: no, one or several losses, equation 1 slow start (closed form).")
 
