@@ -20,7 +20,7 @@ cargo fmt --manifest-path engine/Cargo.toml --check
 cargo test --release --quiet --manifest-path engine/Cargo.toml
 .venv/bin/catnip clean >/dev/null
 status=0
-.venv/bin/python -m pytest -q -rs "$@" || status=$?
+.venv/bin/python -m pytest -q -rs --durations=25 "$@" || status=$?
 # Leave no state behind, even when a test failed half-way (clean refuses if a run started meanwhile).
 .venv/bin/catnip clean >/dev/null || status=1
 exit $status
