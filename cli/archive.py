@@ -5,6 +5,7 @@ Registered on the `catnip` group by cli/main.py."""
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from pathlib import Path
 
@@ -103,4 +104,5 @@ def import_cmd(file: str, db: str | None, new_id: str | None) -> None:
             raise Refused(str(exc)) from None
     was = document["run_id"]
     click.echo(f"imported run {was}" + (f" as {done.run_id}" if done.run_id != was else "")
-               + f" into {store.path} ({done.rows} rows); `catnip report {done.run_id}` shows it")
+               + f" into {store.path} ({done.rows} rows); `catnip report {done.run_id}"
+               + (f" --db {shlex.quote(db)}" if db is not None else "") + "` shows it")

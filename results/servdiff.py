@@ -124,6 +124,9 @@ def schemes(store: Store, specs: Sequence[str]) -> tuple[list[Scheme], list[str]
             seen.add(r["id"])
             if json.loads(r["scenario"]).get("kind") == "transfers":
                 raise NoData(f"run {r['id']} is a transfer measurement: `catnip model validate {r['id']}` reports it")
+            if not applies(store, r["id"]):  # as the other papers' layouts refuse another paper's run
+                raise NoData(f"no point of {r['id']} is a Nouredine and Tobagi experiment (a Telnet or FTP"
+                             " application, or the tree topology)")
         if len(runs) > 1:
             names = sorted({r["name"] for r in runs})
             if len(names) > 1:

@@ -142,7 +142,7 @@ def test_the_rich_run_has_rows_in_every_table(source):
 def test_import_says_what_it_did(imported):
     source, target, _, output = imported
     rows = sum(len(r) for r in _rows(source, RUN).values())
-    assert output == f"imported run {RUN} into {target} ({rows} rows); `catnip report {RUN}` shows it\n"
+    assert output == f"imported run {RUN} into {target} ({rows} rows); `catnip report {RUN} --db {target}` shows it\n"
 
 
 def test_every_table_round_trips_row_for_row(imported):

@@ -45,10 +45,10 @@ from results import samples as samples_mod
 from results import servdiff as servdiff_mod
 from results import study as study_mod
 from results import point_record, run_ids
-from results.import_schema import MAX_INDEX
+from results.import_schema import MAX_INDEX, STATUSES
 from results.store import Store, StoreVersionError
 from testbed import paths
-from webui import forms, hosts
+from webui import forms, hosts, runlist
 
 
 def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue: RunQueue | None = None,
@@ -510,10 +510,22 @@ def _register_runs(app: Flask) -> None:
 
     @app.get("/runs")
     def runs():
-        recover.close_abandoned_runs(_store())
-        rows = [_listed(r) for r in _store().runs()]
-        return render_template("runs.html", runs=rows, jobs=[j for j in _queue().active()
-                                                             if _store().run(j.run_id) is None])
+        # Filtered by validated query parameters (webui/runlist.py): paper, status, real time.
+        try:
+            chosen = runlist.run_filter(request.args)
+        except ValueError as exc:
+            abort(400, description=str(exc))
+        store = _store()
+        recover.close_abandoned_runs(store)
+        counts, cache = runlist.point_counts(store.db), {}
+        rows = [{**_listed(r), **runlist.provenance(r, app.config["CATNIP_SCENARIOS"], counts, cache)}
+                for r in store.runs()]
+        shown = [r for r in rows if chosen.keeps(r)]
+        return render_template("runs.html", runs=shown, total=len(rows), chosen=chosen,
+                               papers=[p for p in runlist.PAPER_NAMES if any(r["paper"] == p for r in rows)],
+                               statuses=[s for s in STATUSES if any(r["status"] == s for r in rows)],
+                               realtime=runlist.REALTIME,
+                               jobs=[j for j in _queue().active() if store.run(j.run_id) is None])
 
 
 def _register_run_page(app: Flask) -> None:
