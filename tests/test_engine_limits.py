@@ -75,6 +75,7 @@ def schema_bounds() -> dict[str, tuple]:
         "spin_us": (0, spin * micros),
         "queue_maxlen": (controller["queue_maxlen"], controller["queue_maxlen"]),
         "verdict_batch": (32, 32),  # not set by the controller: the engine's default
+        "recv_batch": (32, 32),  # not set by the controller: the engine's default
         "links.count": (1, directions),
         "link.queue_num": (0, directions - 1),
         "link.rate_bps": (0, max(graph.MAX_RATE, units.MAX_RATE)),  # 0: a host's uplink, serialized by its htb
@@ -146,6 +147,7 @@ def _at(key: str) -> Callable[[Any], dict]:
         "spin_us": lambda v: _config({"spin_us": v}),
         "queue_maxlen": lambda v: _config({"queue_maxlen": v}),
         "verdict_batch": lambda v: _config({"verdict_batch": v}),
+        "recv_batch": lambda v: _config({"recv_batch": v}),
         "links.count": lambda v: {"links": [{**LINK, "name": f"l{i}", "queue_num": i} for i in range(v)]},
         "link.queue_num": lambda v: _config(queue_num=v),
         "link.rate_bps": lambda v: _config(rate_bps=v),

@@ -145,6 +145,11 @@ impl LinkConfig {
 fn default_verdict_batch() -> usize {
     32
 }
+fn default_recv_batch() -> usize {
+    32
+}
+/// recvmmsg takes at most this many messages per call (UIO_MAXIOV).
+pub const MAX_RECV_BATCH: usize = 1024;
 fn default_stats_interval() -> u64 {
     500
 }
@@ -175,6 +180,9 @@ pub struct Config {
     /// Verdicts sent together in one netlink call at most (1: one call per verdict).
     #[serde(default = "default_verdict_batch")]
     pub verdict_batch: usize,
+    /// NFQUEUE messages taken per receive call at most (1: one call per packet).
+    #[serde(default = "default_recv_batch")]
+    pub recv_batch: usize,
     /// Write every arrival, in the order taken and at the time used, here (arrival_log.rs).
     #[serde(default)]
     pub arrival_log: Option<std::path::PathBuf>,
@@ -212,6 +220,9 @@ impl Config {
         }
         if self.stats_interval_ms == 0 {
             bail!("stats_interval_ms: must be above 0");
+        }
+        if !(1..=MAX_RECV_BATCH).contains(&self.recv_batch) {
+            bail!("recv_batch: {} is outside 1-{MAX_RECV_BATCH} (messages per receive call)", self.recv_batch);
         }
         let mut names = HashSet::new();
         let mut queues = HashSet::new();
@@ -289,6 +300,7 @@ pub fn limits() -> serde_json::Value {
         "spin_us": int(0, u64_max),
         "queue_maxlen": int(0, u32_max),
         "verdict_batch": int(0, usize::MAX as u64),
+        "recv_batch": int(1, MAX_RECV_BATCH as u64),
         "links.count": int(1, u64::from(u16::MAX) + 1),
         "link.queue_num": int(0, u64::from(u16::MAX)),
         "link.rate_bps": int(0, u64_max),

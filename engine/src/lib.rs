@@ -10,6 +10,7 @@ pub mod config;
 pub mod edge;
 pub mod link;
 pub mod nfq_loop;
+pub mod nfq_recv;
 pub mod packet;
 pub mod policy;
 pub mod replay;

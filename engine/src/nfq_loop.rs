@@ -7,12 +7,13 @@
 use crate::arrival_log::ArrivalLog;
 use crate::config::Config;
 use crate::link::{AckFeed, Fate, Link};
+use crate::nfq_recv::{Packet, Receiver};
 use crate::packet::{rewrite_dscp, PacketInfo};
 use crate::stats::{Lateness, LatenessCauses};
 use crate::stats_writer::{Record, StatsWriter};
 use crate::verdicts::VerdictBatch;
 use anyhow::{anyhow, Context, Result};
-use nfq::{Message, Queue, Verdict};
+use nfq::Queue;
 use std::collections::HashSet;
 use std::io::{ErrorKind, Write};
 use std::path::Path;
@@ -65,7 +66,7 @@ fn open_sockets() -> HashSet<i32> {
 
 /// Open the NFQUEUE socket and find its descriptor: the nfq crate does not expose it, and
 /// ppoll needs it. The one descriptor that appears across `Queue::open` is the socket.
-fn open_queue() -> Result<(Queue, i32)> {
+pub fn open_queue() -> Result<(Queue, i32)> {
     let before = open_sockets();
     let queue = Queue::open().context("cannot open the NFQUEUE netlink socket (root needed)")?;
     let new: Vec<i32> = open_sockets().difference(&before).copied().collect();
@@ -76,13 +77,12 @@ fn open_queue() -> Result<(Queue, i32)> {
 }
 
 struct Engine {
-    queue: Queue,
-    links: Vec<Link<Message>>,
+    links: Vec<Link<Packet>>,
     lateness: Lateness,
     causes: LatenessCauses,
     late_threshold_ns: u64,
     nfq_errors: u64,
-    fates: Vec<Fate<Message>>,
+    fates: Vec<Fate<Packet>>,
     /// Verdicts not sent yet, and the link and scheduled time of each delivery among them:
     /// lateness is taken when the verdict has left, after the send.
     batch: VerdictBatch,
@@ -92,6 +92,10 @@ struct Engine {
     /// Packets whose DSCP should have been rewritten but could not be (not all of the packet
     /// was copied, or not IPv4): released unchanged.
     rewrite_failed: u64,
+    /// Segmentation-offload super-packets handed over whole (queues that take partial checksums
+    /// take these too): none while offloads are off as a run sets them; each would be emulated
+    /// as one packet of its full length, so they are counted and reported.
+    gso_packets: u64,
 }
 
 /// Each queue's copy range: whole packets for links that may rewrite the DSCP, 80 bytes for
@@ -104,19 +108,19 @@ fn copy_ranges(config: &Config) -> Vec<(u16, u16)> {
     ranges
 }
 
-/// Write the packet's new DSCP into `msg` if it differs from the one it came with; true if the
+/// Write the packet's new DSCP into `pkt` if it differs from the one it came with; true if the
 /// payload must go back with the verdict. `rewrite_failed` counts the packets that cannot be
 /// given back whole.
-fn rewrite(msg: &mut Message, dscp: u8, rewrite_failed: &mut u64) -> bool {
-    let payload = msg.get_payload();
+fn rewrite(pkt: &mut Packet, dscp: u8, rewrite_failed: &mut u64) -> bool {
+    let payload = &pkt.payload;
     if payload.len() < 2 || payload[1] >> 2 == dscp {
         return false;
     }
-    if payload.len() != msg.get_original_len() || payload.len() > usize::from(COPY_WHOLE) - 4 {
+    if payload.len() != pkt.orig_len || payload.len() > usize::from(COPY_WHOLE) - 4 {
         *rewrite_failed += 1;
         return false;
     }
-    let ok = rewrite_dscp(msg.get_payload_mut(), dscp);
+    let ok = rewrite_dscp(&mut pkt.payload, dscp);
     if !ok {
         *rewrite_failed += 1;
     }
@@ -132,16 +136,16 @@ impl Engine {
         for fate in fates.drain(..) {
             match fate {
                 Fate::Deliver { mut handle, at, info } => {
-                    let (queue, id, mark) = (handle.get_queue_num(), handle.get_packet_id(), Some(release_mark(at)));
+                    let (queue, id, mark) = (handle.queue_num, handle.id, Some(release_mark(at)));
                     if self.rewrites[link] && rewrite(&mut handle, info.dscp, &mut self.rewrite_failed) {
-                        self.batch.push_rewritten(queue, id, mark, handle.get_payload());
+                        self.batch.push_rewritten(queue, id, mark, &handle.payload);
                     } else {
                         self.batch.push(queue, id, true, mark);
                     }
                     self.due.push((link, at));
                 }
                 Fate::Drop { handle, .. } => {
-                    self.batch.push(handle.get_queue_num(), handle.get_packet_id(), false, None);
+                    self.batch.push(handle.queue_num, handle.id, false, None);
                 }
             }
             if self.batch.is_full() {
@@ -188,6 +192,7 @@ impl Engine {
             causes: self.causes,
             nfq_errors: self.nfq_errors,
             rewrite_failed: self.rewrite_failed,
+            gso_packets: self.gso_packets,
             realtime,
             links: self.links.iter().map(Link::snapshot).collect(),
         }
@@ -197,7 +202,7 @@ impl Engine {
 /// The engine is the emulation's clock: a busy machine (clients, servers, the kernel's own
 /// forwarding) must not delay its verdicts. SCHED_FIFO at a modest priority lets it preempt them;
 /// where that is refused it runs as a normal process and its lateness counters tell.
-fn set_realtime_priority() -> bool {
+pub fn set_realtime_priority() -> bool {
     let param = libc::sched_param { sched_priority: 20 };
     let ok = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0;
     if !ok {
@@ -255,15 +260,13 @@ fn time_from_mark(mark: u32, now: u64) -> u64 {
 /// arrives at its scheduled release (the virtual schedule carries on exactly); a packet fresh
 /// from the wire arrives at the kernel's receive timestamp (the skb keeps that stamp through
 /// later hooks, so it is only right on the first one); otherwise now.
-fn arrival_time(msg: &Message, now: u64) -> u64 {
-    let mark = msg.get_nfmark();
-    if mark & MARK_RELEASED != 0 {
-        let at = time_from_mark(mark, now);
+fn arrival_time(pkt: &Packet, now: u64) -> u64 {
+    if pkt.mark & MARK_RELEASED != 0 {
+        let at = time_from_mark(pkt.mark, now);
         return if now - at <= MAX_STAMP_AGE_NS { at } else { now };
     }
-    let Some(stamp) = msg.get_timestamp() else { return now };
-    let Ok(since_epoch) = stamp.duration_since(std::time::UNIX_EPOCH) else { return now };
-    let age = realtime_ns().saturating_sub(since_epoch.as_nanos() as u64);
+    let Some(stamp) = pkt.stamp_ns else { return now };
+    let age = realtime_ns().saturating_sub(stamp);
     if age > MAX_STAMP_AGE_NS {
         return now;
     }
@@ -319,6 +322,14 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
     for (queue_num, range) in copy_ranges(config) {
         queue.set_copy_range(queue_num, range)?;
     }
+    for l in config.links.iter().filter(|l| !l.may_rewrite()) {
+        // Without this flag the kernel completes every partial checksum before queueing (one
+        // pass over the payload) and the receiver, handed a packet without the offload's
+        // promise, checks it again (another): measured 5% of the engine's CPU (docs/benchmarks.md).
+        // Links that may rewrite keep the default: a verdict with a payload marks the packet's
+        // checksum as not to be completed, so it must be complete already.
+        queue.set_recv_gso(l.queue_num, true)?;
+    }
     queue.set_nonblocking(true);
     // Started before the engine turns real-time, and set back to normal priority in any case.
     let mut stats = StatsWriter::open(stats_path, config.links.iter().map(|l| l.name.clone()).collect())?;
@@ -329,8 +340,10 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
     println!("READY");
     std::io::stdout().flush()?;
 
+    let max_copy = copy_ranges(config).last().map_or(COPY_RANGE, |r| r.1);
+    let mut receiver = Receiver::new(fd, config.recv_batch, usize::from(max_copy));
+    let mut received: Vec<Packet> = Vec::with_capacity(config.recv_batch);
     let mut engine = Engine {
-        queue,
         links,
         lateness: Lateness::default(),
         causes: LatenessCauses::default(),
@@ -341,6 +354,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         due: Vec::new(),
         rewrites: config.links.iter().map(|l| l.may_rewrite()).collect(),
         rewrite_failed: 0,
+        gso_packets: 0,
     };
     let acks = AckFeed::of(&engine.links);
     let mut arrival_log = match &config.arrival_log {
@@ -355,31 +369,34 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
     while !STOP.load(Ordering::SeqCst) {
         engine.advance_all(now_ns())?;
         loop {
-            match engine.queue.recv() {
-                Ok(msg) => {
-                    let now = now_ns();
-                    let i = by_queue[usize::from(msg.get_queue_num())];
-                    if i == usize::MAX {
-                        let mut msg = msg;
-                        msg.set_verdict(Verdict::Accept);
-                        engine.queue.verdict(msg)?;
-                        continue;
-                    }
-                    let info = PacketInfo::parse(msg.get_payload(), msg.get_original_len());
-                    // Never earlier than the link's previous arrival: its schedule only moves forward.
-                    let at = arrival_time(&msg, now).max(last_arrival[i]);
-                    last_arrival[i] = at;
-                    if let Some(log) = arrival_log.as_mut() {
-                        log.write(i, at, &info)?;
-                    }
-                    arrive(&acks, &mut engine.links[i], msg, info, at, &mut engine.fates);
-                    engine.links[i].advance(now, &mut engine.fates);
-                    engine.settle(i)?;
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            match receiver.recv(&mut received) {
+                Ok(0) => break,
+                Ok(_) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => engine.nfq_errors += 1,
                 Err(e) if e.kind() == ErrorKind::Interrupted => break,
                 Err(e) => return Err(e).context("NFQUEUE receive failed"),
+            }
+            for pkt in received.drain(..) {
+                let now = now_ns();
+                let i = by_queue[usize::from(pkt.queue_num)];
+                if i == usize::MAX {
+                    engine.batch.push(pkt.queue_num, pkt.id, true, None);
+                    continue;
+                }
+                engine.gso_packets += u64::from(pkt.gso);
+                let info = PacketInfo::parse(&pkt.payload, pkt.orig_len);
+                // Never earlier than the link's previous arrival: its schedule only moves forward.
+                let at = arrival_time(&pkt, now).max(last_arrival[i]);
+                last_arrival[i] = at;
+                if let Some(log) = arrival_log.as_mut() {
+                    log.write(i, at, &info)?;
+                }
+                arrive(&acks, &mut engine.links[i], pkt, info, at, &mut engine.fates);
+                engine.links[i].advance(now, &mut engine.fates);
+                engine.settle(i)?;
+            }
+            if engine.batch.is_full() {
+                engine.flush()?;
             }
         }
         engine.flush()?; // the socket is drained: nothing waits behind these verdicts any more
@@ -402,15 +419,19 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
     // Shutdown: release everything held so no connection is left hanging, then the final record.
     let _ = engine.flush();
     for l in 0..engine.links.len() {
-        for (mut msg, info) in engine.links[l].drain() {
-            msg.set_verdict(Verdict::Accept);
-            if engine.rewrites[l] {
-                // Modified in place: the crate gives the payload back with the verdict.
-                rewrite(&mut msg, info.dscp, &mut engine.rewrite_failed);
+        for (mut pkt, info) in engine.links[l].drain() {
+            if engine.rewrites[l] && rewrite(&mut pkt, info.dscp, &mut engine.rewrite_failed) {
+                engine.batch.push_rewritten(pkt.queue_num, pkt.id, None, &pkt.payload);
+            } else {
+                engine.batch.push(pkt.queue_num, pkt.id, true, None);
             }
-            let _ = engine.queue.verdict(msg);
+            if engine.batch.is_full() {
+                let _ = engine.batch.flush();
+            }
         }
     }
+    let _ = engine.batch.flush();
+    drop(queue); // the socket closes once every verdict has gone
     if let Some(log) = arrival_log {
         log.finish()?;
     }

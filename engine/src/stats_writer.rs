@@ -28,6 +28,8 @@ pub struct Record {
     pub nfq_errors: u64,
     /// Packets whose new DSCP could not be written (see nfq_loop.rs).
     pub rewrite_failed: u64,
+    /// Segmentation-offload super-packets received whole (see nfq_loop.rs).
+    pub gso_packets: u64,
     pub realtime: bool,
     pub links: Vec<LinkSnapshot>,
 }
@@ -48,6 +50,7 @@ impl Record {
             "late_p999_us": e.quantile_us(0.999),
             "nfq_errors": self.nfq_errors,
             "dscp_rewrite_failed": self.rewrite_failed,
+            "gso_packets": self.gso_packets,
             "realtime_scheduling": self.realtime,
         });
         engine.as_object_mut().expect("an object").extend(self.causes.fields());
@@ -196,6 +199,7 @@ mod tests {
             causes: LatenessCauses::default(),
             nfq_errors: 0,
             rewrite_failed: 0,
+            gso_packets: 0,
             realtime: false,
             links: vec![s.snapshot(i, 1500 * i); names.len()],
         };
@@ -211,7 +215,9 @@ mod tests {
         assert_eq!(lines[2]["links"]["r>c299"]["queue_pkts"], 2);
         assert_eq!(lines[2]["links"]["r>c0"]["arrived"]["high"], json!([1, 1500]));
         assert_eq!(lines[0]["engine"]["late_events"], 1);
-        for k in ["late_at_issue_events", "slow_verdict_calls", "verdict_call_p99_us", "max_verdict_call_us"] {
+        for k in
+            ["late_at_issue_events", "slow_verdict_calls", "verdict_call_p99_us", "max_verdict_call_us", "gso_packets"]
+        {
             assert!(lines[0]["engine"].get(k).is_some(), "{k} missing from the engine's counters");
         }
         std::fs::remove_dir_all(&dir).unwrap();
@@ -259,6 +265,7 @@ mod tests {
             causes: LatenessCauses::default(),
             nfq_errors: 0,
             rewrite_failed: 0,
+            gso_packets: 0,
             realtime: false,
             links: vec![],
         };
