@@ -7,6 +7,7 @@ charts (the last in a real browser)."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shlex
@@ -187,7 +188,7 @@ GOOD = {"engine_events": 1000, "late_events": 0, "late_fraction": 0.0, "max_late
 
 
 @pytest.mark.parametrize("change, words", [
-    ({"late_events": 25, "late_fraction": 0.025}, "25 of 1000 verdicts (2.50%) were more than 1.0 ms late; at most 0.1%"),
+    ({"late_events": 25, "late_fraction": 0.025}, "25 of 1000 verdicts (2.50%) were more than 1 ms late; at most 0.1%"),
     ({"kernel_queue_drops": 7}, "the kernel's NFQUEUE dropped 7 packets"),
     ({"backlog_drops": 3}, "the CPUs' receive backlogs dropped 3 packets"),
     ({"tunnel_drops": 2}, "the tunnels between machines lost 2 packets"),
@@ -215,3 +216,83 @@ def test_max_late_fraction_of_a_point():
     assert runlist.max_late_fraction(json.dumps({"sizes_kb": [1]})) == 0.001  # transfers: the default
     assert runlist.max_late_fraction("[1]") == 0.001 and runlist.max_late_fraction("not json") == 0.001
     assert runlist.max_late_fraction(json.dumps({"run": {"max_late_fraction": True}})) == 0.001
+
+
+# --- the run page: real time inline, sdev bars, drops legend ---------------------------------------------------
+LATE = {**GOOD, "late_events": 25, "late_fraction": 0.025, "kernel_queue_drops": 7}
+PAGE_RUN = "20260105-000000-quick-eeee"
+
+
+def _run_data(page: str) -> dict:
+    return json.loads(re.search(r'<script id="run-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+
+
+@pytest.fixture
+def page_env(tmp_path):
+    """A run whose point missed real time, with a page whose mean minus sdev is below 0 s, and a
+    bottleneck that saw AF11, AF12 and unmarked packets."""
+    db = tmp_path / "catnip.db"
+    with Store(db) as store:
+        _record_run(store, PAGE_RUN, {1: 2.0}, dropped=10)
+        pages = [{"client": f"c{c}", "server": "v1", "page": p, "round": 1, "start": 0.0, "end": d, "duration": d,
+                  "objects": 2, "bytes": 1000} for p, ds in ((1, (0.1, 0.1, 3.0)), (2, (2.0, 2.1, 2.2)))
+                 for c, d in enumerate(ds)]
+        store.db.execute("DELETE FROM pages WHERE run_id=?", (PAGE_RUN,))
+        store.add_transfers(PAGE_RUN, 0, [], pages)
+        store.db.execute("DELETE FROM link_stats WHERE run_id=?", (PAGE_RUN,))
+        final = {"links": {"ctprs>ctprc": {"arrived": {"high": [100, 0], "low": [50, 0], "other": [10, 0]},
+                                           "sent": {"high": [99, 0], "low": [40, 0], "other": [5, 0]},
+                                           "dropped": {"high": [1, 0], "low": [10, 0], "other": [5, 0]}}}}
+        store.add_link_stats(PAGE_RUN, 0, "ctprs", final, {"ctprs>ctprc": "bottleneck-data"}, {}, {})
+        store.update_point(PAGE_RUN, 0, realtime_ok=0, fidelity=LATE)
+        store.db.commit()
+        _record_run(store, CATNIP_RUN, {1: 2.0}, dropped=10)  # unmarked only, kept real time
+    queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
+    yield create_app(db=db, scenarios_dir=tmp_path, queue=queue).test_client()
+    queue.shutdown(timeout=5)
+
+
+def test_a_point_that_missed_real_time_says_why_and_what_it_means(page_env):
+    page = page_env.get(f"/runs/{PAGE_RUN}").get_data(as_text=True)
+    why = re.search(r'<p class="realtime-why" id="realtime-why-0">(.*?)</p>', page, re.S)
+    assert why, "no reason shown"
+    text = html.unescape(" ".join(re.sub(r"<[^>]+>", " ", why.group(1)).split()))
+    assert text.startswith("Why: 25 of 1000 verdicts (2.50%) were more than 1 ms late; at most 0.1% may be"
+                           " (run.max_late_fraction); the kernel's NFQUEUE dropped 7 packets")
+    assert "left out of claims" in text
+    assert 'title="see fidelity"' not in page
+    kept = page_env.get(f"/runs/{CATNIP_RUN}").get_data(as_text=True)
+    assert "realtime-why" not in kept and "real time kept" in kept
+
+
+def test_sdev_bars_are_clipped_at_zero_and_the_chart_says_so(page_env):
+    bars = _run_data(page_env.get(f"/runs/{PAGE_RUN}").get_data(as_text=True))["figures"]["bars"]
+    err = bars["data"][0]["error_y"]
+    means = bars["data"][0]["y"]
+    assert means[0] < err["array"][0] and err["arrayminus"][0] == means[0]  # page 1: mean 1.067, sdev 1.674
+    assert err["arrayminus"][1] == err["array"][1] and not err["symmetric"]  # page 2: unclipped
+    notes = [a["text"] for a in bars["layout"]["annotations"]]
+    assert notes == ["1 of 2 sdev bars clipped at 0 s (mean - sdev < 0; a page time is never negative)"]
+    other = _run_data(page_env.get(f"/runs/{CATNIP_RUN}").get_data(as_text=True))["figures"]["bars"]
+    assert "annotations" not in other["layout"] and "arrayminus" not in other["data"][0]["error_y"]
+
+
+def test_drops_legend_names_the_classes_counted(page_env):
+    assert _run_data(page_env.get(f"/runs/{PAGE_RUN}").get_data(as_text=True))["dropClasses"] == {
+        "0": {"high": "AF11", "rest": "AF12, unmarked/other"}}
+    assert _run_data(page_env.get(f"/runs/{CATNIP_RUN}").get_data(as_text=True))["dropClasses"] == {
+        "0": {"high": None, "rest": "unmarked/other"}}
+
+
+def test_study_page_error_names_its_reason_in_the_page(page_env):
+    r = page_env.get(f"/study?run={PAGE_RUN}")
+    page = r.get_data(as_text=True)
+    assert r.status_code == 400 and "Bad Request" not in page
+    reason = re.search(r'<span id="study-reason">(.*?)</span>', page, re.S).group(1)
+    assert reason.startswith("quick is not a study scenario")
+    assert 'href="/runs?paper=CATNIP"' in page and f'href="/runs/{PAGE_RUN}"' in page
+    for query, status, words in (("", 400, "tick the runs of a study scenario"), ("?run=nope", 404, "no run"),
+                                 ("?run=x;rm", 400, "is not a run id")):
+        r = page_env.get("/study" + query)
+        assert r.status_code == status and "Bad Request" not in r.get_data(as_text=True)
+        assert words in re.search(r'<span id="study-reason">(.*?)</span>', r.get_data(as_text=True), re.S).group(1)

@@ -387,6 +387,45 @@ def _compare_sides(store: Store, req: forms.CompareRequest) -> tuple[list[dict[s
     return sides, base
 
 
+# The engine's DSCP classes (docs/engine.md) as the drops chart's legend names them.
+CLASS_NAMES = {"high": "AF11", "low": "AF12", "lowest": "AF13", "other": "unmarked/other"}
+
+
+def _drop_classes(point: dict[str, Any]) -> dict[str, str | None] | None:
+    """What the live drops chart's two series of a point counted, from the classes that reached its
+    bottleneck (server->client) by its final counters: `high` names AF11 (None when no AF11 packet
+    arrived: the series is not drawn), `rest` the other classes that arrived. None while a point
+    has no final counters (a running point): the page then says "AF11" and "not AF11"."""
+    data = (point.get("loss") or {}).get("bottleneck-data")
+    if not data or not data.get("arrived"):
+        return None
+    seen = [c for c in CLASS_NAMES if c in data["by_class"]] + sorted(c for c in data["by_class"] if c not in CLASS_NAMES)
+    rest = [CLASS_NAMES.get(c, c) for c in seen if c != "high"]
+    return {"high": "AF11" if "high" in seen else None, "rest": ", ".join(rest) or None}
+
+
+def _sdev_clipped(spec: dict[str, Any]) -> dict[str, Any]:
+    """The page-time bars with each -1 sdev bar stopped at 0 s where the mean minus one sdev falls
+    below it (a download time is never negative), and a note on the chart saying how many were."""
+    clipped = total = 0
+    for trace in spec["data"]:
+        err = trace.get("error_y") or {}
+        up = err.get("array") or []
+        down = [min(e, y) if isinstance(e, (int, float)) and isinstance(y, (int, float)) else e
+                for e, y in zip(up, trace.get("y") or [])]
+        total += len(up)
+        n = sum(1 for e, d in zip(up, down) if d != e)
+        if n:
+            err.update(symmetric=False, arrayminus=down)
+            clipped += n
+    if clipped:
+        spec["layout"].setdefault("annotations", []).append({
+            "text": f"{clipped} of {total} sdev bars clipped at 0 s (mean - sdev < 0; a page time is never negative)",
+            "xref": "paper", "yref": "paper", "x": 1, "y": 1.02, "xanchor": "right", "yanchor": "bottom",
+            "showarrow": False, "font": {"size": 11, "color": "#555"}, "name": "sdev-clipped"})
+    return spec
+
+
 NEWCWV_LAYOUTS = ("newcwv-gain", "newcwv-loss", "newcwv-trace", "ftp-throughput")
 MAX_STUDY_RUNS = 50  # the seeds (and parts) of one study; as /compare caps its runs
 
@@ -555,6 +594,9 @@ def _register_run_page(app: Flask) -> None:
         ctx["tcpf"] = None
         ctx["servdiff"] = None
         ctx["study"] = False
+        ctx["realtime_why"] = {}
+        ctx["drop_classes"] = {}
+        ctx["usability"] = runlist.USABILITY
         if run is not None and json.loads(run["scenario"]).get("kind") == "transfers":
             ctx["transfers"] = validation.cells(store.transfer_trials(run_id))  # no pages, no bottleneck
         elif run is not None:
@@ -564,9 +606,14 @@ def _register_run_page(app: Flask) -> None:
             ctx["series"] = {p["point"]: figures.bottleneck_series(store.queue_samples(run_id, p["point"]),
                                                                    store.progress(run_id, p["point"]))
                              for p in ctx["points"]}
+            # A point that missed real time says why inline, and what that means for its numbers.
+            limits = {p["point"]: runlist.max_late_fraction(p["resolved"]) for p in store.points(run_id)}
+            ctx["realtime_why"] = {p["point"]: runlist.realtime_reasons(p["fidelity"], limits.get(p["point"], 0.001))
+                                   for p in rep["points"] if p["realtime_ok"] is False}
             finished = [p for p in rep["points"] if p["table"]]
+            ctx["drop_classes"] = {p["point"]: dc for p in rep["points"] if (dc := _drop_classes(p)) is not None}
             if finished:
-                ctx["figures"] = {"bars": figures.page_time_bars({"points": finished}),
+                ctx["figures"] = {"bars": _sdev_clipped(figures.page_time_bars({"points": finished})),
                                   "cdf": figures.page_time_distribution(store, run_id, finished)}
         if run is not None:
             ctx["resolved"] = {p["point"]: yaml.safe_dump(json.loads(p["resolved"]), sort_keys=False)
@@ -780,21 +827,25 @@ def _register_views(app: Flask) -> None:
     @app.get("/study")
     def study_view():
         # The CATNIP gap study over its seeds (results/study.py): one run per seed of a study scenario.
+        # A study that cannot be shown says why on the study page itself, with what it takes.
+        def refused(status: int, reason: str, ids: list[str] = ()):
+            return render_template("study.html", error=reason, status=status, ids=list(ids), table=None,
+                                   rep=None, rows={}), status
         try:
             ids = forms.run_ids(request.args.getlist("run"))
         except ValueError as exc:
-            abort(400, description=str(exc))
+            return refused(400, str(exc))
         if not ids:
-            abort(400, description="tick the runs of a study scenario (one per seed) on the runs page")
+            return refused(400, "tick the runs of a study scenario (one per seed) on the runs page")
         if len(ids) > MAX_STUDY_RUNS:
-            abort(400, description=f"{len(ids)} runs: a study page takes at most {MAX_STUDY_RUNS}")
+            return refused(400, f"{len(ids)} runs: a study page takes at most {MAX_STUDY_RUNS}", ids)
         try:
             table = layouts.study_table(study_mod.study(_store(), ids))
         except KeyError as exc:
-            abort(404, description=exc.args[0])
+            return refused(404, str(exc.args[0]), ids)
         except study_mod.NoStudy as exc:
-            abort(400, description=str(exc))
-        return render_template("study.html", table=table, rep=table.source, ids=ids,
+            return refused(400, str(exc), ids)
+        return render_template("study.html", table=table, rep=table.source, ids=ids, error=None,
                                rows={(r["context"], r["scheme"], r["side"]): r for r in table.records()})
 
 

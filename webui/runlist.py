@@ -172,7 +172,7 @@ def realtime_reasons(fidelity: Mapping[str, Any] | None, max_late: float = DEFAU
     threshold = fidelity.get("late_threshold_us")
     if frac is not None and frac > max_late:
         out.append(f"{late} of {events} verdicts ({100 * frac:.2f}%) were more than"
-                   f" {threshold / 1000 if threshold else '?'} ms late; at most {100 * max_late:g}%"
+                   f" {f'{threshold / 1000:g}' if threshold else '?'} ms late; at most {100 * max_late:g}%"
                    " may be (run.max_late_fraction)")
     if fidelity.get("kernel_queue_drops"):
         out.append(f"the kernel's NFQUEUE dropped {fidelity['kernel_queue_drops']} packets before the engine saw them")

@@ -16,6 +16,28 @@
   const esc = s => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   const nameOf = p => esc(p + ": " + (labels[p] === undefined ? "" : labels[p]));
   (cfg.points || []).forEach(p => { labels[p.point] = p.label; });
+  const dropClasses = cfg.dropClasses || {};  // point -> {high: "AF11" or null, rest: the other classes counted}
+
+  // A chart with nothing to draw shows a "no data" note in its place, not blank axes.
+  const hasData = data => data.some(t => ["x", "y", "z"].some(k => Array.isArray(t[k]) && t[k].length > 0));
+  const titleOf = layout => (layout && layout.title && (layout.title.text || layout.title)) || "";
+  function plot(id, data, layout, why) {
+    const el = typeof id === "string" ? document.getElementById(id) : id;
+    if (!el) return;
+    if (!hasData(data)) {
+      Plotly.purge(el);
+      el.classList.add("no-data");
+      const note = document.createElement("p");
+      note.className = "no-data-note";
+      // The title as text (a name with markup stays text), then the reason.
+      const tmp = document.createElement("span"); tmp.innerHTML = String(titleOf(layout));
+      note.textContent = (tmp.textContent ? tmp.textContent + ": " : "") + "no data" + (why ? " (" + why + ")" : "");
+      el.replaceChildren(note);
+      return;
+    }
+    if (el.classList.contains("no-data")) { el.classList.remove("no-data"); el.replaceChildren(); }
+    Plotly.react(el, data, layout, opts);
+  }
 
   function merge(point, s, reset) {
     if (reset || !series[point]) { series[point] = {color: (series[point] || {}).color}; KEYS.forEach(k => series[point][k] = []); }
@@ -36,23 +58,31 @@
 
   function draw() {
     if (typeof Plotly === "undefined") return;
-    Plotly.react("chart-queue", traces("queue_pkts", "t", nameOf, {line: {shape: "hv"}}),
-      layout("queue"), opts);
-    Plotly.react("chart-throughput", traces("throughput_mbps", "t", nameOf), layout("throughput"), opts);
-    // Each point's two classes side by side in the legend, "other" hatched in the point's colour.
-    const high = traces("drops_high", "t", p => nameOf(p) + " high priority (AF11)", {type: "bar"});
-    const low = traces("drops_low", "t", p => nameOf(p) + " other", {type: "bar", marker: {pattern: {shape: "/"}}});
-    const drops = [].concat(...high.map((t, i) => [t, low[i]]));
-    Plotly.react("chart-drops", drops, layout("drops"), opts);
-    Plotly.react("chart-pages", traces("pages_done", "progress_t", nameOf, {line: {shape: "hv"}}),
-      layout("pages"), opts);
+    const why = cfg.live ? "waiting for the first samples" : "no bottleneck samples were recorded for this run";
+    plot("chart-queue", traces("queue_pkts", "t", nameOf, {line: {shape: "hv"}}), layout("queue"), why);
+    plot("chart-throughput", traces("throughput_mbps", "t", nameOf), layout("throughput"), why);
+    // Each point's two series side by side in the legend, the second hatched in the point's colour,
+    // each named by the DSCP classes it counted (the server's dropClasses once a point has its final
+    // counters); a point at which no AF11 packet arrived has no AF11 series.
+    const named = (p, which) => {
+      const c = dropClasses[p];
+      if (!c) return nameOf(p) + (which === "high" ? " AF11" : " not AF11");
+      return c[which] === null ? null : nameOf(p) + " " + esc(c[which]);
+    };
+    const pts = Object.keys(series).filter(p => series[p].color);
+    const high = traces("drops_high", "t", p => named(p, "high"), {type: "bar"});
+    const low = traces("drops_low", "t", p => named(p, "rest"), {type: "bar", marker: {pattern: {shape: "/"}}});
+    const drops = [].concat(...pts.map((p, i) => [high[i], low[i]])).filter(t => t.name !== null);
+    plot("chart-drops", drops, layout("drops"), why);
+    plot("chart-pages", traces("pages_done", "progress_t", nameOf, {line: {shape: "hv"}}), layout("pages"),
+      cfg.live ? "waiting for the first progress" : "no progress rows were recorded for this run");
   }
 
   function drawFigures() {
     // The distribution chart's CDF / CCDF (log) buttons are part of its spec.
     if (typeof Plotly === "undefined" || !cfg.figures || !cfg.figures.bars) return;
-    Plotly.newPlot("chart-bars", cfg.figures.bars.data, cfg.figures.bars.layout, opts);
-    Plotly.newPlot("chart-cdf", cfg.figures.cdf.data, cfg.figures.cdf.layout, opts);
+    plot("chart-bars", cfg.figures.bars.data, cfg.figures.bars.layout, "no page completed");
+    plot("chart-cdf", cfg.figures.cdf.data, cfg.figures.cdf.layout, "no page completed");
   }
 
   function drawApps() {
@@ -60,8 +90,8 @@
     const el = document.getElementById("apps-data");
     if (typeof Plotly === "undefined" || !el) return;
     Object.entries(JSON.parse(el.textContent)).forEach(([point, a]) => {
-      a.ccdf.forEach((f, i) => Plotly.newPlot(`apps-ccdf-${point}-${i}`, f.data, f.layout, opts));
-      a.goodput.forEach((f, i) => Plotly.newPlot(`apps-goodput-${point}-${i}`, f.data, f.layout, opts));
+      a.ccdf.forEach((f, i) => plot(`apps-ccdf-${point}-${i}`, f.data, f.layout, "every sample failed"));
+      a.goodput.forEach((f, i) => plot(`apps-goodput-${point}-${i}`, f.data, f.layout, "no goodput samples"));
     });
   }
 
@@ -70,9 +100,9 @@
     const el = document.getElementById("newcwv-data");
     if (typeof Plotly === "undefined" || !el) return;
     const d = JSON.parse(el.textContent);
-    d.gain.forEach((f, i) => Plotly.newPlot(`newcwv-gain-${i}`, f.data, f.layout, opts));
-    d.trace.forEach((f, i) => Plotly.newPlot(`newcwv-trace-${i}`, f.data, f.layout, opts));
-    if (d.ftp) Plotly.newPlot("newcwv-ftp", d.ftp.data, d.ftp.layout, opts);
+    d.gain.forEach((f, i) => plot(`newcwv-gain-${i}`, f.data, f.layout));
+    d.trace.forEach((f, i) => plot(`newcwv-trace-${i}`, f.data, f.layout));
+    if (d.ftp) plot("newcwv-ftp", d.ftp.data, d.ftp.layout);
   }
 
   function showProgress(points) {
