@@ -21,6 +21,7 @@ from controller.run_queue import RunQueue
 from results import layouts
 from results.store import Store
 from testbed.paths import REPO
+from tests.test_dashboard_browser import _shot, _wait, browser  # noqa: F401 (a fixture)
 from tests.test_web import _record_run
 from webui import runlist
 from webui.app import create_app
@@ -34,7 +35,7 @@ def _run(store: Store, run_id: str, scenario: dict, realtime: list[int | None], 
     store.create_run(run_id, scenario["name"], f"scenarios/{scenario['name']}.yaml", scenario, {}, 1, "abc", {}, {})
     for i, ok in enumerate(realtime):
         store.create_point(run_id, i, 0, {}, {"run": {"max_late_fraction": 0.001}}, 1)
-        store.update_point(run_id, i, status="done", realtime_ok=ok, finished=1.0)
+        store.update_point(run_id, i, status="done", realtime_ok=ok)
     store.finish_run(run_id, status)
 
 
@@ -296,3 +297,81 @@ def test_study_page_error_names_its_reason_in_the_page(page_env):
         r = page_env.get("/study" + query)
         assert r.status_code == status and "Bad Request" not in r.get_data(as_text=True)
         assert words in re.search(r'<span id="study-reason">(.*?)</span>', r.get_data(as_text=True), re.S).group(1)
+
+
+# --- in a real browser -----------------------------------------------------------------------------------------
+EMPTY_RUN = "20260106-000000-quick-ffff"
+
+
+@pytest.fixture
+def browser_server(isolated_data):
+    """`catnip web` on a database written by hand (no network): PAGE_RUN as page_env writes it, and
+    a run that recorded no bottleneck samples, no progress and no pages."""
+    import os
+    import signal
+    import subprocess
+    db = isolated_data / "data" / "catnip.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with Store(db) as store:
+        _record_run(store, PAGE_RUN, {1: 2.0}, dropped=10)
+        pages = [{"client": f"c{c}", "server": "v1", "page": p, "round": 1, "start": 0.0, "end": d, "duration": d,
+                  "objects": 2, "bytes": 1000} for p, ds in ((1, (0.1, 0.1, 3.0)), (2, (2.0, 2.1, 2.2)))
+                 for c, d in enumerate(ds)]
+        store.db.execute("DELETE FROM pages WHERE run_id=?", (PAGE_RUN,))
+        store.add_transfers(PAGE_RUN, 0, [], pages)
+        store.db.execute("DELETE FROM link_stats WHERE run_id=?", (PAGE_RUN,))
+        final = {"links": {"ctprs>ctprc": {"arrived": {"high": [100, 0], "low": [50, 0], "other": [10, 0]},
+                                           "sent": {"high": [99, 0], "low": [40, 0], "other": [5, 0]},
+                                           "dropped": {"high": [1, 0], "low": [10, 0], "other": [5, 0]}}}}
+        store.add_link_stats(PAGE_RUN, 0, "ctprs", final, {"ctprs>ctprc": "bottleneck-data"}, {}, {})
+        store.update_point(PAGE_RUN, 0, realtime_ok=0, fidelity=LATE)
+        store.db.commit()
+        _run(store, EMPTY_RUN, {"name": "quick", "paper": QUICK_PAPER}, [None], status="failed")
+    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "web", "--port", "0", "--db", str(db)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match, f"catnip web did not announce its address: {line!r}"
+        yield f"http://127.0.0.1:{match.group(1)}"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("catnip web did not stop within 30 s of SIGTERM")
+
+
+def test_run_page_notes_legend_and_clipped_bars_in_a_browser(browser_server, browser):  # noqa: F811
+    """Drawn by Plotly in Chromium: the drops legend names AF11 and the other classes counted (no
+    "high priority"), the bars chart carries its clipping note, a run without samples shows "no
+    data" notes in place of its charts, the real-time reason is on the page, and the runs list
+    with its provenance and filter."""
+    from selenium.webdriver.common.by import By
+    base, d = browser_server, browser
+    d.get(f"{base}/runs/{PAGE_RUN}")
+    _wait("the drops chart", lambda: d.find_elements(By.CSS_SELECTOR, "#chart-drops .legendtext"), 20)
+    legend = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#chart-drops .legendtext")]
+    # a stacked bar chart lists its legend bottom-up
+    assert sorted(legend) == ["0: single point AF11", "0: single point AF12, unmarked/other"], legend
+    _wait("the bars chart", lambda: d.find_elements(By.CSS_SELECTOR, "#chart-bars .annotation-text"), 20)
+    notes = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#chart-bars .annotation-text")]
+    assert notes == ["1 of 2 sdev bars clipped at 0 s (mean - sdev < 0; a page time is never negative)"], notes
+    minus = d.execute_script('return document.getElementById("chart-bars").data[0].error_y.arrayminus')
+    assert minus[0] == d.execute_script('return document.getElementById("chart-bars").data[0].y[0]')
+    assert "the kernel's NFQUEUE dropped 7 packets" in d.find_element(By.ID, "realtime-why-0").text
+    _shot(d, "8-run-not-real-time")
+
+    d.get(f"{base}/runs/{EMPTY_RUN}")
+    _wait("no-data notes", lambda: len(d.find_elements(By.CSS_SELECTOR, "#live-charts .no-data-note")) == 4, 20)
+    texts = [e.text for e in d.find_elements(By.CSS_SELECTOR, "#live-charts .no-data-note")]
+    assert texts[0] == "Queue occupancy: no data (no bottleneck samples were recorded for this run)", texts
+    assert not d.find_elements(By.CSS_SELECTOR, "#live-charts .main-svg")  # no blank axes
+    _shot(d, "9-run-without-data")
+
+    d.get(f"{base}/runs?paper=CATNIP")
+    rows = d.find_elements(By.CSS_SELECTOR, "tr.run-row")
+    assert {r.get_attribute("data-run") for r in rows} == {PAGE_RUN, EMPTY_RUN}
+    assert d.find_element(By.CSS_SELECTOR, f'tr[data-run="{PAGE_RUN}"] .run-realtime').text == "0 of 1 kept"
+    _shot(d, "10-runs-filtered")

@@ -418,11 +418,13 @@ def _sdev_clipped(spec: dict[str, Any]) -> dict[str, Any]:
         if n:
             err.update(symmetric=False, arrayminus=down)
             clipped += n
-    if clipped:
+    if clipped:  # under the title, clear of the tool bar at the top right
+        margin = spec["layout"].setdefault("margin", {})
+        margin["t"] = max(margin.get("t", 40), 62)
         spec["layout"].setdefault("annotations", []).append({
             "text": f"{clipped} of {total} sdev bars clipped at 0 s (mean - sdev < 0; a page time is never negative)",
-            "xref": "paper", "yref": "paper", "x": 1, "y": 1.02, "xanchor": "right", "yanchor": "bottom",
-            "showarrow": False, "font": {"size": 11, "color": "#555"}, "name": "sdev-clipped"})
+            "xref": "paper", "yref": "paper", "x": 0, "y": 1, "xanchor": "left", "yanchor": "bottom", "yshift": 4,
+            "showarrow": False, "font": {"size": 12, "color": "#555"}, "name": "sdev-clipped"})
     return spec
 
 
