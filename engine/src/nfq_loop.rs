@@ -2,7 +2,8 @@
 //!
 //! One netlink socket binds every link's queue number. The loop sleeps in ppoll until the
 //! socket is readable or the next scheduled event (ns timeout, 1 ns timer slack), then
-//! advances every link to the current time and gives the verdicts that fell due.
+//! advances every link to the current time and gives the verdicts that fell due. Packets are
+//! taken up to `recv_batch` per call (nfq_recv.rs), verdicts sent up to `verdict_batch` per call.
 
 use crate::arrival_log::ArrivalLog;
 use crate::config::Config;
@@ -99,8 +100,8 @@ struct Engine {
 }
 
 /// Each queue's copy range: whole packets for links that may rewrite the DSCP, 80 bytes for
-/// the others. The crate sizes its one receive buffer for the copy range set last, so the
-/// whole-packet queues come last and the buffer holds their messages.
+/// the others, sorted so the largest comes last: the receive buffers (nfq_recv.rs) are sized
+/// for it.
 fn copy_ranges(config: &Config) -> Vec<(u16, u16)> {
     let mut ranges: Vec<(u16, u16)> =
         config.links.iter().map(|l| (l.queue_num, if l.may_rewrite() { COPY_WHOLE } else { COPY_RANGE })).collect();
