@@ -123,6 +123,20 @@ def client_start(ready: dict[str, dict[str, float]],
             "first_units": units, "first_latest_s": first_latest, "first_late": first_late}
 
 
+def bypassed(fidelity: dict[str, Any]) -> str | None:
+    """Why the point's packets did not go through its emulated links, or None. Queue engines that
+    ran the whole workload and took no packet mean the traffic went around them (their NFQUEUE
+    rules missing or not matching): every rate, delay and policy of the scenario was absent, and
+    the point's numbers are the bare machine's. Seen once, on a loaded machine: a quick run
+    completed its 100 pages with both engines at 0 packets."""
+    engines = sorted(fidelity.get("engine_cpu_s") or {})
+    if engines and fidelity.get("engine_events", 0) == 0:
+        return (f"the queue engines of {', '.join(engines)} took no packet during the workload: the traffic"
+                " went around the emulated links (their NFQUEUE rules missing or not matching), so nothing of the"
+                " scenario's links was applied")
+    return None
+
+
 def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:
     # A packet a tunnel between machines lost (its underlay's drops or errors) is a loss no emulated
     # queue decided, as a receive backlog's is.

@@ -133,9 +133,14 @@ class Collector:
             self.store.add_samples(self.run_id, self.index, rows)
 
     def verdict(self, fidelity: dict, max_late_fraction: float, environment_after: dict) -> None:
-        ok = fidelity_mod.realtime_ok(fidelity, max_late_fraction)
+        """Store the fidelity record and the real-time verdict; a point whose traffic bypassed its
+        emulated links fails (its record kept, for the reason)."""
+        why = fidelity_mod.bypassed(fidelity)
+        ok = fidelity_mod.realtime_ok(fidelity, max_late_fraction) and why is None
         self.store.update_point(self.run_id, self.index, fidelity=fidelity, realtime_ok=int(ok),
                                 environment_after=environment_after)
+        if why:
+            raise RuntimeError(why)
 
 
 def _window_rows(app: str, d, lines: list[dict], ends_t: list[float], t0: float) -> list[dict]:

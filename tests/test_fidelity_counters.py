@@ -62,3 +62,31 @@ def test_process_cpu_time_counts_fields_after_the_command_name():
     tck = os.sysconf("SC_CLK_TCK")
     line = f"4242 (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 {3 * tck} {tck} 0 0 20 0 3 0 1 0 0"
     assert process_cpu_seconds(line) == pytest.approx(4.0)
+
+
+def test_engines_that_took_no_packet_mean_the_links_were_bypassed(tmp_path):
+    """A point whose engines ran the workload and took no packet fails: its traffic went around the
+    emulated links (seen once: 100 pages done, both engines at 0 packets, "real time kept")."""
+    from controller.point_collect import Collector
+    from results.store import Store
+
+    record = {"engine_cpu_s": {"ctprc": 0.27, "ctprs": 0.11}, "engine_events": 0, "late_events": 0,
+              "late_fraction": 0.0, "kernel_queue_drops": 0, "engines_without_final_stats": []}
+    assert "ctprc, ctprs took no packet" in fidelity.bypassed(record)
+    assert fidelity.bypassed({**record, "engine_events": 21735}) is None
+    assert fidelity.bypassed({**record, "engine_cpu_s": {}}) is None  # no engine: nothing to bypass
+    with Store(tmp_path / "t.db") as store:
+        store.create_run("r1", "t", "t.yaml", {}, {}, 1, "rev", {}, {})
+        store.create_point("r1", 0, 0, {}, {}, 1)
+        collector = Collector(store, "r1", 0)
+        with pytest.raises(RuntimeError, match="went around the emulated links"):
+            collector.verdict(record, 0.001, {})
+        point = store.points("r1")[0]
+        assert point["realtime_ok"] == 0 and json_of(point["fidelity"])["engine_events"] == 0
+        collector.verdict({**record, "engine_events": 10}, 0.001, {})
+        assert store.points("r1")[0]["realtime_ok"] == 1
+
+
+def json_of(text):
+    import json
+    return json.loads(text)
