@@ -158,9 +158,11 @@ def test_source_scheduler_engine_matches_the_reference_packet_for_packet(tmp_pat
         assert dropped > 0, "the buffer never filled"
 
 
+# At least 30 packets: shorter traces seldom hold heads of two levels in one class at once (with
+# 1, an engine checking MED before HIGH passed 3 of 6 seeds; with 30, 1 of 8).
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from((0, 0, 1, 50, 1000, 30_000)), st.sampled_from((40, 64, 1500, 9000)),
-                          st.sampled_from(DSCPS), st.integers(1, 6)), min_size=1, max_size=300),
+                          st.sampled_from(DSCPS), st.integers(1, 6)), min_size=30, max_size=300),
        st.sampled_from(list(CONFIGS)), st.integers(0, 1000))
 def test_source_scheduler_engine_matches_the_reference_hypothesis(tmp_path, rows, name, seed):
     need_engine()
