@@ -25,14 +25,16 @@ WHAT THE PAPER FIXES (section 6.2 unless noted):
   arrival: a HIGH packet is MED from arrival + D and LOW from arrival + 2 D.
 
 CHOICES WHERE THE PAPER IS SILENT (each named; the engine's documented choices, docs/engine.md):
-- the turn within a class: one cyclic order of the class's connections, a connection joining at
-  the end when its queue is created and leaving when it empties; at each level the first
-  connection in that order whose head is at the level and can be sent goes, and the order then
-  restarts after it (one packet per turn, whatever the level);
+- the turn within a class: one turn order per class and level, a connection joining its back
+  when its head arrives at that level, is remarked to it, or becomes the head after a send; the
+  first in that order whose head the tokens cover goes (one packet per turn), one that lacks
+  them keeps its place. (A first version kept one order per class for all levels, joined when
+  the connection's queue was created; the engine's per-level order is as much a round robin and
+  was taken: docs/references.md.)
 - a packet marked MED from the start is LOW from arrival + D (D at each level);
-- a remark takes effect at the deadline itself (the text's "longer than" has no first instant);
-  a remarked packet is not restored and leaves with AF12 (MED) or AF13 (LOW); LOW and unmarked
-  packets are never remarked; levels by DSCP as red3: AF11 HIGH, AF12 MED, anything else LOW;
+- a remark takes effect at the deadline itself (the text's "longer than" has no first instant),
+  remarks due at one instant in class, level and turn order; a remarked packet is not restored
+  and leaves with AF12 (MED) or AF13 (LOW); LOW and unmarked packets are never remarked; levels by DSCP as red3: AF11 HIGH, AF12 MED, anything else LOW;
 - the buckets start full and fill continuously, exactly, on a nanosecond clock (the engine's
   virtual clock): a packet waiting for tokens starts at the first nanosecond they suffice; a
   packet larger than a bucket waits for a full bucket and leaves it in debt;
@@ -47,7 +49,7 @@ CHOICES WHERE THE PAPER IS SILENT (each named; the engine's documented choices, 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 HIGH, MED, LOW = 0, 1, 2
 SCALE = 8_000_000_000    # bytes -> bit-nanoseconds: a bucket of rate R bit/s gains R units a ns
@@ -111,7 +113,6 @@ class Config:
     # connection's head; "wait" lets the turn's head hold its class's other heads of its level.
     clock: str = "queued"
     within_class: str = "any"
-    extra: dict = field(default_factory=dict)
 
 
 def class_of(cfg: Config, sport, dport) -> int:
