@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from controller.skeleton import machine_lock  # noqa: E402
 from testbed import paths  # noqa: E402
 from testbed.engine import last_json_line  # noqa: E402
 from testbed.netline import NetLine, sh  # noqa: E402
@@ -121,7 +122,14 @@ def main() -> None:
         sys.exit(f"engine_bench: {paths.engine_binary()} missing; run `make setup`")
     results: dict = {"pps": [], "error": [], "verdict_batch": args.verdict_batch,
                      "machine": {"cpus": os.cpu_count(), "kernel": os.uname().release}}
-    total0, steal0 = cpu_steal()
+    with machine_lock(wait=True):  # no run or netns test shares the machine meanwhile
+        total0, steal0 = cpu_steal()
+        measure(args, results)
+        total1, steal1 = cpu_steal()
+    report(args, results, total0, total1, steal0, steal1)
+
+
+def measure(args, results: dict) -> None:
     LINE.build()
     server = subprocess.Popen([*LINE.ns("c"), "iperf3", "-s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -140,7 +148,9 @@ def main() -> None:
     finally:
         server.kill()
         LINE.teardown()
-    total1, steal1 = cpu_steal()
+
+
+def report(args, results: dict, total0: int, total1: int, steal0: int, steal1: int) -> None:
     results["machine"]["cpu_steal_fraction"] = round((steal1 - steal0) / max(1, total1 - total0), 4)
     print("\nmedian of the repetitions:")
     for policy in ("droptail", "catnip_good"):
