@@ -883,6 +883,10 @@ from cli.docs import docs_group  # noqa: E402 - after main exists
 
 main.add_command(docs_group)
 
+from cli.shell import shell_cmd  # noqa: E402 - after main exists
+
+main.add_command(shell_cmd)
+
 from cli.cluster import cluster_group  # noqa: E402 - after main exists
 
 main.add_command(cluster_group)
