@@ -83,6 +83,11 @@ def pooled_runs_report(store: Store, run_ids: list[str], realtime_only: bool = F
     if differ:  # e.g. one run with --set tcp.profile=modern: not seeds of one experiment
         raise ValueError(f"runs {', '.join(ids)} cannot be pooled: they differ in more than the seed"
                          f" ({', '.join(differ[:5])}{', ...' if len(differ) > 5 else ''})")
+    engines = _engines(runs)
+    if len(engines) > 1:  # a fix in between changes what the runs measured: not one experiment's seeds
+        raise ValueError(f"runs {', '.join(ids)} cannot be pooled: they ran different queue engines ("
+                         + "; ".join(f"{h[:12]}: {', '.join(rs)}" for h, rs in sorted(engines.items()))
+                         + "); run the older seeds again with this engine")
     points = []
     for i, g in enumerate(_groups(store, runs, realtime_only)):
         flags = g["real_time"]
@@ -98,6 +103,17 @@ def pooled_runs_report(store: Store, run_ids: list[str], realtime_only: bool = F
     status = "done" if all(r["status"] == "done" for r in runs) else "incomplete"
     return {"run_id": "+".join(r["id"] for r in runs), "name": runs[0]["name"], "status": status,
             "realtime_only": realtime_only, "runs": [r["id"] for r in runs], "points": points}
+
+
+def _engines(runs) -> dict[str, list[str]]:
+    """The queue engine builds the runs ran (the binary's SHA-256 each run stores in `versions`),
+    with the runs of each; a run that stored none is left out."""
+    found: dict[str, list[str]] = {}
+    for r in runs:
+        sha = json.loads(r["versions"] or "{}").get("engine_sha256")
+        if sha:
+            found.setdefault(sha, []).append(r["id"])
+    return found
 
 
 def members_text(members: list[tuple[str, int]], runs: list[str]) -> str:

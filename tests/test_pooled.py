@@ -234,6 +234,17 @@ def test_runs_differing_beyond_the_seed_are_not_pooled(seeds_db):
             pooled.pooled_runs_report(store, ["b1", "awake2"])
 
 
+def test_runs_of_different_engines_are_not_pooled(seeds_db):
+    """Issue 46: seeds measured before a fix of the engine are not pooled with seeds after it."""
+    with Store(seeds_db) as store:
+        for run, sha in [("old", "a" * 64), ("new", "b" * 64), ("new2", "b" * 64)]:
+            store.create_run(run, "wan", "x", {"name": "wan"}, {}, 3, "abc", {"engine_sha256": sha}, {})
+        with pytest.raises(ValueError, match=r"ran different queue engines \(aaaaaaaaaaaa: old; bbbbbbbbbbbb: new\)"):
+            pooled.pooled_runs_report(store, ["old", "new"])
+        pooled.pooled_runs_report(store, ["new", "new2"])  # the same engine
+        pooled.pooled_runs_report(store, ["b1", "new"])    # a run that stored no engine hash: not compared
+
+
 def test_report_without_verdict_calls_says_so_without_failing():
     # An engine that never gave a verdict writes no call percentile (null): the report must still print.
     from results import report
