@@ -10,6 +10,10 @@ from typing import Any
 
 QUANTILES = ("late_p50_us", "late_p99_us", "late_p999_us")
 CAUSE_SUMS = ("late_at_issue_events", "verdict_calls", "slow_verdict_calls")
+# Packets an engine took but did not emulate as the scenario says: an offload super-packet
+# serialized as one (gso_packets), a packet of a queue no link has, accepted as it came
+# (unbound_packets). Any of them fails real time (engine/src/nfq_loop.rs).
+UNEMULATED = ("gso_packets", "unbound_packets")
 CAUSE_MAXES = ("verdict_call_p99_us", "late_at_issue_p99_us", "max_verdict_call_us", "max_late_at_issue_us")
 
 
@@ -20,6 +24,7 @@ def engine_fidelity(finals: dict[str, dict], kernel: dict[str, dict[str, dict]])
     quantiles: dict[str, int] = {}
     causes: dict[str, float] = {}  # what made verdicts late (engine/src/stats.rs, LatenessCauses)
     no_final: list[str] = []       # engines that did not write their closing counters
+    unemulated: dict[str, int] = {k: 0 for k in UNEMULATED}
     for router, final in finals.items():
         eng = final.get("engine", {})
         late += eng.get("late_events", 0)
@@ -34,11 +39,13 @@ def engine_fidelity(finals: dict[str, dict], kernel: dict[str, dict[str, dict]])
         for k in CAUSE_MAXES:
             if eng.get(k) is not None:
                 causes[k] = max(causes.get(k, 0), eng[k])
+        for k in UNEMULATED:
+            unemulated[k] = unemulated.get(k, 0) + (eng.get(k) or 0)
         kdrops += sum(r["queue_dropped"] + r["user_dropped"] for r in kernel.get(router, {}).values())
         if not final.get("final"):
             no_final.append(router)
     return {"engine_events": events, "late_events": late, "late_fraction": late / events if events else 0.0,
-            "max_late_us": max_late, **quantiles, **causes, "kernel_queue_drops": kdrops,
+            "max_late_us": max_late, **quantiles, **causes, "kernel_queue_drops": kdrops, **unemulated,
             "engines_without_final_stats": no_final}
 
 
@@ -147,4 +154,5 @@ def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:
             and fidelity.get("backlog_drops", 0) == 0 and fidelity.get("tunnel_drops", 0) == 0
             and all(m is not None and m.get("backlog_drops", 0) == 0 for m in others)
             and not fidelity["engines_without_final_stats"]
+            and not any(fidelity.get(k, 0) for k in UNEMULATED)
             and not start.get("late") and not start.get("first_late"))

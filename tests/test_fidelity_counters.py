@@ -50,6 +50,9 @@ def _record(**kw) -> dict:
     (_record(), True), (_record(backlog_drops=0), True), (_record(backlog_drops=1), False),
     (_record(kernel_queue_drops=2), False), (_record(late_fraction=0.002), False),
     (_record(engines_without_final_stats=["r1"]), False),
+    # Packets the engine took without emulating them: an offload super-packet, an unbound queue's.
+    (_record(gso_packets=0, unbound_packets=0), True), (_record(gso_packets=1), False),
+    (_record(unbound_packets=3), False),
     # Another machine of a split topology: its backlog's drops count as ours; unread counters fail too.
     (_record(machines={"m2": {"backlog_drops": 0}}), True), (_record(machines={"m2": {"backlog_drops": 2}}), False),
     (_record(machines={"m2": None}), False), (_record(tunnel_drops=1), False), (_record(tunnel_drops=None), False)])
@@ -90,3 +93,10 @@ def test_engines_that_took_no_packet_mean_the_links_were_bypassed(tmp_path):
 def json_of(text):
     import json
     return json.loads(text)
+
+
+def test_the_engines_unemulated_packets_are_summed_over_routers():
+    finals = {"r1": {"final": True, "engine": {"events": 10, "gso_packets": 1, "unbound_packets": 0}},
+              "r2": {"final": True, "engine": {"events": 5, "unbound_packets": 2}}}
+    rec = fidelity.engine_fidelity(finals, {})
+    assert (rec["gso_packets"], rec["unbound_packets"], rec["engine_events"]) == (1, 2, 15)

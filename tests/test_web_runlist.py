@@ -196,6 +196,8 @@ GOOD = {"engine_events": 1000, "late_events": 0, "late_fraction": 0.0, "max_late
     ({"machines": {"m2": None}}, "machine m2's CPU and backlog counters were not read"),
     ({"machines": {"m2": {"backlog_drops": 4}}}, "machine m2's receive backlogs dropped 4 packets"),
     ({"engines_without_final_stats": ["r1"]}, "the engines of r1 wrote no closing counters"),
+    ({"gso_packets": 2}, "the engines took 2 segmentation-offload super-packets whole"),
+    ({"unbound_packets": 5}, "the engines accepted 5 packets of a queue no link has"),
     ({"client_start": {"late": {"web": ["c1", "c2"]}, "limit_s": 0.1}}, "web: client(s) c1, c2 ready more than 0.1 s"),
     ({"client_start": {"first_late": {"telnet": ["t1"]}, "limit_s": 0.1}},
      "telnet: client(s) t1 woken for their first unit of work more than 0.1 s"),

@@ -186,6 +186,11 @@ def realtime_reasons(fidelity: Mapping[str, Any] | None, max_late: float = DEFAU
             out.append(f"machine {label}'s CPU and backlog counters were not read")
         elif m.get("backlog_drops"):
             out.append(f"machine {label}'s receive backlogs dropped {m['backlog_drops']} packets")
+    if fidelity.get("gso_packets"):
+        out.append(f"the engines took {fidelity['gso_packets']} segmentation-offload super-packets whole, each"
+                   " emulated as one packet of its full length")
+    if fidelity.get("unbound_packets"):
+        out.append(f"the engines accepted {fidelity['unbound_packets']} packets of a queue no link has, unemulated")
     if fidelity.get("engines_without_final_stats"):
         out.append("the engines of " + ", ".join(map(str, fidelity["engines_without_final_stats"]))
                    + " wrote no closing counters")

@@ -97,6 +97,9 @@ struct Engine {
     /// take these too): none while offloads are off as a run sets them; each would be emulated
     /// as one packet of its full length, so they are counted and reported.
     gso_packets: u64,
+    /// Packets from a queue number no link of this engine has: accepted as they came, not
+    /// emulated (a rule steering to the wrong queue, or a message misread), so counted.
+    unbound_packets: u64,
 }
 
 /// Each queue's copy range: whole packets for links that may rewrite the DSCP, 80 bytes for
@@ -194,6 +197,7 @@ impl Engine {
             nfq_errors: self.nfq_errors,
             rewrite_failed: self.rewrite_failed,
             gso_packets: self.gso_packets,
+            unbound_packets: self.unbound_packets,
             realtime,
             links: self.links.iter().map(Link::snapshot).collect(),
         }
@@ -356,6 +360,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         rewrites: config.links.iter().map(|l| l.may_rewrite()).collect(),
         rewrite_failed: 0,
         gso_packets: 0,
+        unbound_packets: 0,
     };
     let acks = AckFeed::of(&engine.links);
     let mut arrival_log = match &config.arrival_log {
@@ -381,6 +386,7 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
                 let now = now_ns();
                 let i = by_queue[usize::from(pkt.queue_num)];
                 if i == usize::MAX {
+                    engine.unbound_packets += 1;
                     engine.batch.push(pkt.queue_num, pkt.id, true, None);
                     continue;
                 }

@@ -30,6 +30,8 @@ pub struct Record {
     pub rewrite_failed: u64,
     /// Segmentation-offload super-packets received whole (see nfq_loop.rs).
     pub gso_packets: u64,
+    /// Packets of a queue no link has, accepted unemulated (see nfq_loop.rs).
+    pub unbound_packets: u64,
     pub realtime: bool,
     pub links: Vec<LinkSnapshot>,
 }
@@ -51,6 +53,7 @@ impl Record {
             "nfq_errors": self.nfq_errors,
             "dscp_rewrite_failed": self.rewrite_failed,
             "gso_packets": self.gso_packets,
+            "unbound_packets": self.unbound_packets,
             "realtime_scheduling": self.realtime,
         });
         engine.as_object_mut().expect("an object").extend(self.causes.fields());
@@ -200,6 +203,7 @@ mod tests {
             nfq_errors: 0,
             rewrite_failed: 0,
             gso_packets: 0,
+            unbound_packets: 0,
             realtime: false,
             links: vec![s.snapshot(i, 1500 * i); names.len()],
         };
@@ -215,9 +219,14 @@ mod tests {
         assert_eq!(lines[2]["links"]["r>c299"]["queue_pkts"], 2);
         assert_eq!(lines[2]["links"]["r>c0"]["arrived"]["high"], json!([1, 1500]));
         assert_eq!(lines[0]["engine"]["late_events"], 1);
-        for k in
-            ["late_at_issue_events", "slow_verdict_calls", "verdict_call_p99_us", "max_verdict_call_us", "gso_packets"]
-        {
+        for k in [
+            "late_at_issue_events",
+            "slow_verdict_calls",
+            "verdict_call_p99_us",
+            "max_verdict_call_us",
+            "gso_packets",
+            "unbound_packets",
+        ] {
             assert!(lines[0]["engine"].get(k).is_some(), "{k} missing from the engine's counters");
         }
         std::fs::remove_dir_all(&dir).unwrap();
@@ -266,6 +275,7 @@ mod tests {
             nfq_errors: 0,
             rewrite_failed: 0,
             gso_packets: 0,
+            unbound_packets: 0,
             realtime: false,
             links: vec![],
         };
