@@ -130,13 +130,13 @@ def client_start(ready: dict[str, dict[str, float]],
             "first_units": units, "first_latest_s": first_latest, "first_late": first_late}
 
 
-def bypassed(fidelity: dict[str, Any]) -> str | None:
+def bypassed(fidelity: dict[str, Any], engines: list[str] | None = None) -> str | None:
     """Why the point's packets did not go through its emulated links, or None. Queue engines that
     ran the whole workload and took no packet mean the traffic went around them (their NFQUEUE
     rules missing or not matching): every rate, delay and policy of the scenario was absent, and
     the point's numbers are the bare machine's. Seen once, on a loaded machine: a quick run
     completed its 100 pages with both engines at 0 packets."""
-    engines = sorted(fidelity.get("engine_cpu_s") or {})
+    engines = sorted(engines if engines is not None else fidelity.get("engine_cpu_s") or {})
     if engines and fidelity.get("engine_events", 0) == 0:
         return (f"the queue engines of {', '.join(engines)} took no packet during the workload: the traffic"
                 " went around the emulated links (their NFQUEUE rules missing or not matching), so nothing of the"

@@ -193,10 +193,13 @@ def _point(index: int, profile: str, loss: LossPoint, sc: TransferScenario, node
     store.add_transfer_trials(run_id, index, rows)
     failed = sum(1 for r in rows if r["error"])
     fidelity["failed_transfers"] = failed
-    store.update_point(run_id, index, fidelity=fidelity, realtime_ok=int(ok),
+    why = fidelity_mod.bypassed(fidelity, [engine.router.name])  # the transfers went around the lossy link
+    store.update_point(run_id, index, fidelity=fidelity, realtime_ok=int(ok and why is None),
                        sysctls=hostconfig.read_sysctls(nodes["s"]), capture=str(pcap) if keep_capture else None)
     if not keep_capture:
         pcap.unlink(missing_ok=True)
+    if why:
+        raise RuntimeError(why)
 
 
 def measure(sc: TransferScenario, store: Store, source: str = "", progress: Progress = lambda *_: None,

@@ -78,6 +78,7 @@ def test_engines_that_took_no_packet_mean_the_links_were_bypassed(tmp_path):
     assert "ctprc, ctprs took no packet" in fidelity.bypassed(record)
     assert fidelity.bypassed({**record, "engine_events": 21735}) is None
     assert fidelity.bypassed({**record, "engine_cpu_s": {}}) is None  # no engine: nothing to bypass
+    assert "of r took no packet" in fidelity.bypassed({"engine_events": 0}, ["r"])  # transfers name theirs
     with Store(tmp_path / "t.db") as store:
         store.create_run("r1", "t", "t.yaml", {}, {}, 1, "rev", {}, {})
         store.create_point("r1", 0, 0, {}, {}, 1)
