@@ -7,6 +7,7 @@ saved in tests/artifacts/dashboard/ for a reviewer to look at.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -25,11 +26,11 @@ SHORT = ["topology.clients=2", "workload.pages=[1, 3, 5]", "workload.think_time=
          "workload.start_stagger=0.5s", "run.time_limit=3min"]
 
 
-@pytest.fixture
-def server(isolated_data, no_leftovers):
-    need_root()
-    need_engine()
-    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "web", "--port", "0"], cwd=REPO,
+@contextlib.contextmanager
+def catnip_web(*args: str):
+    """`catnip web --port 0 ARGS` running; yields its address, then stops it with SIGTERM, which
+    must end it cleanly within 60 s."""
+    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "web", "--port", "0", *args], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
     try:
         line = proc.stdout.readline()
@@ -44,6 +45,14 @@ def server(isolated_data, no_leftovers):
             proc.kill()
             pytest.fail("catnip web did not stop within 60 s of SIGTERM")
         assert proc.returncode == 0, proc.stdout.read()
+
+
+@pytest.fixture
+def server(isolated_data, no_leftovers):
+    need_root()
+    need_engine()
+    with catnip_web() as address:
+        yield address
 
 
 @pytest.fixture

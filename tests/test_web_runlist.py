@@ -21,7 +21,7 @@ from controller.run_queue import RunQueue
 from results import layouts
 from results.store import Store
 from testbed.paths import REPO
-from tests.test_dashboard_browser import _shot, _wait, browser  # noqa: F401 (a fixture)
+from tests.test_dashboard_browser import _shot, _wait, browser, catnip_web  # noqa: F401 (a fixture)
 from tests.test_web import _record_run
 from webui import runlist
 from webui.app import create_app
@@ -230,25 +230,31 @@ def _run_data(page: str) -> dict:
     return json.loads(re.search(r'<script id="run-data" type="application/json">(.*?)</script>', page, re.S).group(1))
 
 
+def _record_page_run(store: Store) -> None:
+    """PAGE_RUN: its point missed real time, page 1's mean minus sdev is below 0 s, and its
+    bottleneck saw AF11, AF12 and unmarked packets."""
+    _record_run(store, PAGE_RUN, {1: 2.0}, dropped=10)
+    pages = [{"client": f"c{c}", "server": "v1", "page": p, "round": 1, "start": 0.0, "end": d, "duration": d,
+              "objects": 2, "bytes": 1000} for p, ds in ((1, (0.1, 0.1, 3.0)), (2, (2.0, 2.1, 2.2)))
+             for c, d in enumerate(ds)]
+    store.db.execute("DELETE FROM pages WHERE run_id=?", (PAGE_RUN,))
+    store.add_transfers(PAGE_RUN, 0, [], pages)
+    store.db.execute("DELETE FROM link_stats WHERE run_id=?", (PAGE_RUN,))
+    final = {"links": {"ctprs>ctprc": {"arrived": {"high": [100, 0], "low": [50, 0], "other": [10, 0]},
+                                       "sent": {"high": [99, 0], "low": [40, 0], "other": [5, 0]},
+                                       "dropped": {"high": [1, 0], "low": [10, 0], "other": [5, 0]}}}}
+    store.add_link_stats(PAGE_RUN, 0, "ctprs", final, {"ctprs>ctprc": "bottleneck-data"}, {}, {})
+    store.update_point(PAGE_RUN, 0, realtime_ok=0, fidelity=LATE)
+    store.db.commit()
+
+
 @pytest.fixture
 def page_env(tmp_path):
     """A run whose point missed real time, with a page whose mean minus sdev is below 0 s, and a
     bottleneck that saw AF11, AF12 and unmarked packets."""
     db = tmp_path / "catnip.db"
     with Store(db) as store:
-        _record_run(store, PAGE_RUN, {1: 2.0}, dropped=10)
-        pages = [{"client": f"c{c}", "server": "v1", "page": p, "round": 1, "start": 0.0, "end": d, "duration": d,
-                  "objects": 2, "bytes": 1000} for p, ds in ((1, (0.1, 0.1, 3.0)), (2, (2.0, 2.1, 2.2)))
-                 for c, d in enumerate(ds)]
-        store.db.execute("DELETE FROM pages WHERE run_id=?", (PAGE_RUN,))
-        store.add_transfers(PAGE_RUN, 0, [], pages)
-        store.db.execute("DELETE FROM link_stats WHERE run_id=?", (PAGE_RUN,))
-        final = {"links": {"ctprs>ctprc": {"arrived": {"high": [100, 0], "low": [50, 0], "other": [10, 0]},
-                                           "sent": {"high": [99, 0], "low": [40, 0], "other": [5, 0]},
-                                           "dropped": {"high": [1, 0], "low": [10, 0], "other": [5, 0]}}}}
-        store.add_link_stats(PAGE_RUN, 0, "ctprs", final, {"ctprs>ctprc": "bottleneck-data"}, {}, {})
-        store.update_point(PAGE_RUN, 0, realtime_ok=0, fidelity=LATE)
-        store.db.commit()
+        _record_page_run(store)
         _record_run(store, CATNIP_RUN, {1: 2.0}, dropped=10)  # unmarked only, kept real time
     queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
     yield create_app(db=db, scenarios_dir=tmp_path, queue=queue).test_client()
@@ -309,40 +315,13 @@ EMPTY_RUN = "20260106-000000-quick-ffff"
 def browser_server(isolated_data):
     """`catnip web` on a database written by hand (no network): PAGE_RUN as page_env writes it, and
     a run that recorded no bottleneck samples, no progress and no pages."""
-    import os
-    import signal
-    import subprocess
     db = isolated_data / "data" / "catnip.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     with Store(db) as store:
-        _record_run(store, PAGE_RUN, {1: 2.0}, dropped=10)
-        pages = [{"client": f"c{c}", "server": "v1", "page": p, "round": 1, "start": 0.0, "end": d, "duration": d,
-                  "objects": 2, "bytes": 1000} for p, ds in ((1, (0.1, 0.1, 3.0)), (2, (2.0, 2.1, 2.2)))
-                 for c, d in enumerate(ds)]
-        store.db.execute("DELETE FROM pages WHERE run_id=?", (PAGE_RUN,))
-        store.add_transfers(PAGE_RUN, 0, [], pages)
-        store.db.execute("DELETE FROM link_stats WHERE run_id=?", (PAGE_RUN,))
-        final = {"links": {"ctprs>ctprc": {"arrived": {"high": [100, 0], "low": [50, 0], "other": [10, 0]},
-                                           "sent": {"high": [99, 0], "low": [40, 0], "other": [5, 0]},
-                                           "dropped": {"high": [1, 0], "low": [10, 0], "other": [5, 0]}}}}
-        store.add_link_stats(PAGE_RUN, 0, "ctprs", final, {"ctprs>ctprc": "bottleneck-data"}, {}, {})
-        store.update_point(PAGE_RUN, 0, realtime_ok=0, fidelity=LATE)
-        store.db.commit()
+        _record_page_run(store)
         _run(store, EMPTY_RUN, {"name": "quick", "paper": QUICK_PAPER}, [None], status="failed")
-    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "web", "--port", "0", "--db", str(db)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
-    try:
-        line = proc.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert match, f"catnip web did not announce its address: {line!r}"
-        yield f"http://127.0.0.1:{match.group(1)}"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            pytest.fail("catnip web did not stop within 30 s of SIGTERM")
+    with catnip_web("--db", str(db)) as address:
+        yield address
 
 
 def test_run_page_notes_legend_and_clipped_bars_in_a_browser(browser_server, browser):  # noqa: F811
