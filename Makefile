@@ -3,14 +3,14 @@ SHELL := /bin/bash
 VENV := .venv/bin
 SCENARIO ?= scenarios/quick.yaml
 
-.PHONY: setup run test test-fast test-kills test-fresh clean help table-xi sim-tables newcwv tcpf servdiff study
+.PHONY: setup run test test-fast test-kills test-fresh docs clean help table-xi sim-tables newcwv tcpf servdiff study
 
 help:
 	@echo "Times: wall clock measured on the development machine (README, Make targets, gives each one's source)."
 	@echo "make setup       install everything (Debian packages, venv, engine build); idempotent"
 	@echo "make run         set-up if needed, run $(SCENARIO), print its table, then serve the dashboard (DASHBOARD=no skips it);"
 	@echo "                 the default scenarios/quick.yaml: about 2 minutes"
-	@echo "make test        set-up if needed, run every test but the kill tier (needs root): about 10-15 min"
+	@echo "make test        set-up if needed, run every test but the kill tier (needs root): about 25 minutes"
 	@echo "make test-fast   the tests that need neither root nor seconds each (no set-up): about 40-80 s"
 	@echo "make test-kills  50 runs killed at random moments (runner, engine, Apache, client; SIGINT/TERM/HUP/KILL): about 6-7 min"
 	@echo "make test-fresh  set-up and the main job inside a bare Debian 12 root (debootstrap, cached; root): about 8 min warm, 23 min cold"
@@ -27,6 +27,7 @@ help:
 	@echo "                 QUICK=1: only Table 4 at 50 flows, 7 points: about 8 minutes"
 	@echo "make servdiff    service differentiation (Nouredine and Tobagi) Figs 2-3, 7-9, 12-17: 4 scenarios, 35 points a seed"
 	@echo "                 (SEEDS, default 1; JOBS=1; ONLY=fig2|schemes|range|longftp): about 104 minutes"
+	@echo "make docs        rewrite the docs' generated tables from archive/ (catnip docs build), then check them"
 	@echo "make clean       remove every namespace, process, bridge and BPF object the testbed created"
 
 setup:
@@ -45,6 +46,10 @@ test-fast:
 
 test-kills: setup
 	@scripts/test.sh -m kills tests/test_kills.py
+
+# The generated regions of README.md and docs/ written from the archived runs, then checked (docs/archive.md).
+docs:
+	@$(VENV)/catnip docs build && $(VENV)/catnip docs check
 
 # No set-up here: the point is that scripts/setup.sh, run inside the bare root, does it all.
 test-fresh:
