@@ -19,7 +19,7 @@ CAUSE_MAXES = ("verdict_call_p99_us", "late_at_issue_p99_us", "max_verdict_call_
 
 def engine_fidelity(finals: dict[str, dict], kernel: dict[str, dict[str, dict]]) -> dict[str, Any]:
     """Fold each router's final stats record and kernel queue counters into one fidelity record."""
-    late = events = kdrops = 0
+    late = events = kdrops = queued = 0
     max_late = 0.0
     quantiles: dict[str, int] = {}
     causes: dict[str, float] = {}  # what made verdicts late (engine/src/stats.rs, LatenessCauses)
@@ -42,11 +42,15 @@ def engine_fidelity(finals: dict[str, dict], kernel: dict[str, dict[str, dict]])
         for k in UNEMULATED:
             unemulated[k] = unemulated.get(k, 0) + (eng.get(k) or 0)
         kdrops += sum(r["queue_dropped"] + r["user_dropped"] for r in kernel.get(router, {}).values())
+        queued += sum(r.get("queued", 0) for r in kernel.get(router, {}).values())
         if not final.get("final"):
             no_final.append(router)
     return {"engine_events": events, "late_events": late, "late_fraction": late / events if events else 0.0,
             "max_late_us": max_late, **quantiles, **causes, "kernel_queue_drops": kdrops, **unemulated,
-            "engines_without_final_stats": no_final}
+            "engines_without_final_stats": no_final,
+            # Packets the kernel handed to the engines' queues, and how many queues were bound at the end:
+            # beside engine_events they tell rules that matched nothing from counters that were lost.
+            "kernel_queued": queued, "kernel_queues": sum(len(k) for k in kernel.values())}
 
 
 def idle_jiffies(times: list[int], nice_is_idle: bool = False) -> int:
@@ -137,11 +141,18 @@ def bypassed(fidelity: dict[str, Any], engines: list[str] | None = None) -> str 
     the point's numbers are the bare machine's. Seen once, on a loaded machine: a quick run
     completed its 100 pages with both engines at 0 packets."""
     engines = sorted(engines if engines is not None else fidelity.get("engine_cpu_s") or {})
-    if engines and fidelity.get("engine_events", 0) == 0:
-        return (f"the queue engines of {', '.join(engines)} took no packet during the workload: the traffic"
-                " went around the emulated links (their NFQUEUE rules missing or not matching), so nothing of the"
-                " scenario's links was applied")
-    return None
+    if not engines or fidelity.get("engine_events", 0) != 0:
+        return None
+    queued = fidelity.get("kernel_queued")
+    if queued:  # the kernel gave them packets: the traffic went through, its count did not come back
+        return (f"the queue engines of {', '.join(engines)} counted no packet, yet the kernel handed {queued:,} to"
+                " their queues: the engines' counters are wrong, so nothing of the point's fidelity can be"
+                " trusted (an engine defect: keep the run's folder and report it)")
+    where = ("no engine had its queue bound at the end" if fidelity.get("kernel_queues") == 0 else
+             "their NFQUEUE rules matched no packet" if queued == 0 else
+             "their NFQUEUE rules missing or not matching")
+    return (f"the queue engines of {', '.join(engines)} took no packet during the workload: the traffic went"
+            f" around the emulated links ({where}), so nothing of the scenario's links was applied")
 
 
 def realtime_ok(fidelity: dict[str, Any], max_late_fraction: float) -> bool:

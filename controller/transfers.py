@@ -138,11 +138,12 @@ def _run_client(client: NsNode, plan_file: Path, sc: TransferScenario, profile: 
     return results
 
 
-def _fidelity(engine: RouterEngine) -> tuple[dict, bool]:
-    """The verdict web runs use (controller/fidelity.py), with the threshold at 1% of the RTT."""
+def _fidelity(engine: RouterEngine, kernel_rows: list[dict]) -> tuple[dict, bool]:
+    """The verdict web runs use (controller/fidelity.py), with the threshold at 1% of the RTT;
+    `kernel_rows` the engine's queues as the kernel counted them while it was still bound."""
     final = engine.latest_stats() or {}
     data = final.get("links", {}).get("r>c", {})
-    kernel = {r["link"]: r for r in engine.kernel_queue_counters()}
+    kernel = {r["link"]: r for r in kernel_rows}
     fidelity = {**fidelity_mod.engine_fidelity({engine.router.name: final}, {engine.router.name: kernel}),
                 "data_arrived": {k: v[0] for k, v in data.get("arrived", {}).items()},
                 "data_dropped": {k: v[0] for k, v in data.get("dropped", {}).items()},
@@ -186,8 +187,9 @@ def _point(index: int, profile: str, loss: LossPoint, sc: TransferScenario, node
         results = _run_client(nodes["c"], plan_file, sc, profile, label, len(plan), progress, stack)
         time.sleep(1.0)  # the last ACKs reach the capture
         capture.stop()
+        kernel_rows = engine.kernel_queue_counters()  # a stopped engine's queue is unbound: its row gone
         engine.stop()
-        fidelity, ok = _fidelity(engine)
+        fidelity, ok = _fidelity(engine, kernel_rows)
     matched = transfer_capture.match(transfer_capture.read(pcap, LINE.sender_ip, SERVER_PORT), results)
     rows = _rows(results, matched, profile, loss, sc.path.mss)
     store.add_transfer_trials(run_id, index, rows)

@@ -240,19 +240,29 @@ class RouterEngine:
         return last_json_line(self.stats_path)
 
     def kernel_queue_counters(self) -> list[dict]:
-        """/proc/net/netfilter/nfnetlink_queue of the router's namespace: kernel-side drops."""
+        """/proc/net/netfilter/nfnetlink_queue of the router's namespace: kernel-side drops, and
+        how many packets the kernel handed to each queue."""
         if not shell_alive(self.router):
             return []
-        text = self.router.cmd("cat /proc/net/netfilter/nfnetlink_queue 2>/dev/null")
-        rows = []
-        for line in text.split("\n"):
-            f = line.split()
-            if len(f) >= 8 and f[0].isdigit():
-                num = int(f[0])
-                rows.append({"queue_num": num,
-                             "link": self.links[num].name if num < len(self.links) else None,
-                             "queue_total": int(f[2]), "queue_dropped": int(f[5]), "user_dropped": int(f[6])})
-        return rows
+        return nfqueue_counters(self.router.cmd("cat /proc/net/netfilter/nfnetlink_queue 2>/dev/null"),
+                                [link.name for link in self.links])
+
+
+def nfqueue_counters(text: str, links: list[str]) -> list[dict]:
+    """The rows of /proc/net/netfilter/nfnetlink_queue (one per bound queue: number, peer port id,
+    packets waiting, copy mode, copy range, dropped by the kernel, dropped because the listener's
+    socket was full, the id of the last packet queued, 1), each named by its link (queue number i
+    is links[i]). Packet ids count from 1 on each queue as it is bound, so `queued` is the number of
+    packets the kernel handed to that queue: 0 where the link's rule matched nothing."""
+    rows = []
+    for line in text.split("\n"):
+        f = line.split()
+        if len(f) >= 8 and f[0].isdigit():
+            num = int(f[0])
+            rows.append({"queue_num": num, "link": links[num] if num < len(links) else None,
+                         "queue_total": int(f[2]), "queue_dropped": int(f[5]), "user_dropped": int(f[6]),
+                         "queued": int(f[7])})
+    return rows
 
 
 def stats_lines(path: Path) -> list[dict]:

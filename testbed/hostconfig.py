@@ -18,8 +18,12 @@ class HostConfigError(RuntimeError):
 
 
 def shell_alive(node) -> bool:
-    """Whether a Mininet node's shell still runs: `cmd` on a node whose shell was killed blocks forever."""
-    shell = getattr(node, "shell", None)
+    """Whether a Mininet node's shell still runs: `cmd` on a node whose shell was killed blocks forever.
+    A node without a shell of its own (testbed/netline.py's NsNode: a process per command, with a
+    timeout) can always be asked."""
+    if not hasattr(node, "shell"):
+        return True
+    shell = node.shell
     return shell is not None and shell.poll() is None
 
 

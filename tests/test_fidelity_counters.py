@@ -91,6 +91,35 @@ def test_engines_that_took_no_packet_mean_the_links_were_bypassed(tmp_path):
         assert store.points("r1")[0]["realtime_ok"] == 1
 
 
+# /proc/net/netfilter/nfnetlink_queue as the kernel prints it (nfqnl_seq_show): queue, peer port
+# id, waiting, copy mode, copy range, kernel drops, user drops, last packet id, 1.
+NFQUEUE_PROC = """    0  12345     0 2 65531     0     0    21810  1
+    1  12345     3 2 65531     4     1       17  1
+    7  12345     0 2 65531     0     0        0  1
+"""
+
+
+def test_the_kernels_queue_rows_name_their_links_and_what_they_were_handed():
+    from testbed.engine import nfqueue_counters
+    rows = nfqueue_counters(NFQUEUE_PROC, ["r>c", "c>r"])
+    assert [(r["link"], r["queued"], r["queue_total"], r["queue_dropped"], r["user_dropped"]) for r in rows] == [
+        ("r>c", 21810, 0, 0, 0), ("c>r", 17, 3, 4, 1), (None, 0, 0, 0, 0)]
+    rec = fidelity.engine_fidelity({"r": {"final": True, "engine": {"events": 0}}}, {"r": {r["link"]: r for r in rows}})
+    assert (rec["kernel_queued"], rec["kernel_queues"], rec["kernel_queue_drops"]) == (21827, 3, 5)
+
+
+@pytest.mark.parametrize("kernel, says", [
+    # The kernel handed the engines packets they did not count: the counters, not the path, failed.
+    ({"kernel_queued": 21810, "kernel_queues": 2}, "yet the kernel handed 21,810 to their queues"),
+    ({"kernel_queued": 0, "kernel_queues": 2}, "their NFQUEUE rules matched no packet"),
+    ({"kernel_queued": 0, "kernel_queues": 0}, "no engine had its queue bound at the end"),
+    ({}, "their NFQUEUE rules missing or not matching"),  # a record from before the kernel's count was kept
+])
+def test_a_bypass_says_which_side_lost_the_packets(kernel, says):
+    record = {"engine_cpu_s": {"ctprc": 0.2}, "engine_events": 0, **kernel}
+    assert says in fidelity.bypassed(record)
+
+
 def json_of(text):
     import json
     return json.loads(text)

@@ -309,6 +309,8 @@ def test_a_dead_client_fails_the_point_and_keeps_what_was_measured(isolated_data
     assert status == "failed" and "client on ctpc" in error and "failed" in error, error
     assert db.execute("SELECT COUNT(*) FROM pages").fetchone()[0] >= 6, "pages measured before the failure are kept"
     assert json.loads(fidelity)["engine_events"] > 0, "the engines' counters are kept too"
+    # The kernel's side, read before the engines stopped: each bound queue and what it was handed.
+    assert json.loads(fidelity)["kernel_queues"] >= 2 and json.loads(fidelity)["kernel_queued"] > 0
 
 
 @pytest.mark.netns

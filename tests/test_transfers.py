@@ -64,3 +64,7 @@ def test_bernoulli_loss_drops_and_the_catnip_error_model_spares_marked_segments(
     assert all(r["retransmissions"] == 0 for r in catnip)
     fidelity = {p["point"]: json.loads(p["fidelity"]) for p in res["points"].values()}
     assert sum(fidelity[0]["data_dropped"].values()) > 20  # the engine's count agrees
+    # Read while the engine's queues (data and ACK directions) were still bound: the kernel handed them
+    # the data packets the engine counted, and the ACKs.
+    assert fidelity[0]["kernel_queues"] == 2
+    assert fidelity[0]["kernel_queued"] > sum(fidelity[0]["data_arrived"].values()) > 0
