@@ -362,7 +362,7 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, address: str, scenario_f
     `run_id` is a run of the same sweep in `store` and only its points that are not done run.
     `tls_dir` holds the cluster's certificates (controller/cluster_tls.py)."""
     from controller.skeleton import new_run_id
-    from controller.skeleton import signals_cancel
+    from controller.skeleton import recorded_run, signals_cancel
     check_address(address)  # before anything is planned
     run_id = run_id or new_run_id(sweep.name)
     artifacts = paths.runs_dir(store.path) / run_id
@@ -400,22 +400,13 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, address: str, scenario_f
                 first = sweep.points[0][1]
                 store.create_run(run_id, sweep.name, sweep.source, sweep.raw, sweep.sweep, first.seed, git_revision(),
                                  versions(), caps.to_dict(), runner=processes.identity())
-            status, error = "done", None
-            try:
+            with recorded_run(store, run_id) as end:
                 failures = Coordinator(client, store, run_id, artifacts, mine, known, accepted, progress, retries).run(
                     tasks, cancelled)
                 if failures:
-                    status, error = "failed", failures[-1]
+                    end.fail(failures[-1])
                 elif resume and any(p["status"] != "done" for p in store.points(run_id)):
-                    status, error = "failed", "a point of an earlier attempt did not finish"
-            except RunCancelled as exc:
-                status, error = "cancelled", str(exc)
-                raise
-            except Exception as exc:
-                status, error = "failed", f"{type(exc).__name__}: {exc}"
-                raise
-            finally:
-                store.finish_run(run_id, status, error)
+                    end.fail("a point of an earlier attempt did not finish")
     finally:
         client.close()
     return run_id

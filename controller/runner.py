@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 from controller.point import PointRun
 from controller.recover import close_abandoned_runs
-from controller.skeleton import (Progress, ProgressSink, RunCancelled,
+from controller.skeleton import (Progress, ProgressSink, recorded_run,
                                  kernel_resources, machine_lock, new_run_id, record_point,
                                  signals_cancel)
 from results.store import Store
@@ -96,27 +96,17 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
         store.create_run(run_id, sweep.name, sweep.source, sweep.raw, sweep.sweep, first.seed, git_revision(),
                          versions(), caps.to_dict(), runner=processes.identity())
         artifacts = paths.runs_dir(store.path) / run_id
-        status, error = "done", None
         plans = plan_points(sweep, artifacts)
-        try:
-            with run_resources([s for _, s in sweep.points]):
-                if jobs > 1:
-                    failures = parallel.run_points(plans, run_id, caps, store, artifacts, progress, cancelled,
-                                                   jobs, room, settle)
-                else:
-                    failures = [f for plan in plans
-                                if (f := _run_in_process(plan, run_id, caps, store, artifacts,
-                                                         recording_progress(progress, store), cancelled))]
+        with recorded_run(store, run_id) as end, run_resources([s for _, s in sweep.points]):
+            if jobs > 1:
+                failures = parallel.run_points(plans, run_id, caps, store, artifacts, progress, cancelled,
+                                               jobs, room, settle)
+            else:
+                failures = [f for plan in plans
+                            if (f := _run_in_process(plan, run_id, caps, store, artifacts,
+                                                     recording_progress(progress, store), cancelled))]
             if failures:
-                status, error = "failed", failures[-1]
-        except RunCancelled as exc:
-            status, error = "cancelled", str(exc)
-            raise
-        except Exception as exc:  # set-up shared by the points failed (e.g. registering the senders)
-            status, error = "failed", f"{type(exc).__name__}: {exc}"
-            raise
-        finally:
-            store.finish_run(run_id, status, error)
+                end.fail(failures[-1])
     return run_id
 
 

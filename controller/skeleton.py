@@ -211,6 +211,34 @@ def new_run_id(name: str) -> str:
 
 
 
+@dataclass
+class RunEnd:
+    """How a run ended, as `recorded_run` writes it: done unless `fail` is called or it raises."""
+    status: str = "done"
+    error: str | None = None
+
+    def fail(self, error: str) -> None:
+        self.status, self.error = "failed", error
+
+
+@contextmanager
+def recorded_run(store: Store, run_id: str) -> Iterator[RunEnd]:
+    """The end of a created run, recorded once whatever happens inside (for runs, transfer
+    measurements and cluster runs alike): cancelled (RunCancelled, raised again), failed with the
+    exception that ended it (raised again), failed as `fail` said, or done."""
+    end = RunEnd()
+    try:
+        yield end
+    except RunCancelled as exc:
+        end.status, end.error = "cancelled", str(exc)
+        raise
+    except Exception as exc:  # set-up shared by the points failed (e.g. registering the senders)
+        end.fail(f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        store.finish_run(run_id, end.status, end.error)
+
+
 def record_point(store: Store, run_id: str, index: int, execute: Callable[[], None]) -> str | None:
     """Run one point and record how it ended: done; cancelled (raised again as RunCancelled); or
     failed, returned as the run's error while the next point still runs."""

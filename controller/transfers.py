@@ -35,7 +35,7 @@ from typing import Callable
 
 from controller import fidelity as fidelity_mod
 from controller.recover import close_abandoned_runs
-from controller.skeleton import (RunCancelled, TeardownStack, kernel_resources, machine_lock,
+from controller.skeleton import (TeardownStack, kernel_resources, machine_lock, recorded_run,
                                  new_run_id, record_point, signals_cancel)
 from testbed.metadata import git_revision, versions
 from spec.transfer import LossPoint, TransferScenario
@@ -220,56 +220,46 @@ def measure(sc: TransferScenario, store: Store, source: str = "", progress: Prog
         store.create_run(run_id, sc.name, source, sc.model_dump(), {}, sc.seed, git_revision(), versions(),
                          caps.to_dict(), runner=processes.identity())
         artifacts = paths.runs_dir(store.path) / run_id
-        status, error = "done", None
-        try:
-            with TeardownStack() as stack:
-                # The same kernel-global set-up as runs: the allowed list is saved for `catnip clean`.
-                stack.enter_context(kernel_resources(PROFILE_SYSCTLS[p]["net.ipv4.tcp_congestion_control"]
-                                                     for p in sc.profiles))
-                log("building the path (server -> router -> client)")
-                stack.callback(LINE.teardown)
-                LINE.build()
-                nodes = {w: LINE.node(w) for w in "src"}
-                hostconfig.set_sysctls(nodes["c"], {"net.ipv4.ip_local_port_range": "10000 65000"})
-                # The server's cgroup carries the document-size program (and the marker when a
-                # loss point uses the CATNIP error model) and the W_max clamp.
-                marking = any(loss.p_high is not None for loss in sc.loss)
-                rules = spm.SpmRules(small_cwnd=sc.marking == "full") if marking else spm.SpmRules(enabled=False)
-                marker = spm.SpmMarker(rules, name=f"mv-{run_id[-4:]}")
-                stack.callback(marker.unload)
-                marker.load()
-                cgroup = marker.make_cgroup()
-                if marking:
-                    hostconfig.one_packet_per_skb(nodes["s"], SERVER_IF)
-                    marker.attach_tc(SERVER_IF, nodes["s"].prefix)
-                clamp = CwndClamp(sc.path.wmax, name=f"mv-{run_id[-4:]}")
-                stack.callback(clamp.unload)
-                clamp.load()
-                clamp.attach(cgroup)
-                server = nodes["s"].popen([paths.python(), "-m", "workloads.transfers", "server", LINE.sender_ip,
-                                           str(SERVER_PORT)], cwd=str(paths.REPO), stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL, text=True,
-                                          preexec_fn=spm.joiner(cgroup))
-                stack.callback(_stop, server, signal.SIGKILL)
-                if server.stdout.readline().strip() != "READY":
-                    raise RuntimeError("the transfer server did not start")
-                for index, (profile, loss) in enumerate(sc.points()):
-                    workdir = artifacts / f"point{index}"
-                    workdir.mkdir(parents=True, exist_ok=True)
-                    store.create_point(run_id, index, 0, {"profile": profile, **loss.model_dump()}, sc.model_dump(),
-                                       sc.seed * 1000 + index)
-                    failure = record_point(store, run_id, index, lambda: _point(
-                        index, profile, loss, sc, nodes, workdir, store, run_id, progress, keep_captures))
-                    if failure:
-                        status, error = "failed", failure
-        except RunCancelled as exc:
-            status, error = "cancelled", str(exc)
-            raise
-        except Exception as exc:
-            status, error = "failed", f"{type(exc).__name__}: {exc}"
-            raise
-        finally:
-            store.finish_run(run_id, status, error)
+        with recorded_run(store, run_id) as end, TeardownStack() as stack:
+            # The same kernel-global set-up as runs: the allowed list is saved for `catnip clean`.
+            stack.enter_context(kernel_resources(PROFILE_SYSCTLS[p]["net.ipv4.tcp_congestion_control"]
+                                                 for p in sc.profiles))
+            log("building the path (server -> router -> client)")
+            stack.callback(LINE.teardown)
+            LINE.build()
+            nodes = {w: LINE.node(w) for w in "src"}
+            hostconfig.set_sysctls(nodes["c"], {"net.ipv4.ip_local_port_range": "10000 65000"})
+            # The server's cgroup carries the document-size program (and the marker when a
+            # loss point uses the CATNIP error model) and the W_max clamp.
+            marking = any(loss.p_high is not None for loss in sc.loss)
+            rules = spm.SpmRules(small_cwnd=sc.marking == "full") if marking else spm.SpmRules(enabled=False)
+            marker = spm.SpmMarker(rules, name=f"mv-{run_id[-4:]}")
+            stack.callback(marker.unload)
+            marker.load()
+            cgroup = marker.make_cgroup()
+            if marking:
+                hostconfig.one_packet_per_skb(nodes["s"], SERVER_IF)
+                marker.attach_tc(SERVER_IF, nodes["s"].prefix)
+            clamp = CwndClamp(sc.path.wmax, name=f"mv-{run_id[-4:]}")
+            stack.callback(clamp.unload)
+            clamp.load()
+            clamp.attach(cgroup)
+            server = nodes["s"].popen([paths.python(), "-m", "workloads.transfers", "server", LINE.sender_ip,
+                                       str(SERVER_PORT)], cwd=str(paths.REPO), stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, text=True,
+                                      preexec_fn=spm.joiner(cgroup))
+            stack.callback(_stop, server, signal.SIGKILL)
+            if server.stdout.readline().strip() != "READY":
+                raise RuntimeError("the transfer server did not start")
+            for index, (profile, loss) in enumerate(sc.points()):
+                workdir = artifacts / f"point{index}"
+                workdir.mkdir(parents=True, exist_ok=True)
+                store.create_point(run_id, index, 0, {"profile": profile, **loss.model_dump()}, sc.model_dump(),
+                                   sc.seed * 1000 + index)
+                failure = record_point(store, run_id, index, lambda: _point(
+                    index, profile, loss, sc, nodes, workdir, store, run_id, progress, keep_captures))
+                if failure:
+                    end.fail(failure)
     return run_id
 
 
