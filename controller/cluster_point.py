@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 from controller import runner, skeleton
@@ -44,15 +43,12 @@ def main(spec_path: str) -> int:
         print("the scenario resolves to another point here than on the coordinator", file=sys.stderr)
         return 2
 
-    def emit(p: skeleton.Progress) -> None:
-        print(json.dumps(asdict(p)), flush=True)
-
     from testbed.capabilities import probe
     # A cancel while probing (a throwaway namespace) or waiting for the machine is clean too.
     with skeleton.signals_cancel(), Store(paths.database()) as store:
         try:
             caps = probe()
-            runner.run(sweep, caps, store, progress=emit, run_id=spec["run_id"], wait_for_machine=True)
+            runner.run(sweep, caps, store, progress=skeleton.emit_progress, run_id=spec["run_id"], wait_for_machine=True)
         except skeleton.RunCancelled:
             return 130
         except Exception as exc:  # the run's shared set-up failed; runner.run recorded it as the run's error

@@ -8,14 +8,12 @@ as JSON lines on stdout for the parent to draw. SIGTERM or SIGINT cancels the po
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import pickle
 import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
 from controller import point as point_mod
@@ -67,12 +65,6 @@ def main(spec_path: str, code: str) -> int:
     os.unlink(spec_path)  # read once; the point's resolved scenario is in the store
     run_id, plan = spec["run_id"], spec["plan"]
 
-    def emit(p: skeleton.Progress) -> None:
-        try:
-            print(json.dumps(asdict(p)), flush=True)
-        except BrokenPipeError:  # the runner died; its death signal is on the way
-            raise skeleton.RunCancelled("the runner is gone") from None
-
     with skeleton.signals_cancel(), Store(paths.database()) as store:
         # The runner launches us with the cancel signals blocked (parallel.py); a cancel sent
         # meanwhile was held and arrives now. Our children must not inherit the mask.
@@ -81,7 +73,7 @@ def main(spec_path: str, code: str) -> int:
             die_with_parent(spec["runner_pid"])
             own_sysfs_view()
             point = point_mod.PointRun(run_id, plan, spec["caps"], store, spec["artifacts"],
-                                    runner.recording_progress(emit, store), lambda: False,
+                                    runner.recording_progress(skeleton.emit_progress, store), lambda: False,
                                     concurrency=spec["concurrency"])
             prog = plan.progress(run_id)
             failure = skeleton.record_point(store, run_id, plan.index, lambda: point.execute(prog))

@@ -7,6 +7,7 @@ is recorded. Written once here so the three kinds of runs cannot drift apart.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
 import stat
@@ -14,7 +15,7 @@ import sys
 import time
 import uuid
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from results.store import Store
@@ -209,6 +210,16 @@ def new_run_id(name: str) -> str:
     return time.strftime("%Y%m%d-%H%M%S") + f"-{name[:24]}-{uuid.uuid4().hex[:4]}"
 
 
+
+
+def emit_progress(p: Progress) -> None:
+    """A point run in another process (point_worker, cluster_point) tells its parent its progress:
+    one JSON line each on stdout. A parent that is gone (broken pipe) cancels the point: its death
+    signal may be on the way, and nobody reads the point any more."""
+    try:
+        print(json.dumps(asdict(p)), flush=True)
+    except BrokenPipeError:
+        raise RunCancelled("the process that started this point is gone") from None
 
 
 @dataclass

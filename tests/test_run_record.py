@@ -47,3 +47,21 @@ def test_a_cancel_is_recorded_and_raised_again(store):
         with recorded_run(store, "r1"):
             raise RunCancelled("SIGTERM")
     assert _end(store) == ("cancelled", "SIGTERM")
+
+
+def test_a_point_in_another_process_reports_progress_as_json_lines_and_stops_when_nobody_reads(capsys, monkeypatch):
+    import json
+
+    from controller.skeleton import Progress, emit_progress
+    emit_progress(Progress(run_id="r1", point=0, points=2, label="x", pages_done=3, pages_total=10))
+    assert json.loads(capsys.readouterr().out)["pages_done"] == 3
+
+    class Gone:
+        def write(self, _):
+            raise BrokenPipeError
+
+        def flush(self):
+            raise BrokenPipeError
+    monkeypatch.setattr("sys.stdout", Gone())
+    with pytest.raises(RunCancelled, match="is gone"):
+        emit_progress(Progress(run_id="r1", point=0, points=2, label="x"))
