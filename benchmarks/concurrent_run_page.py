@@ -24,8 +24,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from results.store import Store
-from testbed.paths import REPO
+from catnip.results.store import Store
+from catnip.testbed.paths import REPO
 
 RUN = "20260101-000000-bench-cccc"
 

@@ -288,7 +288,7 @@ def label_cells(per: dict[tuple, list[Burst]], db: Path, run_id: str) -> None:
     """Each burst's cell from the run's samples: a point's connection is the one whose congestion
     control its assignment names; request 0 is the warm-up when the run had one, then the
     burst_time samples in time order."""
-    from results.store import Store
+    from catnip.results.store import Store
     with Store(db) as store:
         for p in store.points(run_id):
             servers = json.loads(p["assignment"]).get("tcp.groups.servers", {})
@@ -422,7 +422,7 @@ def bursts_cmd(trace_dir: Path, iw: int, db: Path | None, run_id: str | None, ce
 def figure_cmd(trace_dir: Path, db: Path, run_id: str, cells: tuple[str, ...], out: Path) -> None:
     """cwnd of each sender against time over the given cells, run one after another (results/figures.py
     draws it)."""
-    from results.figures import Series, latency_chart, save
+    from catnip.results.figures import Series, latency_chart, save
     meta = json.loads((trace_dir / "meta.json").read_text()) if (trace_dir / "meta.json").exists() else {}
     evs = [json.loads(line) for line in (trace_dir / "events.jsonl").read_text().splitlines() if line.strip()]
     per = bursts(evs, meta.get("hz"))

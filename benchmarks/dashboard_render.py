@@ -14,10 +14,10 @@ import statistics
 import time
 from pathlib import Path
 
-from controller.run_queue import RunQueue
-from results.store import Store
-from testbed import paths
-from webui.app import create_app
+from catnip.controller.run_queue import RunQueue
+from catnip.results.store import Store
+from catnip.testbed import paths
+from catnip.webui.app import create_app
 
 
 def main() -> None:

@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from controller.skeleton import machine_lock  # noqa: E402
-from testbed import paths  # noqa: E402
-from testbed.engine import last_json_line  # noqa: E402
-from testbed.netline import NetLine, sh  # noqa: E402
+from catnip.controller.skeleton import machine_lock  # noqa: E402
+from catnip.testbed import paths  # noqa: E402
+from catnip.testbed.engine import last_json_line  # noqa: E402
+from catnip.testbed.netline import NetLine, sh  # noqa: E402
 
 LINE = NetLine("ctpb")
 C_IP = LINE.receiver_ip

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from controller.skeleton import RunCancelled, machine_lock, signals_cancel  # noqa: E402
-from spec.record import DirectionRecord  # noqa: E402
-from testbed import hostconfig, paths  # noqa: E402
-from testbed.engine import RouterEngine, iptables_rule  # noqa: E402
-from testbed.netline import NetLine  # noqa: E402
+from catnip.controller.skeleton import RunCancelled, machine_lock, signals_cancel  # noqa: E402
+from catnip.spec.record import DirectionRecord  # noqa: E402
+from catnip.testbed import hostconfig, paths  # noqa: E402
+from catnip.testbed.engine import RouterEngine, iptables_rule  # noqa: E402
+from catnip.testbed.netline import NetLine  # noqa: E402
 
 LINE = NetLine("ctpf", net=67)
 POLICIES = ("droptail", "catnip_good")

@@ -29,8 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from results.store import Store  # noqa: E402
-from testbed import cleanup  # noqa: E402
+from catnip.results.store import Store  # noqa: E402
+from catnip.testbed import cleanup  # noqa: E402
 
 FIELDS = ("late_events", "engine_events", "late_at_issue_events", "late_p99_us", "max_late_us", "cpu_busy_fraction",
           "cpu_steal_fraction", "slow_verdict_calls")

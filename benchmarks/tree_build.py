@@ -21,13 +21,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from controller.skeleton import TeardownStack, kernel_resources  # noqa: E402
-from spec import scenario as scenario_mod  # noqa: E402
-from testbed import capabilities, network, paths  # noqa: E402
-from testbed.links import EngineBackend  # noqa: E402
-from workloads import docroot as docroot_mod  # noqa: E402
-from workloads.apps.base import AppContext, lookup  # noqa: E402
-from workloads.pages import catnip_pages  # noqa: E402
+from catnip.controller.skeleton import TeardownStack, kernel_resources  # noqa: E402
+from catnip.spec import scenario as scenario_mod  # noqa: E402
+from catnip.testbed import capabilities, network, paths  # noqa: E402
+from catnip.testbed.links import EngineBackend  # noqa: E402
+from catnip.workloads import docroot as docroot_mod  # noqa: E402
+from catnip.workloads.apps.base import AppContext, lookup  # noqa: E402
+from catnip.workloads.pages import catnip_pages  # noqa: E402
 
 
 def once(sc, caps, work: Path) -> dict[str, float]:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import click
 
-from controller.validate import Refused
-from testbed import paths
+from catnip.controller.validate import Refused
+from catnip.testbed import paths
 
 
 def _open(db: str | None):
-    from results.store import Store, StoreVersionError
+    from catnip.results.store import Store, StoreVersionError
     try:
         return Store(db or paths.database())
     except (sqlite3.Error, StoreVersionError) as exc:  # read-only, full, newer, not a database: one line
@@ -39,8 +39,8 @@ def export_cmd(run: str, out: str | None, tidy: str | None, db: str | None) -> N
     holds for it, the schema, and a list of the run's folder (docs/database.md). With --tidy DIR,
     write it as tidy tables instead: one CSV (and Parquet) per metric, one row per sample, with the
     run's metadata in every row (docs/analysis.md)."""
-    from results import archive
-    from testbed.metadata import git_revision
+    from catnip.results import archive
+    from catnip.testbed.metadata import git_revision
     if out is not None and tidy is not None:
         raise Refused("--out and --tidy: give one (--out writes the archive file, --tidy a folder of tables)")
     if not Path(db or paths.database()).exists():  # opening would create an empty database
@@ -71,7 +71,7 @@ def export_cmd(run: str, out: str | None, tidy: str | None, db: str | None) -> N
 
 
 def _tidy(store, run_id: str, folder: Path) -> None:
-    from results import tidy as tidy_mod
+    from catnip.results import tidy as tidy_mod
     try:
         files = tidy_mod.write(store, run_id, folder)
     except tidy_mod.TidyError as exc:
@@ -88,7 +88,7 @@ def _tidy(store, run_id: str, folder: Path) -> None:
 def import_cmd(file: str, db: str | None, new_id: str | None) -> None:
     """Read FILE (written by `catnip export`) into the database, in one transaction: `catnip report`
     and the dashboard then show the run as they showed the original."""
-    from results import archive
+    from catnip.results import archive
     try:
         if new_id is not None:
             archive.check_new_id(new_id)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from testbed import paths
+from catnip.testbed import paths
 
 DEFAULT_PORT = 8786  # Dask's
 # A worker that dies while running a point fails its task at once (KilledWorker) instead of Dask
@@ -40,7 +40,7 @@ def _tls_dir_option(help_: str):
 
 def _tls(folder: Path | None, make: bool = False, new: bool = False) -> Path:
     """The certificate folder, checked (and made first by the scheduler); a one-line error otherwise."""
-    from controller import cluster_tls
+    from catnip.controller import cluster_tls
     folder = folder or cluster_tls.default_dir()
     try:
         if make:
@@ -73,7 +73,7 @@ def _bare_host(host: str) -> str:
 def scheduler_cmd(host: str, port: int, dashboard: bool, tls_dir: Path | None, new_certs: bool) -> None:
     """Run the scheduler in the foreground (Ctrl-C stops it); it speaks TLS only, with the
     certificates of --tls-dir, and prints its tls:// address."""
-    from controller import cluster_tls
+    from catnip.controller import cluster_tls
     host = _bare_host(host)
     folder = _tls(tls_dir, make=True, new=new_certs)
     # Dask opens an HTTP server even with --no-dashboard, on all interfaces unless told: loopback
@@ -96,7 +96,7 @@ def scheduler_cmd(host: str, port: int, dashboard: bool, tls_dir: Path | None, n
 def worker_cmd(address: str, name: str | None, host: str, tls_dir: Path | None) -> None:
     """Run a worker of the scheduler at ADDRESS (tls://HOST:PORT) in the foreground: one point at a
     time (one thread, one 'machine' resource), with this checkout's code and builds."""
-    from controller import cluster_tls
+    from catnip.controller import cluster_tls
     try:
         cluster_tls.check_address(address, "")
     except cluster_tls.TLSError as exc:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from controller.validate import Refused
-from testbed import paths
+from catnip.controller.validate import Refused
+from catnip.testbed import paths
 
 ROOT_HELP = "the repository whose archive/ and docs are used (default this checkout)"
 
@@ -40,9 +40,9 @@ def archive_cmd(run_id: str, db: str | None, root: str | None) -> None:
     """Export RUN_ID (an id or an unambiguous prefix) into archive/runs/ and list it in
     archive/MANIFEST.json: scenario, seed, git commit, engine hash, each point's real-time verdict,
     dates, size and SHA-256. A run that is not `done` is refused."""
-    from results import docs_archive
-    from results.store import Store, StoreVersionError
-    from testbed.metadata import git_revision
+    from catnip.results import docs_archive
+    from catnip.results.store import Store, StoreVersionError
+    from catnip.testbed.metadata import git_revision
     database = Path(db) if db else paths.database()
     if not database.is_file():  # opening would create an empty database
         raise Refused(f"no database {database} (give --db)")
@@ -79,7 +79,7 @@ def _report(outcome, ok: str) -> None:
 def build_cmd(files: tuple[str, ...], root: str | None) -> None:
     """Rewrite the generated regions of FILES (default README.md and docs/**/*.md) from the
     archive, through the layouts `catnip report` uses. Exit 1 naming what could not be built."""
-    from results import doc_regions
+    from catnip.results import doc_regions
     base = _root(root)
     outcome = doc_regions.build(base, _files(base, files))
     for doc in outcome.changed:
@@ -95,7 +95,7 @@ def check_cmd(files: tuple[str, ...], root: str | None) -> None:
     """Compare every generated region of FILES (default README.md and docs/**/*.md) with what the
     archive gives; exit 1 naming the doc, the region and its first differing line, a region that
     cites a run not archived, or an archived file not the one its manifest lists."""
-    from results import doc_regions
+    from catnip.results import doc_regions
     base = _root(root)
     outcome = doc_regions.check(base, _files(base, files))
     _report(outcome, f"{outcome.regions} region(s) in {outcome.docs} doc(s) match {base / 'archive'}")

@@ -19,13 +19,13 @@ import click
 
 from click.core import ParameterSource
 
-from controller import validate as validate_mod
-from spec import bounded
-from testbed import paths
+from catnip.controller import validate as validate_mod
+from catnip.spec import bounded
+from catnip.testbed import paths
 
 
 def _store(db: str | None):
-    from results.store import Store
+    from catnip.results.store import Store
     try:
         return Store(db or paths.database())
     except sqlite3.Error as exc:  # read-only or full disk, not a database: one line (results/store.py)
@@ -46,13 +46,13 @@ def main() -> None:
 def check(as_json: bool, brief: bool, run_references: bool) -> None:
     """What this machine can do; exit 0 if scenarios can run. Lists each emulated mechanism's
     independent reference (testbed/references.py) and its status."""
-    from testbed.bpf_probe import probe_programs
-    from testbed.capabilities import probe
-    from testbed.references import reference_status
+    from catnip.testbed.bpf_probe import probe_programs
+    from catnip.testbed.capabilities import probe
+    from catnip.testbed.references import reference_status
     caps = probe()
     references = reference_status(run=run_references)
     problems = caps.blocking_problems()
-    from controller.skeleton import machine_busy
+    from catnip.controller.skeleton import machine_busy
     programs: dict[str, str] = {}
     if caps.root and caps.bpf_btf and not brief:
         busy = "not probed: a run is using the machine"
@@ -156,38 +156,11 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
     run_id = _checked_run_options(run_id, jobs, cluster_address, tls_dir, resume_id)
     scenario_file = scenario_path(scenario_file)
     sweep = validate_mod.load(scenario_file, overrides, seed, only)
-    problems = validate_mod.run_problems(sweep, jobs)
-    if problems:
-        raise validate_mod.Refused("\n".join(problems))
-    from testbed import placement
-    for kind in {sc.run.placement for _, sc in sweep.points}:
-        try:
-            placement.plan(kind)  # split needs two CPUs this process may use: said before a run starts
-        except placement.PlacementError as exc:
-            raise validate_mod.Refused(str(exc)) from None
-    from controller import runner, skeleton
-    from testbed.capabilities import probe
-    from testbed.hostconfig import HostConfigError
-    from testbed.sender import SenderError
-    # Before probing: the probe builds a throwaway namespace, which a running experiment need not share
-    # its CPU with. Said again by runner.run if a run takes the lock meanwhile.
-    if cluster_address is None and skeleton.machine_busy():
-        from testbed.cleanup import run_in_progress
-        raise click.ClickException(f"another catnip run is using this machine ({run_in_progress()}); wait for it"
-                                   " or stop it")
-    caps = probe()
-    problems = caps.blocking_problems()
-    if problems:
-        raise click.ClickException("this machine cannot run scenarios (see `catnip check`): " + "; ".join(problems))
-    if jobs > 1:
-        from controller import parallel
-        try:
-            parallel.check_isolatable(sweep, caps)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--jobs") from None
-    missing = runner.machine_problems([s for _, s in sweep.points], caps)
-    if missing:
-        raise validate_mod.Refused(missing[0])
+    from catnip import api
+    from catnip.controller import runner, skeleton
+    from catnip.testbed.hostconfig import HostConfigError
+    from catnip.testbed.sender import SenderError
+    caps = api.prepare(sweep, jobs, on_this_machine=cluster_address is None)
     run_id = run_id or skeleton.new_run_id(sweep.name)
     if cluster_address is not None:
         _run_on_cluster(sweep, caps, Path(scenario_file), list(overrides), seed, db, run_id, cluster_address,
@@ -243,7 +216,7 @@ def _checked_run_options(run_id: str | None, jobs: int, cluster_address: str | N
 
 def _finish(store, run_id: str, started: float, as_json: bool, report: bool) -> None:
     """The end of `catnip run`: the summary (or the report), and exit 0 only for a run that is done."""
-    from results import report as report_mod
+    from catnip.results import report as report_mod
     rep = report_mod.run_report(store, run_id)
     wall = time.monotonic() - started
     if as_json:
@@ -263,7 +236,7 @@ def _run_on_cluster(sweep, caps, scenario_file: Path, overrides: list[str], seed
                     run_id: str, address: str, retries: int, resume: bool, as_json: bool, report: bool,
                     tls_dir: Path | None = None) -> None:
     """`catnip run --cluster`: the points go to the workers (controller/cluster.py); exits."""
-    from controller import cluster, skeleton
+    from catnip.controller import cluster, skeleton
     if any(sc.run.machines for _, sc in sweep.points):
         # A worker would reach the point's other machines by their addresses, and two workers could
         # share one of them: not carried over yet (docs/cluster.md).
@@ -383,7 +356,7 @@ LIST_COLUMNS = ("id", "name", "status", "seed", "started", "finished", "error")
 def list_cmd(db: str | None, as_json: bool, as_csv: bool) -> None:
     """Runs in the results database, newest first: id, scenario, status, start and duration."""
     fmt = _one_format(as_json, as_csv)
-    from controller.recover import close_abandoned_runs
+    from catnip.controller.recover import close_abandoned_runs
     with _store(db) as store:
         close_abandoned_runs(store)
         rows = store.runs()
@@ -508,8 +481,8 @@ def _check_view_options(views: list[str], view: str | None, pool_only: dict[str,
 
 def _one_run_report(run_id: str, db: str | None, view: str | None, fmt: str, interval: str) -> None:
     """The page-time table (default), --by-sender or --loss of one run."""
-    from results import layouts
-    from results import report as report_mod
+    from catnip.results import layouts
+    from catnip.results import report as report_mod
     with _report_store(db) as store:
         _check_run_ids(store, [run_id])
         found = store.find_run(run_id)
@@ -519,8 +492,8 @@ def _one_run_report(run_id: str, db: str | None, view: str | None, fmt: str, int
             raise click.ClickException(f"run {found['id']} is a transfer measurement: "
                                        f"`catnip model validate {found['id']}` reports it")
         if view == "--by-sender":
-            from results import by_sender as by_sender_mod
-            from spec.record import RecordError
+            from catnip.results import by_sender as by_sender_mod
+            from catnip.spec.record import RecordError
             try:
                 points = by_sender_mod.by_sender(store, found["id"])
             except RecordError as exc:  # a point that cannot say what it ran
@@ -554,7 +527,7 @@ def _by_sender_output(mod, points: list[dict], fmt: str) -> str:
 
 
 def _report_store(db: str | None):
-    from results.store import StoreVersionError
+    from catnip.results.store import StoreVersionError
     try:
         return _store(db)
     except StoreVersionError as exc:
@@ -562,7 +535,7 @@ def _report_store(db: str | None):
 
 
 def _list_layouts(as_json: bool) -> None:
-    from results import layouts
+    from catnip.results import layouts
     found = list(layouts.LAYOUTS.values())
     if as_json:
         click.echo(json.dumps([{"name": x.name, "title": x.title, "paper": x.paper, "min_runs": x.min_runs,
@@ -574,7 +547,7 @@ def _list_layouts(as_json: bool) -> None:
 
 
 def _layout_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str) -> None:
-    from results import layouts
+    from catnip.results import layouts
     try:
         layouts.get(name)
     except layouts.UnknownLayout as exc:
@@ -599,7 +572,7 @@ def _figure_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str
                    flow: str | None) -> None:
     """--figure: a servdiff figure (results/servdiff.py) written to a file, a line per curve printed;
     with --json its Plotly spec printed instead."""
-    from results import figures, servdiff
+    from catnip.results import figures, servdiff
     if fmt == "csv":
         raise click.UsageError("--csv and --figure: a figure is written to --out (or printed as its spec with --json)")
     if not run_ids:
@@ -639,8 +612,8 @@ def _pooled_report(spec: str, db: str | None, realtime_only: bool, base: int | N
     """--pool: the pooled tables and loss, then every point against one (text); all of it as one
     JSON document; or the pooled Table II rows as CSV (report.render_csv's columns, a row per
     pooled point and page, RUN_ID the runs joined by '+')."""
-    from results import compare, contrast, pooled
-    from results.report import loss_table, render_csv, render_loss_table
+    from catnip.results import compare, contrast, pooled
+    from catnip.results.report import loss_table, render_csv, render_loss_table
     try:
         ids = compare.split_run_ids(spec)
     except ValueError as exc:
@@ -691,8 +664,8 @@ def fig2_cmd(out: str, rtt: float) -> None:
     """CATNIP Fig. 2: a 14-segment document sent by Reno, RBPLW, ECA and ECA+RBPLW (BPF senders);
     writes a sequence-number plot (./fig2-senders.svg unless --out) and prints each sender's
     bursts per round trip."""
-    from controller import fig2, skeleton
-    from results.figures import ExportError
+    from catnip.controller import fig2, skeleton
+    from catnip.results.figures import ExportError
     try:
         with skeleton.machine_lock(), skeleton.signals_cancel():
             found = fig2.run(Path(out), rtt, log=lambda m: click.echo(m, err=True))
@@ -718,9 +691,9 @@ def fig2_cmd(out: str, rtt: float) -> None:
 def burst_seq(run_id: str, size: str, idle: str, nth: int, out: str | None, db: str | None) -> None:
     """newCWV Fig. 10: one burst's segments against time in every captured point of a run
     (run.capture: true), e.g. unpaced and paced; writes the figure and prints each burst's spread."""
-    from results import burst_capture
-    from results import figures
-    from spec import units
+    from catnip.results import burst_capture
+    from catnip.results import figures
+    from catnip.spec import units
     try:
         want_size = None if size == "any" else units.parse_size(size)
         want_idle = None if idle == "any" else units.parse_duration(idle)
@@ -754,8 +727,8 @@ def burst_seq(run_id: str, size: str, idle: str, nth: int, out: str | None, db: 
                    " --host (repeatable); requests naming any other host are refused")
 def web(host: str, port: int, db: str | None, allow_hosts: tuple[str, ...]) -> None:
     """Serve the dashboard: start scenarios, watch runs live, read and compare reports."""
-    from webui.hosts import allowed_names
-    from webui.server import is_loopback, serve
+    from catnip.webui.hosts import allowed_names
+    from catnip.webui.server import is_loopback, serve
     try:
         allowed_names(host, allow_hosts)
     except ValueError as exc:
@@ -786,7 +759,7 @@ def compare(baseline: str, runs: tuple[str, ...], db: str | None, as_json: bool,
     seeds: catnip compare BASE1+BASE2 RUN1+RUN2. The text's column headers show the last 12
     characters of each run id and point label; the legend under the table gives them whole."""
     fmt = _one_format(as_json, as_csv)
-    from results import compare as compare_mod
+    from catnip.results import compare as compare_mod
     with _store(db) as store:
         _check_run_ids(store, [baseline, *runs])
         try:
@@ -840,7 +813,7 @@ def _columns_legend(cmp: dict) -> str:
 def clean(dry_run: bool, force: bool) -> None:
     """Remove every namespace, process, bridge, link and BPF object the project created.
     Refused while a run holds the machine lock, unless --force."""
-    from testbed import cleanup
+    from catnip.testbed import cleanup
     if dry_run:
         left = cleanup.leftovers()
         click.echo(json.dumps(left, indent=2) if left else "nothing to clean")
@@ -855,7 +828,7 @@ def clean(dry_run: bool, force: bool) -> None:
         raise click.ClickException(str(exc)) from None
     for line in removed:
         click.echo(f"removed {line}")
-    from controller.recover import after_clean
+    from catnip.controller.recover import after_clean
     for line in after_clean():  # what killed runs' clients wrote, into the database
         click.echo(line)
     left = cleanup.leftovers()
@@ -864,7 +837,7 @@ def clean(dry_run: bool, force: bool) -> None:
     click.echo("clean" if not removed else f"clean ({len(removed)} removed)")
 
 
-from cli.models import model as _model  # noqa: E402  (the latency models' own command group)
+from catnip.cli.models import model as _model  # noqa: E402  (the latency models' own command group)
 
 # Their one-line summaries in `catnip --help`, where their owners gave none (click would cut
 # their docstrings' first sentence to the listing's width).
@@ -874,20 +847,20 @@ for _cmd, _text in _SHORT_HELP.items():
     _cmd.short_help = _cmd.short_help or _text
     main.add_command(_cmd)
 
-from cli.archive import export_cmd, import_cmd  # noqa: E402 - after main exists
+from catnip.cli.archive import export_cmd, import_cmd  # noqa: E402 - after main exists
 
 main.add_command(export_cmd)
 main.add_command(import_cmd)
 
-from cli.docs import docs_group  # noqa: E402 - after main exists
+from catnip.cli.docs import docs_group  # noqa: E402 - after main exists
 
 main.add_command(docs_group)
 
-from cli.shell import shell_cmd  # noqa: E402 - after main exists
+from catnip.cli.shell import shell_cmd  # noqa: E402 - after main exists
 
 main.add_command(shell_cmd)
 
-from cli.cluster import cluster_group  # noqa: E402 - after main exists
+from catnip.cli.cluster import cluster_group  # noqa: E402 - after main exists
 
 main.add_command(cluster_group)
 

@@ -9,9 +9,9 @@ from pathlib import Path as Path_
 
 import click
 
-from spec import units
-from models import cardwell, hysteresis, partial_catnip, sikdar
-from models.params import ModelInputError, Path
+from catnip.spec import units
+from catnip.models import cardwell, hysteresis, partial_catnip, sikdar
+from catnip.models.params import ModelInputError, Path
 
 TABLE1_KB = (1, 4, 8, 16, 32, 50, 64, 90, 110, 128, 160, 180, 200)  # hysteresis paper, Table 1
 TABLE1_P = (0.01, 0.03, 0.05, 0.08, 0.10)
@@ -150,12 +150,12 @@ def measure(scenario_file, overrides, seed, db, run_id, keep_captures):
     scenarios/transfers/hysteresis-validation.yaml); then `catnip model validate RUN`."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from controller import transfers
-    from spec import transfer as transfer_scenario
-    from controller.skeleton import RunBusy, RunCancelled
-    from spec.scenario import ScenarioError
-    from results.store import RUN_ID, Store
-    from testbed import paths
+    from catnip.controller import transfers
+    from catnip.spec import transfer as transfer_scenario
+    from catnip.controller.skeleton import RunBusy, RunCancelled
+    from catnip.spec.scenario import ScenarioError
+    from catnip.results.store import RUN_ID, Store
+    from catnip.testbed import paths
 
     if run_id is not None and not RUN_ID.fullmatch(run_id):
         raise click.BadParameter("letters, digits, '.', '_' and '-' only, at most 100", param_hint="--run-id")
@@ -204,9 +204,9 @@ def measure(scenario_file, overrides, seed, db, run_id, keep_captures):
 @click.option("--json", "as_json", is_flag=True)
 def validate(run, db, out, fmt, delack, samples, include_late, as_json):
     """The models against a measured run: equation 13 errors (Tables 2, 3), Partial CATNIP vs Reno, figures."""
-    from models import validation as v
-    from results.store import Store
-    from testbed import paths
+    from catnip.models import validation as v
+    from catnip.results.store import Store
+    from catnip.testbed import paths
 
     with Store(db or paths.database()) as store:
         row = store.find_run(run)
@@ -253,7 +253,7 @@ def validate(run, db, out, fmt, delack, samples, include_late, as_json):
             "table3": v.error_table(mine, profile, (v.LONG_MIN_KB, math.inf), preds),
             "catnip_gain": v.catnip_gain(mine, profile)}
     if out:
-        from results.figures import ExportError
+        from catnip.results.figures import ExportError
         try:
             report["figures"] = _figures(cells, preds, Path_(out), fmt)
         except ExportError as exc:
@@ -265,7 +265,7 @@ def validate(run, db, out, fmt, delack, samples, include_late, as_json):
 
 
 def _print_validation(report: dict) -> None:
-    from models import validation as v
+    from catnip.models import validation as v
     click.echo(f"run {report['run']}")
     click.echo("\npoints: data segments lost on the loss link (drops / arrivals), real time kept")
     for pt in report["points"]:
@@ -315,8 +315,8 @@ def _figures(cells, preds, out_dir, fmt: str = "svg") -> list[str]:
     """Figs. 3 and 4 (Reno measured against the three models, short and long transfers) and Fig. 6
     (Partial CATNIP measured and modelled beside Reno) per profile and loss point, through the
     figure builders (results/figures.py), all in one export session."""
-    from models import validation as v
-    from results.figures import Series, latency_chart, save_all
+    from catnip.models import validation as v
+    from catnip.results.figures import Series, latency_chart, save_all
     items = []
     groups = {}
     for c in cells:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from controller import validate as validate_mod
+from catnip.controller import validate as validate_mod
 
 
 @click.command(name="shell", short_help="A scenario's network up with its links, and Mininet's CLI on it.")
@@ -27,14 +27,14 @@ def shell_cmd(scenario_file: str, overrides: tuple[str, ...], point: int, script
     if point >= len(sweep.points):
         raise click.BadParameter(f"{point}: the scenario has {len(sweep.points)} point(s), 0-{len(sweep.points) - 1}",
                                  param_hint="--point")
-    from controller import shell, skeleton
-    from testbed.capabilities import probe
+    from catnip.controller import shell, skeleton
+    from catnip.testbed.capabilities import probe
     sc = sweep.points[point][1]
     why = shell.refusal(sc)
     if why:
         raise click.ClickException(why)
     if skeleton.machine_busy():
-        from testbed.cleanup import run_in_progress
+        from catnip.testbed.cleanup import run_in_progress
         raise click.ClickException(f"a run is in progress ({run_in_progress()}): start the shell once it is over")
     try:
         shell.interactive(sc, probe(), script)

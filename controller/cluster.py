@@ -36,18 +36,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from controller import cluster_task, cluster_tls
-from controller.cluster_point import resolved_hash
-from controller.point_plan import PointPlan, plan_points
-from controller.recover import close_abandoned_runs
-from controller.skeleton import Progress, ProgressSink, RunCancelled
-from results import archive
-from results.store import Store, _dumps
-from spec import scenario as scenario_mod
-from spec.scenario import Sweep
-from testbed import paths, processes
-from testbed.capabilities import Capabilities
-from testbed.metadata import git_revision, versions
+from catnip.controller import cluster_task, cluster_tls
+from catnip.controller.cluster_point import resolved_hash
+from catnip.controller.point_plan import PointPlan, plan_points
+from catnip.controller.recover import close_abandoned_runs
+from catnip.controller.skeleton import Progress, ProgressSink, RunCancelled
+from catnip.results import archive
+from catnip.results.store import Store, _dumps
+from catnip.spec import scenario as scenario_mod
+from catnip.spec.scenario import Sweep
+from catnip.testbed import paths, processes
+from catnip.testbed.capabilities import Capabilities
+from catnip.testbed.metadata import git_revision, versions
 
 RESOURCE = "machine"  # what `catnip cluster worker` offers one of: one point per machine at a time
 CONNECT_S = 10.0
@@ -216,7 +216,7 @@ class Coordinator:
         self.last_progress: dict[int, float] = {}
 
     def submit(self, task: PointTask):
-        from controller.cluster_task import run_point
+        from catnip.controller.cluster_task import run_point
         key = f"catnip-{self.run_id}-point{task.first_point}-attempt{len(task.attempts) + 1}"
         return self.client.submit(run_point, task.spec, key=key, resources={RESOURCE: 1}, workers=self.workers,
                                   allow_other_workers=False, pure=False)
@@ -361,8 +361,8 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, address: str, scenario_f
     """Run every point of the sweep on the cluster at `address`; returns the run id. With `resume`,
     `run_id` is a run of the same sweep in `store` and only its points that are not done run.
     `tls_dir` holds the cluster's certificates (controller/cluster_tls.py)."""
-    from controller.skeleton import new_run_id
-    from controller.skeleton import recorded_run, signals_cancel
+    from catnip.controller.skeleton import new_run_id
+    from catnip.controller.skeleton import recorded_run, signals_cancel
     check_address(address)  # before anything is planned
     run_id = run_id or new_run_id(sweep.name)
     artifacts = paths.runs_dir(store.path) / run_id

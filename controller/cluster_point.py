@@ -1,5 +1,5 @@
 """One sweep point's repetitions on a cluster worker's machine: the process
-controller/cluster_task.py starts as `python -m controller.cluster_point SPEC`.
+controller/cluster_task.py starts as `python -m catnip.controller.cluster_point SPEC`.
 
 SPEC (JSON, controller/cluster.py PointTask.spec) carries what the coordinator loaded: the
 scenario file's text and name, its --set overrides narrowed to this one point, the seed, and the
@@ -16,10 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-from controller import runner, skeleton
-from results.store import Store
-from spec import scenario as scenario_mod
-from testbed import paths
+from catnip.controller import runner, skeleton
+from catnip.results.store import Store
+from catnip.spec import scenario as scenario_mod
+from catnip.testbed import paths
 
 
 def resolved_hash(sc: scenario_mod.Scenario) -> str:
@@ -43,7 +43,7 @@ def main(spec_path: str) -> int:
         print("the scenario resolves to another point here than on the coordinator", file=sys.stderr)
         return 2
 
-    from testbed.capabilities import probe
+    from catnip.testbed.capabilities import probe
     # A cancel while probing (a throwaway namespace) or waiting for the machine is clean too.
     with skeleton.signals_cancel(), Store(paths.database()) as store:
         try:

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from testbed import paths
+from catnip.testbed import paths
 
 PROGRESS_TOPIC = "catnip-progress"
 POLL_S = 0.5  # how often a running point looks for the coordinator's cancel
@@ -62,7 +62,7 @@ def comparable_capabilities(caps: dict[str, Any]) -> dict[str, Any]:
 
 def identity() -> dict[str, Any]:
     """This machine as the coordinator checks it (controller/cluster.py, check_workers)."""
-    from testbed.capabilities import probe
+    from catnip.testbed.capabilities import probe
     return {"host": socket.gethostname(), "code": paths.code_fingerprint(), "builds": build_fingerprint(),
             "capabilities": comparable_capabilities(probe().to_dict())}
 
@@ -100,8 +100,8 @@ def run_point(spec: dict[str, Any]) -> dict[str, Any]:
     WorkerRefused if this worker's code is not the coordinator's; RuntimeError if the point could
     not even be recorded (the process's last lines say why)."""
     from distributed import Event, get_worker
-    from results import archive
-    from results.store import Store
+    from catnip.results import archive
+    from catnip.results.store import Store
     if paths.code_fingerprint() != spec["code"]:
         raise WorkerRefused(f"worker {socket.gethostname()}: its testbed code ({paths.code_fingerprint()}) is not the"
                             f" coordinator's ({spec['code']}); update its checkout")
@@ -115,7 +115,7 @@ def run_point(spec: dict[str, Any]) -> dict[str, Any]:
         env = {**os.environ, "CATNIP_DB": str(db),
                "PYTHONPATH": os.pathsep.join(p for p in (str(paths.REPO), os.environ.get("PYTHONPATH")) if p)}
         with open(work / "point.log", "w") as err:
-            proc = subprocess.Popen([paths.python(), "-m", "controller.cluster_point", str(work / "spec.json")],
+            proc = subprocess.Popen([paths.python(), "-m", "catnip.controller.cluster_point", str(work / "spec.json")],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True,
                                     env=env, cwd=paths.REPO, preexec_fn=_die_with_parent)
         (work / "point.pid").write_text(str(proc.pid))

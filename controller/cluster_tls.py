@@ -20,7 +20,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from testbed import paths
+from catnip.testbed import paths
 
 CA, CERT, KEY = "ca.pem", "cert.pem", "key.pem"
 FILES = (CA, CERT, KEY)

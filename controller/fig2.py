@@ -15,13 +15,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from spec import scenario as scenario_mod
-from results import figures
-from controller.skeleton import TeardownStack, kernel_resources
-from testbed import apache, hostconfig, network, spm
-from testbed.capabilities import probe
-from testbed.capture import Capture
-from testbed.links import EngineBackend
+from catnip.spec import scenario as scenario_mod
+from catnip.results import figures
+from catnip.controller.skeleton import TeardownStack, kernel_resources
+from catnip.testbed import apache, hostconfig, network, spm
+from catnip.testbed.capabilities import probe
+from catnip.testbed.capture import Capture
+from catnip.testbed.links import EngineBackend
 
 MSS = 512
 SEGMENTS = 14

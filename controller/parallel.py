@@ -32,16 +32,16 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from controller.fidelity import idle_jiffies
-from controller.point import cpu_times
-from controller.skeleton import CANCEL_SIGNALS, Progress, ProgressSink, RunCancelled
+from catnip.controller.fidelity import idle_jiffies
+from catnip.controller.point import cpu_times
+from catnip.controller.skeleton import CANCEL_SIGNALS, Progress, ProgressSink, RunCancelled
 
 if TYPE_CHECKING:
-    from controller.point_plan import PointPlan
-from spec.scenario import Sweep
-from results.store import Store
-from testbed import cleanup, paths, processes
-from testbed.capabilities import Capabilities
+    from catnip.controller.point_plan import PointPlan
+from catnip.spec.scenario import Sweep
+from catnip.results.store import Store
+from catnip.testbed import cleanup, paths, processes
+from catnip.testbed.capabilities import Capabilities
 
 WINDOW_S = 10.0
 TEARDOWN_S = 180.0  # a cancelled point tears down 100+ hosts; after this it is killed
@@ -125,7 +125,7 @@ def _launch(plan: PointPlan, run_id: str, caps: Capabilities, store: Store, arti
     log = plan.workdir / "worker.log"
     with open(log, "w") as err:
         proc = subprocess.Popen(["unshare", "--net", "--mount", "--propagation", "private", "--",
-                                 paths.python(), "-m", "controller.point_worker", str(spec), code],
+                                 paths.python(), "-m", "catnip.controller.point_worker", str(spec), code],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, text=True,
                                 env=_worker_env(store))
     reader = threading.Thread(target=_read_progress, args=(plan.index, proc.stdout, updates), daemon=True)

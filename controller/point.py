@@ -28,21 +28,21 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from controller import fidelity as fidelity_mod
-from controller.point_collect import Collector
-from controller.point_machines import OtherMachines
-from controller.point_senders import SenderSide
-from controller.skeleton import RunCancelled, TeardownStack
-from results.store import Store
-from testbed import hostconfig, keep_awake, metadata, network, paths, placement, spm
-from testbed.capabilities import Capabilities
-from testbed.capture import Capture
-from testbed.links import EngineBackend, KernelBackend
-from workloads.apps.base import AppContext, Application, lookup
+from catnip.controller import fidelity as fidelity_mod
+from catnip.controller.point_collect import Collector
+from catnip.controller.point_machines import OtherMachines
+from catnip.controller.point_senders import SenderSide
+from catnip.controller.skeleton import RunCancelled, TeardownStack
+from catnip.results.store import Store
+from catnip.testbed import hostconfig, keep_awake, metadata, network, paths, placement, spm
+from catnip.testbed.capabilities import Capabilities
+from catnip.testbed.capture import Capture
+from catnip.testbed.links import EngineBackend, KernelBackend
+from catnip.workloads.apps.base import AppContext, Application, lookup
 
 if TYPE_CHECKING:
-    from controller.point_plan import PointPlan
-    from controller.skeleton import Progress
+    from catnip.controller.point_plan import PointPlan
+    from catnip.controller.skeleton import Progress
 
 # The clients start on a common clock. The web, Telnet, FTP and burst clients are launched first
 # and say READY once loaded (workloads/gate.py): the first about 1 s after its launch, the rest at

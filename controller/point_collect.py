@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller import fidelity as fidelity_mod
-from results.store import Store
-from testbed import engine as engine_mod
-from testbed import hostconfig, metadata
-from testbed.links import KernelBackend
-from workloads.apps.base import AppError
+from catnip.controller import fidelity as fidelity_mod
+from catnip.results.store import Store
+from catnip.testbed import engine as engine_mod
+from catnip.testbed import hostconfig, metadata
+from catnip.testbed.links import KernelBackend
+from catnip.workloads.apps.base import AppError
 
 
 class Collector:

@@ -12,10 +12,10 @@ import sys
 import time
 from typing import Any
 
-from controller import fidelity as fidelity_mod
-from controller.skeleton import TeardownStack
-from spec.scenario import Scenario
-from testbed import machine_helper, machines, paths, tunnels
+from catnip.controller import fidelity as fidelity_mod
+from catnip.controller.skeleton import TeardownStack
+from catnip.spec.scenario import Scenario
+from catnip.testbed import machine_helper, machines, paths, tunnels
 
 
 def session_seconds(machine) -> float:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.skeleton import Progress
-from results.store import Store
-from spec.record import PointRecord
-from spec.scenario import Scenario, Sweep, point_label
-from testbed.plan import plan as plan_point
+from catnip.controller.skeleton import Progress
+from catnip.results.store import Store
+from catnip.spec.record import PointRecord
+from catnip.spec.scenario import Scenario, Sweep, point_label
+from catnip.testbed.plan import plan as plan_point
 
 
 def plan_points(sweep: Sweep, artifacts: Path) -> list["PointPlan"]:

@@ -19,11 +19,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from controller.point_machines import OtherMachines
-from controller.skeleton import TeardownStack
-from spec.scenario import Scenario
-from testbed import hostconfig, netns, rto_init, sender, spm, tcpds
-from workloads.apps.base import AppError
+from catnip.controller.point_machines import OtherMachines
+from catnip.controller.skeleton import TeardownStack
+from catnip.spec.scenario import Scenario
+from catnip.testbed import hostconfig, netns, rto_init, sender, spm, tcpds
+from catnip.workloads.apps.base import AppError
 
 TRACE_METRICS = (("cwnd", "cwnd", "segments"), ("pipeack", "pipeack", "bytes"),
                  ("pipeack_sample", "sample", "bytes"), ("ssthresh", "ssthresh", "segments"))

@@ -1,5 +1,5 @@
 """One sweep point in namespaces of its own: the process controller/parallel.py starts as
-`unshare --net --mount -- python -m controller.point_worker SPEC CODE`.
+`unshare --net --mount -- python -m catnip.controller.point_worker SPEC CODE`.
 
 It records the point in the store itself (as the in-process runner does) and writes its progress
 as JSON lines on stdout for the parent to draw. SIGTERM or SIGINT cancels the point cleanly.
@@ -16,10 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from controller import point as point_mod
-from controller import runner, skeleton
-from results.store import Store
-from testbed import paths
+from catnip.controller import point as point_mod
+from catnip.controller import runner, skeleton
+from catnip.results.store import Store
+from catnip.testbed import paths
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from results.store import Store
-from testbed import paths, processes
+from catnip.results.store import Store
+from catnip.testbed import paths, processes
 
 WRITERS_WAIT_S = 3.0  # a runner just killed: its watchdog ends the clients within milliseconds
 
@@ -56,7 +56,7 @@ def _writers(folder: Path) -> list[int]:
 def _hosts(sc: Any) -> list:
     """The point's hosts as its network named them (testbed/network.py), without building it:
     name, group and delay-class tag are what collect reads."""
-    from workloads.apps.base import Host
+    from catnip.workloads.apps.base import Host
     hosts = []
     for group in sc.graph().groups:
         for i, short in enumerate(group.host_names()):
@@ -75,9 +75,9 @@ def _config(path: Path) -> dict | None:
 
 def _rebuilt(app: Any) -> bool:
     """Give an application back the state its start set up; False when it has none to read."""
-    from workloads.apps.base import Proc
-    from workloads.apps.common import ClientServerApp
-    from workloads.apps.web import Web
+    from catnip.workloads.apps.base import Proc
+    from catnip.workloads.apps.common import ClientServerApp
+    from catnip.workloads.apps.web import Web
     workdir = app.ctx.workdir
     if isinstance(app, Web):
         for client, server in app.pairs():
@@ -101,7 +101,7 @@ def _rebuilt(app: Any) -> bool:
 
 
 def _collect(app: Any) -> Any:
-    from workloads.apps.common import ClientServerApp
+    from catnip.workloads.apps.common import ClientServerApp
     if isinstance(app, ClientServerApp):
         # The units every client wrote; an override may want its servers (burst's statistics).
         return ClientServerApp.collect(app)
@@ -120,10 +120,10 @@ def _already(store: Store, run_id: str, point: int, instance: str, web: bool) ->
 def recover_point(store: Store, run: Any, point: Any, folder: Path) -> tuple[dict[str, int], list[str]]:
     """Read one interrupted point's client files into the store: (counts stored by kind, notes on
     what could not be read)."""
-    from spec.scenario import stored_point
-    from workloads.apps.base import AppContext, lookup
-    from workloads.apps.common import ClientServerApp
-    from workloads.apps.web import Web
+    from catnip.spec.scenario import stored_point
+    from catnip.workloads.apps.base import AppContext, lookup
+    from catnip.workloads.apps.common import ClientServerApp
+    from catnip.workloads.apps.web import Web
     sc = stored_point(json.loads(run["scenario"]), json.loads(run["sweep"] or "{}"), json.loads(point["assignment"]))
     hosts = _hosts(sc)
     graph = sc.graph()

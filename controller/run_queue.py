@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from controller import skeleton
-from testbed import paths, processes
+from catnip.controller import skeleton
+from catnip.testbed import paths, processes
 
 LIVE = ("queued", "waiting", "running")  # states of a job not yet over (also: finished, failed, cancelled)
 
@@ -41,7 +41,7 @@ class Job:
     cancel_requested: bool = False
 
     def argv(self, db: Path) -> list[str]:
-        args = [paths.python(), "-m", "cli.main", "run", str(self.scenario), "--db", str(db),
+        args = [paths.python(), "-m", "catnip.cli.main", "run", str(self.scenario), "--db", str(db),
                 "--run-id", self.run_id, "--json"]
         for o in self.overrides:
             args += ["--set", o]

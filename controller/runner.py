@@ -13,21 +13,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from controller.point import PointRun
-from controller.recover import close_abandoned_runs
-from controller.skeleton import (Progress, ProgressSink, recorded_run,
+from catnip.controller.point import PointRun
+from catnip.controller.recover import close_abandoned_runs
+from catnip.controller.skeleton import (Progress, ProgressSink, recorded_run,
                                  kernel_resources, machine_lock, new_run_id, record_point,
                                  signals_cancel)
-from results.store import Store
-from spec import senders
-from spec.scenario import Scenario, Sweep
-from controller.point_plan import PointPlan, plan_points
-from testbed import paths, processes
-from testbed.hostconfig import HostConfigError
-from testbed.capabilities import Capabilities
-from testbed.metadata import git_revision, versions
-from workloads import docroot as docroot_mod
-from workloads.pages import catnip_pages
+from catnip.results.store import Store
+from catnip.spec import senders
+from catnip.spec.scenario import Scenario, Sweep
+from catnip.controller.point_plan import PointPlan, plan_points
+from catnip.testbed import paths, processes
+from catnip.testbed.hostconfig import HostConfigError
+from catnip.testbed.capabilities import Capabilities
+from catnip.testbed.metadata import git_revision, versions
+from catnip.workloads import docroot as docroot_mod
+from catnip.workloads.pages import catnip_pages
 
 @contextmanager
 def run_resources(scenarios: list[Scenario]) -> Iterator[None]:
@@ -87,7 +87,7 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, progress: ProgressSink =
     if missing:  # HostConfigError: the CLI reports it in one line, as the run's shared set-up failing
         raise HostConfigError(missing[0])
     if jobs > 1:
-        from controller import parallel
+        from catnip.controller import parallel
         parallel.check_isolatable(sweep, caps)
     run_id = run_id or new_run_id(sweep.name)
     first = sweep.points[0][1]

@@ -11,11 +11,11 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from controller.skeleton import TeardownStack, kernel_resources, machine_lock, signals_cancel
-from spec.scenario import Scenario
-from testbed import network
-from testbed.capabilities import Capabilities
-from testbed.links import EngineBackend
+from catnip.controller.skeleton import TeardownStack, kernel_resources, machine_lock, signals_cancel
+from catnip.spec.scenario import Scenario
+from catnip.testbed import network
+from catnip.testbed.capabilities import Capabilities
+from catnip.testbed.links import EngineBackend
 
 
 class ShellRefused(ValueError):

@@ -18,8 +18,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from results.store import Store
-from testbed import cleanup, hostconfig, paths, run_cgroup, sender, spm
+from catnip.results.store import Store
+from catnip.testbed import cleanup, hostconfig, paths, run_cgroup, sender, spm
 
 
 @dataclass

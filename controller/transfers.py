@@ -33,21 +33,21 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
-from controller import fidelity as fidelity_mod
-from controller.recover import close_abandoned_runs
-from controller.skeleton import (TeardownStack, kernel_resources, machine_lock, recorded_run,
+from catnip.controller import fidelity as fidelity_mod
+from catnip.controller.recover import close_abandoned_runs
+from catnip.controller.skeleton import (TeardownStack, kernel_resources, machine_lock, recorded_run,
                                  new_run_id, record_point, signals_cancel)
-from testbed.metadata import git_revision, versions
-from spec.transfer import LossPoint, TransferScenario
-from results import transfer_capture
-from results.store import Store
-from testbed import hostconfig, paths, processes, spm
-from testbed.capabilities import probe
-from testbed.capture import Capture
-from testbed.cwnd_clamp import CwndClamp
-from spec.record import DirectionRecord
-from testbed.engine import RouterEngine
-from testbed.netline import NetLine, NsNode
+from catnip.testbed.metadata import git_revision, versions
+from catnip.spec.transfer import LossPoint, TransferScenario
+from catnip.results import transfer_capture
+from catnip.results.store import Store
+from catnip.testbed import hostconfig, paths, processes, spm
+from catnip.testbed.capabilities import probe
+from catnip.testbed.capture import Capture
+from catnip.testbed.cwnd_clamp import CwndClamp
+from catnip.spec.record import DirectionRecord
+from catnip.testbed.engine import RouterEngine
+from catnip.testbed.netline import NetLine, NsNode
 
 SERVER_PORT = 5001
 LINE = NetLine("ctpm", net=67)  # the project's `ctp` prefix: `catnip clean` knows these namespaces
@@ -113,7 +113,7 @@ def _stop(proc: subprocess.Popen | None, sig: int = signal.SIGTERM) -> None:
 
 def _run_client(client: NsNode, plan_file: Path, sc: TransferScenario, profile: str, label: str, total: int,
                 progress: Progress, stack: ExitStack) -> list[dict]:
-    argv = [paths.python(), "-m", "workloads.transfers", "client", LINE.sender_ip, str(SERVER_PORT),
+    argv = [paths.python(), "-m", "catnip.workloads.transfers", "client", LINE.sender_ip, str(SERVER_PORT),
             "--plan", str(plan_file), "--concurrency", str(sc.concurrency), "--timeout", str(sc.transfer_timeout)]
     if PROFILE_DELAYED_ACKS[profile]:
         argv.append("--delayed-acks")
@@ -244,7 +244,7 @@ def measure(sc: TransferScenario, store: Store, source: str = "", progress: Prog
             stack.callback(clamp.unload)
             clamp.load()
             clamp.attach(cgroup)
-            server = nodes["s"].popen([paths.python(), "-m", "workloads.transfers", "server", LINE.sender_ip,
+            server = nodes["s"].popen([paths.python(), "-m", "catnip.workloads.transfers", "server", LINE.sender_ip,
                                        str(SERVER_PORT)], cwd=str(paths.REPO), stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL, text=True,
                                       preexec_fn=spm.joiner(cgroup))

@@ -19,10 +19,10 @@ from pathlib import Path
 import click
 import yaml
 
-from results.store import RUN_ID
-from spec import bounded
-from spec import scenario as scenario_mod
-from testbed.paths import REPO
+from catnip.results.store import RUN_ID
+from catnip.spec import bounded
+from catnip.spec import scenario as scenario_mod
+from catnip.testbed.paths import REPO
 
 
 class Refused(click.ClickException):
@@ -112,7 +112,7 @@ def describe(sweep: scenario_mod.Sweep, jobs: int = 1) -> dict:
 
 def _transfers(scenario_file: str, overrides: tuple[str, ...], seed: int | None) -> dict | None:
     """A `kind: transfers` file (`catnip model measure`) checked by its own schema; None for others."""
-    from spec import transfer
+    from catnip.spec import transfer
     try:
         raw = bounded.load_yaml(bounded.read_text(scenario_file), scenario_file)
     except (ValueError, yaml.YAMLError):

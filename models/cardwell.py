@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import math
 
-from models import hysteresis as h
-from models.params import Path
+from catnip.models import hysteresis as h
+from catnip.models.params import Path
 
 B = 2  # packets per ACK (delayed ACKs)
 

@@ -22,7 +22,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from models.params import Path
+from catnip.models.params import Path
 
 GAMMA = 1.5
 

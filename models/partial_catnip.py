@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import random
 
-from models import hysteresis
-from models.params import Path
+from catnip.models import hysteresis
+from catnip.models.params import Path
 
 
 def _next_w1(w_end: float, wmax: int) -> float:

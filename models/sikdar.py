@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 
-from models import hysteresis as h
-from models.cardwell import padhye_throughput
-from models.params import Path
+from catnip.models import hysteresis as h
+from catnip.models.cardwell import padhye_throughput
+from catnip.models.params import Path
 
 
 def packets_in_round(n: int) -> int:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from models import cardwell, hysteresis, partial_catnip, sikdar
-from models.params import Path
-from results.samples import ci95
+from catnip.models import cardwell, hysteresis, partial_catnip, sikdar
+from catnip.models.params import Path
+from catnip.results.samples import ci95
 
 SHORT_MAX_KB, LONG_MIN_KB = 50, 50
 # Tables 2 and 3 of the paper (ns-2), for the side-by-side.

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from results import import_schema, json_stream, run_ids
-from results.store import SCHEMA_VERSION, Store
+from catnip.results import import_schema, json_stream, run_ids
+from catnip.results.store import SCHEMA_VERSION, Store
 
 FORMAT = "catnip-run-export"
 FORMAT_VERSION = 1

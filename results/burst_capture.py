@@ -18,9 +18,9 @@ from pathlib import Path
 
 import dpkt
 
-from results.point_record import record_of
-from results.store import Store
-from spec.record import PointRecord, RecordError
+from catnip.results.point_record import record_of
+from catnip.results.store import Store
+from catnip.spec.record import PointRecord, RecordError
 
 MOD = 2**32
 
@@ -169,7 +169,7 @@ def figure_spec(store: Store, run_id: str, size: int | None, idle: float | None,
     """Fig. 10 as a figure spec (results/figures.py): the chosen burst of every captured point of
     the run, one panel each, in the point's colour. Returns the spec and (point, sender, burst) of
     each panel."""
-    from results.figures import sequence_panels
+    from catnip.results.figures import sequence_panels
     chosen = []
     for row in store.points(run_id):
         if not row["capture"]:
@@ -189,7 +189,7 @@ def figure(store: Store, run_id: str, size: int | None, idle: float | None, nth:
            ) -> tuple[str, list[tuple[int, str, Burst]]]:
     """Fig. 10 as the text of an SVG file (figure_spec drawn by results/figures.py), and (point,
     sender, burst) of each panel."""
-    from results.figures import ExportError, render
+    from catnip.results.figures import ExportError, render
     spec, chosen = figure_spec(store, run_id, size, idle, nth)
     try:
         return render(spec, "svg").decode(), chosen

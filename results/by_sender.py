@@ -10,12 +10,12 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from results.labels import label_of
-from results.samples import ci95
-from results.point_record import record_of
-from results.store import Store
-from spec.record import PointRecord
-from testbed.paths import PREFIX
+from catnip.results.labels import label_of
+from catnip.results.samples import ci95
+from catnip.results.point_record import record_of
+from catnip.results.store import Store
+from catnip.spec.record import PointRecord
+from catnip.testbed.paths import PREFIX
 
 def server_cc(record: PointRecord, server: str) -> str:
     """Which congestion control the host `server` (its name in the page records, with or without

@@ -9,10 +9,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from results.pooled import pooled_runs_report
-from results.report import point_name, run_report
-from results.samples import half_width, ratio_parts
-from results.store import Store
+from catnip.results.pooled import pooled_runs_report
+from catnip.results.report import point_name, run_report
+from catnip.results.samples import half_width, ratio_parts
+from catnip.results.store import Store
 
 
 def _match(point: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any] | None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from results.compare import rel_var
-from results.samples import ratio_ci95
-from results.report import loss_table
+from catnip.results.compare import rel_var
+from catnip.results.samples import ratio_ci95
+from catnip.results.report import loss_table
 
 
 def _rows(point: dict[str, Any]) -> dict[int, dict[str, Any]]:

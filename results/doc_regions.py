@@ -34,9 +34,9 @@ import textwrap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from results import docs_archive
-from results import layouts
-from results.table import Table, _cell  # the cell text `catnip report --layout NAME` prints
+from catnip.results import docs_archive
+from catnip.results import layouts
+from catnip.results.table import Table, _cell  # the cell text `catnip report --layout NAME` prints
 
 START = re.compile(r"<!-- catnip:generated(?P<attrs>(?: [^ ]+)*) -->")
 END = "<!-- /catnip:generated -->"

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from results import archive as export
-from results import run_ids
-from results.store import Store
-from spec.scenario import point_label
+from catnip.results import archive as export
+from catnip.results import run_ids
+from catnip.results.store import Store
+from catnip.spec.scenario import point_label
 
 FORMAT = "catnip-docs-archive"
 FORMAT_VERSION = 1

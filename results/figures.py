@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from results.labels import point_label
-from results.store import Store
+from catnip.results.labels import point_label
+from catnip.results.store import Store
 
 # Tableau 10: ten hues told apart on screen and in print.
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",

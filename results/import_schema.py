@@ -92,7 +92,7 @@ def _json_of(kind: str):
 
 def _point_record(value: Any) -> Any:
     # The resolved record of a point (spec/record.py) is read by reports and the dashboard: its own schema.
-    from spec import record as record_mod
+    from catnip.spec import record as record_mod
     try:
         record_mod.parse(value)
     except record_mod.RecordError as exc:

@@ -19,7 +19,7 @@ import json
 import re
 from typing import Any
 
-from spec.record import PointRecord, RecordError, parse
+from catnip.spec.record import PointRecord, RecordError, parse
 
 POLICIES = {"droptail": "DropTail", "red": "RED", "catnip_good": "CATNIP-Good", "catnip_bad": "CATNIP-Bad",
             "catnip_red": "CATNIP-RED", "fred": "FRED", "rio": "RIO", "red3": "3-level RED", "frio": "FRIO",

@@ -17,18 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from results import compare as compare_mod
-from results import newcwv as newcwv_mod
-from results import pooled as pooled_mod
-from results import report as report_mod
-from results import servdiff as servdiff_mod
-from results import study as study_mod
-from results import tcpf as tcpf_mod
-from results import tcpf_paper
-from results.samples import summaries
-from results.table import Column, Table, render_csv, render_generic_text, render_json
-from results.store import Store
-from results.labels import run_labels
+from catnip.results import compare as compare_mod
+from catnip.results import newcwv as newcwv_mod
+from catnip.results import pooled as pooled_mod
+from catnip.results import report as report_mod
+from catnip.results import servdiff as servdiff_mod
+from catnip.results import study as study_mod
+from catnip.results import tcpf as tcpf_mod
+from catnip.results import tcpf_paper
+from catnip.results.samples import summaries
+from catnip.results.table import Column, Table, render_csv, render_generic_text, render_json
+from catnip.results.store import Store
+from catnip.results.labels import run_labels
 
 @dataclass(frozen=True)
 class Layout:

@@ -39,13 +39,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from results.report import loss_summary
-from results.samples import ci95, t975
-from results.point_record import record_of
-from results.store import Store
-from spec.record import PointRecord, RecordError
-from spec import senders
-from results.labels import label_of, point_label
+from catnip.results.report import loss_summary
+from catnip.results.samples import ci95, t975
+from catnip.results.point_record import record_of
+from catnip.results.store import Store
+from catnip.spec.record import PointRecord, RecordError
+from catnip.spec import senders
+from catnip.results.labels import label_of, point_label
 
 DEFAULT_MSS = 1460  # bytes: MTU 1500 less 40 bytes of IPv4 and TCP headers (topology.mss unset)
 TIMESTAMP_OPTION = 12  # bytes of TCP options in every segment with timestamps (RFC 7323: 10, padded to 12)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from spec.record import PointRecord, RecordError, parse
+from catnip.spec.record import PointRecord, RecordError, parse
 
 
 def record_of(run: Any, point: Any) -> PointRecord:
@@ -27,8 +27,8 @@ def record_of(run: Any, point: Any) -> PointRecord:
 
 
 def _derived(run: Any, point: Any) -> PointRecord:
-    from spec.scenario import ScenarioError, stored_point
-    from testbed.plan import plan
+    from catnip.spec.scenario import ScenarioError, stored_point
+    from catnip.testbed.plan import plan
     where = f"run {run['id']} point {point['point']}" if run is not None else f"point {point['point']}"
     if run is None:
         raise RecordError(f"{where}: no record and no run to plan one from")

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from results.labels import label_of
-from results.report import fmt_seconds, page_row, loss_summary
-from results.store import Store
-from workloads.pages import catnip_pages
+from catnip.results.labels import label_of
+from catnip.results.report import fmt_seconds, page_row, loss_summary
+from catnip.results.store import Store
+from catnip.workloads.pages import catnip_pages
 
 
 def _find(store: Store, run_id: str):

@@ -14,13 +14,13 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
-from results.samples import INTERVALS, ci95
-from results.samples import interval as interval_of
-from results.store import Store
-from results.table import Column, Table
-from results.table import render_csv as table_csv
-from results.labels import label_of, point_label
-from workloads.pages import catnip_pages
+from catnip.results.samples import INTERVALS, ci95
+from catnip.results.samples import interval as interval_of
+from catnip.results.store import Store
+from catnip.results.table import Column, Table
+from catnip.results.table import render_csv as table_csv
+from catnip.results.labels import label_of, point_label
+from catnip.workloads.pages import catnip_pages
 
 
 def page_row(page, durations: list[float], failed: int, interval: str = "t") -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from results.store import RUN_ID
+from catnip.results.store import RUN_ID
 RULE = "letters, digits, '.', '_' and '-', at most 100, starting with a letter or digit"
 
 

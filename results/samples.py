@@ -22,7 +22,7 @@ import numpy as np
 from scipy.stats import binom, bootstrap
 from scipy.stats import t as student_t
 
-from results.store import Store
+from catnip.results.store import Store
 
 def t975(df: float) -> float:
     """t(0.975, df), the two-sided 95% Student t quantile (scipy); df may be fractional (a

@@ -35,15 +35,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from results import compare as compare_mod
-from results import figures
-from results import pooled as pooled_mod
-from results.report import loss_summary
-from results.samples import ci95, cov
-from results.point_record import record_of
-from results.store import Store
-from spec.record import PointRecord, RecordError
-from results.labels import label_of
+from catnip.results import compare as compare_mod
+from catnip.results import figures
+from catnip.results import pooled as pooled_mod
+from catnip.results.report import loss_summary
+from catnip.results.samples import ci95, cov
+from catnip.results.point_record import record_of
+from catnip.results.store import Store
+from catnip.spec.record import PointRecord, RecordError
+from catnip.results.labels import label_of
 
 # The paper's interactivity limits (section 1, citing [33] and [7]; used again in section 3).
 TELNET_ECHO_LIMIT = 0.150   # s: an echo within 150 ms

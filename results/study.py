@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from results import report as report_mod
-from results.samples import ci95
-from results.store import Store
+from catnip.results import report as report_mod
+from catnip.results.samples import ci95
+from catnip.results.store import Store
 
 SIDES = ("fifo", "catnip")
 SIDE_PREFIX = {"base-": "fifo", "spm-": "catnip"}  # catnip-study-wan.yaml's scheme names

@@ -30,11 +30,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from results import tcpf_paper
-from results.samples import ci95
-from results.point_record import record_of
-from results.store import Store
-from spec.record import AppRecord, PointRecord, RecordError
+from catnip.results import tcpf_paper
+from catnip.results.samples import ci95
+from catnip.results.point_record import record_of
+from catnip.results.store import Store
+from catnip.spec.record import AppRecord, PointRecord, RecordError
 
 GOOD_OUT_MAX_TH = 200 * 1024      # Table 1, OUT max threshold, good (KB as the scenarios write it)
 MISTUNED_OUT_MAX_TH = 30 * 1024   # Table 1, OUT max threshold, mistuned

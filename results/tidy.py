@@ -23,8 +23,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from results.labels import run_labels
-from results.store import Store
+from catnip.results.labels import run_labels
+from catnip.results.store import Store
 
 META = (("run_id", "TEXT"), ("scenario", "TEXT"), ("point", "INTEGER"), ("rep", "INTEGER"),
         ("point_label", "TEXT"), ("seed", "INTEGER"), ("realtime_ok", "BOOLEAN"))

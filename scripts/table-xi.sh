@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # (the WAN scenarios name cubic), and tcp.profile records the name.
 profile_sets=()
 if [ -n "${PROFILE:-}" ]; then
-  sets=$(.venv/bin/python -m spec.senders --as-set "$PROFILE")
+  sets=$(.venv/bin/python -m catnip.spec.senders --as-set "$PROFILE")
   read -r -a profile_sets <<< "$sets"
 fi
 set -- "${profile_sets[@]}" "$@"

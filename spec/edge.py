@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from spec import units
-from spec.bounded import short
+from catnip.spec import units
+from catnip.spec.bounded import short
 
 DSCP_NAMES = {"be": 0, "af11": 10, "af12": 12, "af13": 14, "af21": 18, "af22": 20, "af23": 22, "af31": 26,
               "af32": 28, "af33": 30, "af41": 34, "af42": 36, "af43": 38, "ef": 46}

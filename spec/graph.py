@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from spec import units
-from spec.edge import EdgeSpec
-from spec.policy import PolicySpec
+from catnip.spec import units
+from catnip.spec.edge import EdgeSpec
+from catnip.spec.policy import PolicySpec
 
 NAME = r"^[a-z][a-z0-9]{0,5}$"  # node names: 'ctp' + name + '-ethN' must fit IFNAMSIZ (15)
 MAX_RATE = 100 * 10**9          # 100 Gbit/s: far above what one machine emulates

@@ -16,9 +16,9 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SerializeAsAny, field_validator, model_validator
 
-from spec import units
-from spec.bounded import short
-from spec.edge import parse_ports
+from catnip.spec import units
+from catnip.spec.bounded import short
+from catnip.spec.edge import parse_ports
 
 
 class _Policy(BaseModel):

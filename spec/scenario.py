@@ -19,11 +19,11 @@ import yaml
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, StringConstraints,
                       ValidationError, field_validator, model_validator)
 
-from spec import bounded, senders, units
-from spec.graph import Graph, kernel_problem, kernel_qdiscs
-from spec.policy import DropTail, PolicySpec
-from topologies import LIBRARY
-from workloads.apps.base import AppSpec, parse_spec
+from catnip.spec import bounded, senders, units
+from catnip.spec.graph import Graph, kernel_problem, kernel_qdiscs
+from catnip.spec.policy import DropTail, PolicySpec
+from catnip.topologies import LIBRARY
+from catnip.workloads.apps.base import AppSpec, parse_spec
 
 TopologySpec = Annotated[Union[LIBRARY], Field(discriminator="kind")]
 
@@ -47,7 +47,7 @@ class RouterSpec(_Strict):
     @field_validator("policy")
     @classmethod
     def _not_a_source_queue(cls, v: Any) -> Any:
-        from spec.graph import SOURCE_QUEUE
+        from catnip.spec.graph import SOURCE_QUEUE
         if v.kind == SOURCE_QUEUE:
             raise ValueError(f"{SOURCE_QUEUE} models a sending host's queues; it goes on a host group's"
                              " link.up.policy, not on the routers")
@@ -321,7 +321,7 @@ class TcpStateMarkingSpec(_Thresholds):
     @field_validator("always_high", mode="before")
     @classmethod
     def _ports(cls, v: Any) -> Any:
-        from spec.edge import parse_ports
+        from catnip.spec.edge import parse_ports
         return [parse_ports(p) for p in v] if isinstance(v, list) else v
 
 

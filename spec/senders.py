@@ -65,10 +65,10 @@ def profile_sets(name: str) -> list[str]:
     return out
 
 
-if __name__ == "__main__":  # python -m spec.senders --as-set NAME (scripts/table-xi.sh, sim-tables.sh)
+if __name__ == "__main__":  # python -m catnip.spec.senders --as-set NAME (scripts/table-xi.sh, sim-tables.sh)
     import sys
     if len(sys.argv) != 3 or sys.argv[1] != "--as-set":
-        sys.exit("usage: python -m spec.senders --as-set PROFILE")
+        sys.exit("usage: python -m catnip.spec.senders --as-set PROFILE")
     try:
         print(" ".join(profile_sets(sys.argv[2])))
     except KeyError as exc:

@@ -12,8 +12,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from spec import bounded, units
-from spec.scenario import ScenarioError, _format_errors, _set_path, _Strict, parse_override, refuse_booleans
+from catnip.spec import bounded, units
+from catnip.spec.scenario import ScenarioError, _format_errors, _set_path, _Strict, parse_override, refuse_booleans
 
 # TCP settings of a measurement (controller/transfers.py applies them; docs/models.md explains them).
 PROFILES = ("linux", "reno2004")

@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from spec.bounded import short
+from catnip.spec.bounded import short
 
 _NUMBER = r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import uuid
 
-from testbed import sender, spm
+from catnip.testbed import sender, spm
 
 
 def _attempt(argv: list[str]) -> str:

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from testbed import paths
+from catnip.testbed import paths
 
 QDISCS = ("htb", "tbf", "pfifo", "bfifo", "clsact", "netem", "red", "gred", "prio", "fq", "fq_codel")
 # sshd: an imitated second machine for split topologies (testbed/machines.py); not needed otherwise.
@@ -175,7 +175,7 @@ def probe() -> Capabilities:
     if caps.root:
         _probe_ovs(caps)
     caps.bpf_btf = Path("/sys/kernel/btf/vmlinux").exists()
-    from testbed.spm import cgroup2_root
+    from catnip.testbed.spm import cgroup2_root
     caps.cgroup2 = cgroup2_root() is not None
     try:
         import mininet.net  # noqa: F401  (Debian's package, seen through the venv)

@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from testbed import machines
+from catnip.testbed import machines
 
 
 class CaptureError(RuntimeError):

@@ -15,8 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from testbed import apache, machines, paths, run_cgroup, sender, spm
-from testbed.hostconfig import restore_allowed_congestion_control
+from catnip.testbed import apache, machines, paths, run_cgroup, sender, spm
+from catnip.testbed.hostconfig import restore_allowed_congestion_control
 
 PREFIX = paths.PREFIX
 BPF_PIN_DIR = Path("/sys/fs/bpf/catnip")
@@ -24,8 +24,8 @@ BPF_PIN_DIR = Path("/sys/fs/bpf/catnip")
 
 def _markers() -> list[str]:
     """Markers that name our programs: enough on their own."""
-    return [str(paths.engine_binary()), "workloads.client", "workloads.transfers", "workloads.telnet",
-            "workloads.burst", "workloads.ftp", "workloads.agent", "workloads.onclock", "testbed.machine_helper",
+    return [str(paths.engine_binary()), "catnip.workloads.client", "catnip.workloads.transfers", "catnip.workloads.telnet",
+            "catnip.workloads.burst", "catnip.workloads.ftp", "catnip.workloads.agent", "catnip.workloads.onclock", "catnip.testbed.machine_helper",
             f"mininet:{PREFIX}", machines.MACHINE_MARK]
 
 

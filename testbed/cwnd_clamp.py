@@ -8,7 +8,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from testbed import paths, spm
+from catnip.testbed import paths, spm
 
 OBJECT = paths.REPO / "bpf" / "build" / "cwnd_clamp.bpf.o"
 

@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spec.record import DirectionRecord
-from testbed import paths
-from testbed.hostconfig import run, shell_alive
+from catnip.spec.record import DirectionRecord
+from catnip.testbed import paths
+from catnip.testbed.hostconfig import run, shell_alive
 
 
 class EngineError(RuntimeError):

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spec.record import DirectionRecord
-from testbed import hostconfig
-from testbed.engine import RouterEngine
+from catnip.spec.record import DirectionRecord
+from catnip.testbed import hostconfig
+from catnip.testbed.engine import RouterEngine
 
 
 @dataclass
@@ -98,7 +98,7 @@ class KernelBackend:
     def plan(self, direction: LinkDirection, mtu: int):
         """The tc configuration of a direction the scenario already checked the kernel can carry
         (spec.graph.kernel_problem)."""
-        from testbed.tc_backend import TcLink
+        from catnip.testbed.tc_backend import TcLink
         policy = direction.policy["kind"]
         buf = direction.buffer or {}
         red = None

@@ -1,7 +1,7 @@
 """A point's helper on another machine of a split topology (docs/cluster.md): one ssh session per
 machine and point running
 
-    python -m testbed.machine_helper NAME
+    python -m catnip.testbed.machine_helper NAME
 
 there. It makes a run cgroup of its own there (testbed/run_cgroup.py), into which every command
 for that machine is started from then on (Machine.cgroup), so the point's processes there are
@@ -32,7 +32,7 @@ import subprocess
 import sys
 from typing import Any
 
-from testbed import keep_awake, rto_init, run_cgroup, tcpds
+from catnip.testbed import keep_awake, rto_init, run_cgroup, tcpds
 
 READY_TIMEOUT_S = 30
 
@@ -46,7 +46,7 @@ class MachineHelper:
 
     def __init__(self, machine: Any, name: str, python: str, repo: str) -> None:
         self.machine = machine
-        self.proc = subprocess.Popen(machine.argv(["sh", "-c", 'cd "$0" && exec "$1" -m testbed.machine_helper "$2"',
+        self.proc = subprocess.Popen(machine.argv(["sh", "-c", 'cd "$0" && exec "$1" -m catnip.testbed.machine_helper "$2"',
                                                    str(repo), python, name]),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, start_new_session=True)  # ended by the teardown, not Ctrl-C
@@ -157,6 +157,6 @@ def serve(name: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        print("usage: python -m testbed.machine_helper NAME", file=sys.stderr)
+        print("usage: python -m catnip.testbed.machine_helper NAME", file=sys.stderr)
         sys.exit(2)
     sys.exit(serve(sys.argv[1]))

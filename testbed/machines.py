@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from testbed import paths
+from catnip.testbed import paths
 
 # The imitation's underlay: RFC 2544's benchmarking block, clear of the testbed's 10/8 and 172.16/12;
 # imitation number i uses 198.18.i.0/30 (this machine .1, the imitation .2).

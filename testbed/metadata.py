@@ -10,7 +10,7 @@ import time
 import subprocess
 from typing import Any
 
-from testbed import hostconfig, paths
+from catnip.testbed import hostconfig, paths
 
 
 def _cmd_output(args: list[str]) -> str:

@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from spec.graph import Graph, RouterLink, resolve
-from spec.record import PointRecord
-from spec.scenario import HostTcp, Scenario
-from testbed import hostconfig
-from testbed.links import LinkDirection
-from testbed.plan import core_ips, group_net, host_ip, interfaces, plan
-from testbed.machines import THIS, Machine
-from testbed.paths import PREFIX
-from workloads.apps.base import Host
+from catnip.spec.graph import Graph, RouterLink, resolve
+from catnip.spec.record import PointRecord
+from catnip.spec.scenario import HostTcp, Scenario
+from catnip.testbed import hostconfig
+from catnip.testbed.links import LinkDirection
+from catnip.testbed.plan import core_ips, group_net, host_ip, interfaces, plan
+from catnip.testbed.machines import THIS, Machine
+from catnip.testbed.paths import PREFIX
+from catnip.workloads.apps.base import Host
 
 @dataclass
 class Network:
@@ -119,7 +119,7 @@ def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None
     lan, core_intf = interfaces(graph)  # each router's interfaces, named as the record names them
     try:
         if split:  # Mininet Cluster Edition's classes, only where a run asks for them
-            from testbed import remote
+            from catnip.testbed import remote
         def on(router: str, switch: bool = False) -> dict:
             """Mininet parameters of a node that goes with `router`: nothing where it is on this machine."""
             if router not in split:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from spec.graph import Graph, RouterLink, resolve
-from spec.record import AppRecord, DirectionRecord, HostRecord, PointRecord, RunPlacement
-from spec.scenario import Scenario
-from testbed import hostconfig
-from testbed.paths import PREFIX
+from catnip.spec.graph import Graph, RouterLink, resolve
+from catnip.spec.record import AppRecord, DirectionRecord, HostRecord, PointRecord, RunPlacement
+from catnip.spec.scenario import Scenario
+from catnip.testbed import hostconfig
+from catnip.testbed.paths import PREFIX
 
 CORE_NET = ipaddress.ip_network("172.16.0.0/12")
 

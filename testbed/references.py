@@ -14,7 +14,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from testbed import paths
+from catnip.testbed import paths
 
 
 @dataclass(frozen=True)

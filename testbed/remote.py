@@ -29,7 +29,7 @@ from mininet.examples.cluster import RemoteLink, RemoteMixin
 from mininet.node import Host
 from mininet.nodelib import LinuxBridge
 
-from testbed.machines import Machine, MachineError
+from catnip.testbed.machines import Machine, MachineError
 
 VXLAN_PORT = 4789  # IANA's VXLAN port
 VXLAN_OVERHEAD = 50  # inner Ethernet 14, outer IPv4 20, UDP 8, VXLAN 8

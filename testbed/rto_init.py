@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from testbed import netns, paths, run_cgroup, spm
+from catnip.testbed import netns, paths, run_cgroup, spm
 
 OBJECT = paths.REPO / "bpf" / "build" / "rto_init.bpf.o"
 OWN_MAPS = ("catnip_rto_ms", "catnip_rto_n")

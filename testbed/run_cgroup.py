@@ -130,7 +130,7 @@ def joined(watch: bool = True, leftovers: bool = False) -> Iterator[Path | None]
     process joins so that it is born outside the group, ends the group if this process dies
     without getting here (SIGKILL); with `leftovers` (a holder of the machine lock, whose run
     alone can own what carries our prefix) it also removes what the run left, as `catnip clean`."""
-    from testbed import run_watchdog
+    from catnip.testbed import run_watchdog
     root, before = hierarchy(), own_group()
     group = None
     watchdog = None

@@ -1,7 +1,7 @@
 """A run's watchdog: when its runner dies without its own teardown (SIGKILL, the OOM killer, a
 crash in C), nothing of the run keeps running and what it left on the machine is removed.
 
-    python -m testbed.run_watchdog RUNNER_PID RUNNER_IDENTITY GROUP [--leftovers]
+    python -m catnip.testbed.run_watchdog RUNNER_PID RUNNER_IDENTITY GROUP [--leftovers]
 
 The runner starts it (testbed/run_cgroup.joined) before it moves itself into its run group, so the
 watchdog is born outside the group, in a session of its own (a Ctrl-C or a closed terminal reaches
@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from testbed import paths, processes, run_cgroup
+from catnip.testbed import paths, processes, run_cgroup
 
 READY = "WATCHING"
 DONE = b"done"
@@ -65,7 +65,7 @@ def start(group: Path | None, leftovers: bool = True) -> Watchdog | None:
     removes what the run left (only for a holder of the machine lock: what carries our prefix is
     then its run's alone). None, said on stderr, when it does not come up (the run goes on; after
     a kill, `catnip clean` is needed then)."""
-    argv = [paths.python(), "-m", "testbed.run_watchdog", str(os.getpid()), processes.identity(),
+    argv = [paths.python(), "-m", "catnip.testbed.run_watchdog", str(os.getpid()), processes.identity(),
             str(group) if group is not None else "-", *(["--leftovers"] if leftovers else [])]
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=paths.REPO,
@@ -177,7 +177,7 @@ def clean_after(runner_pid: int, group: Path | None, leftovers: bool) -> None:
         _say(f"the machine lock stayed taken for {LOCK_WAIT_S:g} s: run `catnip clean` once that run has ended")
         return
     try:
-        from testbed import cleanup
+        from catnip.testbed import cleanup
         removed = cleanup.remove_all()
     finally:
         _unlock(fd)
@@ -190,7 +190,7 @@ def main(argv: list[str]) -> int:
     leftovers = "--leftovers" in argv
     argv = [a for a in argv if a != "--leftovers"]
     if len(argv) != 3 or not argv[0].isdigit():
-        print("usage: python -m testbed.run_watchdog RUNNER_PID RUNNER_IDENTITY GROUP [--leftovers]", file=sys.stderr)
+        print("usage: python -m catnip.testbed.run_watchdog RUNNER_PID RUNNER_IDENTITY GROUP [--leftovers]", file=sys.stderr)
         return 2
     for sig in (signal.SIGINT, signal.SIGHUP):  # a session of its own; ignored all the same
         signal.signal(sig, signal.SIG_IGN)

@@ -31,8 +31,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from spec.senders import CATNIP, NAMES, NEED_DOCUMENTS, NEWCWV, PACING_LAST_WINDOW  # noqa: F401 (NAMES, NEED_DOCUMENTS: re-exported)
-from testbed import paths
+from catnip.spec.senders import CATNIP, NAMES, NEED_DOCUMENTS, NEWCWV, PACING_LAST_WINDOW  # noqa: F401 (NAMES, NEED_DOCUMENTS: re-exported)
+from catnip.testbed import paths
 
 BPF_DIR = paths.REPO / "bpf"
 OBJECT = BPF_DIR / "build" / "catnip_cc.bpf.o"
@@ -127,7 +127,7 @@ def build() -> None:
 
 def register() -> None:
     """Register every project congestion control (both objects); all or none."""
-    from testbed.spm import ensure_bpffs
+    from catnip.testbed.spm import ensure_bpffs
     ensure_bpffs()  # the objects pin their shared maps there; a fresh machine may not have it mounted
     build()
     unregister()  # a killed run may have left them; names must be unique

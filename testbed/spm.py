@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed import paths
+from catnip.testbed import paths
 
 OBJECT = paths.REPO / "bpf" / "build" / "spm.bpf.o"
 MOD_CATNIP = paths.REPO / "apache" / "build" / "mod_catnip.so"
@@ -168,7 +168,7 @@ class SpmMarker:
             raise SpmError("no cgroup-v2 hierarchy mounted: the document-size option needs one")
         # Inside the run's own group when there is one (testbed/run_cgroup.py), so the servers
         # stay among the processes the run is known to have started.
-        from testbed import run_cgroup
+        from catnip.testbed import run_cgroup
         self.cgroup = (run_cgroup.current_run_group() or root) / f"{CGROUP_NAME}-{self.pin.name}"
         self.cgroup.mkdir(exist_ok=True)
         run_tool(["bpftool", "cgroup", "attach", str(self.cgroup), "setsockopt", "pinned", str(self.progs / "catnip_doc")],
@@ -185,7 +185,7 @@ class SpmMarker:
             problems += remove_cgroup(self.cgroup)
             self.cgroup = None
         problems += unpin(self.pin)
-        from testbed import sender
+        from catnip.testbed import sender
         if not sender.registered():
             sender.release_shared_map()
         try:

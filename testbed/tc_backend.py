@@ -12,7 +12,7 @@ import json
 import subprocess
 from dataclasses import dataclass
 
-from testbed.capabilities import probe_qdiscs
+from catnip.testbed.capabilities import probe_qdiscs
 
 
 ETH_HEADER = 14

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from testbed import paths, spm
+from catnip.testbed import paths, spm
 
 OBJECT = paths.REPO / "bpf" / "build" / "tcpds.bpf.o"
 COUNTERS = ("data_high", "data_med", "data_low", "ack_high", "ack_med", "ack_low", "ack_unknown", "syn",

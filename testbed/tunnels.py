@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from testbed.machines import Machine, MachineError
+from catnip.testbed.machines import Machine, MachineError
 
 
 def tunnel_rtt(tunnel: dict, node, peer_ip: str, count: int = 20) -> dict:

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from testbed import cleanup, paths
+from catnip.testbed import cleanup, paths
 
 REPO = paths.REPO
 ARTIFACTS = REPO / "tests" / "artifacts"

@@ -14,15 +14,15 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from spec.scenario import Scenario
-from spec.transfer import TransferScenario
-from testbed.engine import RouterEngine
-from testbed.paths import engine_binary
+from catnip.spec.scenario import Scenario
+from catnip.spec.transfer import TransferScenario
+from catnip.testbed.engine import RouterEngine
+from catnip.testbed.paths import engine_binary
 
 
 def engine_configs(sc: Scenario, seed: int | None = None) -> list[dict[str, Any]]:
     """The configuration of every engine of one point of `sc` (default: the scenario's seed)."""
-    from testbed.plan import plan
+    from catnip.testbed.plan import plan
     record = plan(sc, seed)
     routers: dict[str, list] = {}
     for d in record.links:
@@ -36,7 +36,7 @@ def engine_configs(sc: Scenario, seed: int | None = None) -> list[dict[str, Any]
 def transfer_configs(sc: TransferScenario) -> list[dict[str, Any]]:
     """The engine configuration of every point of a transfer measurement (controller/transfers.py),
     at the largest seed a point gets."""
-    from controller.transfers import _engine
+    from catnip.controller.transfers import _engine
     points = sc.points()
     router = SimpleNamespace(name="r")
     return [_engine(router, sc, loss, Path("/nonexistent"), sc.seed * 1000 + len(points)).config()

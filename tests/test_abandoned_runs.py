@@ -8,10 +8,10 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from controller.recover import close_abandoned_runs
-from results.store import Store
-from testbed import processes
+from catnip.cli.main import main
+from catnip.controller.recover import close_abandoned_runs
+from catnip.results.store import Store
+from catnip.testbed import processes
 
 
 def _dead_identity() -> str:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from workloads import agent
+from catnip.workloads import agent
 
 
 class Session:
@@ -126,7 +126,7 @@ def test_a_ready_line_behind_another_in_one_chunk_is_seen():
     chunks): workloads/apps/base.wait_for_line reads the pipe itself, not a buffered stream."""
     import subprocess
     from pathlib import Path
-    from workloads.apps.base import AppError, Host, Proc, wait_for_line
+    from catnip.workloads.apps.base import AppError, Host, Proc, wait_for_line
 
     def server(code: str) -> Proc:
         popen = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

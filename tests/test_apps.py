@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from results.store import SAMPLE_KEYS
-from testbed.netline import NetLine, NsNode
-from workloads import ftp as ftp_proc
-from workloads.apps import base
-from workloads.apps.base import AppContext, AppError, Host, ValidationError, parse_spec
-from workloads.apps.bulk import parse_flow
-from workloads.apps.burst import cell_tag, plan
-from workloads.apps.common import host_seed, parse_size
-from workloads.telnet import gaps
+from catnip.results.store import SAMPLE_KEYS
+from catnip.testbed.netline import NetLine, NsNode
+from catnip.workloads import ftp as ftp_proc
+from catnip.workloads.apps import base
+from catnip.workloads.apps.base import AppContext, AppError, Host, ValidationError, parse_spec
+from catnip.workloads.apps.bulk import parse_flow
+from catnip.workloads.apps.burst import cell_tag, plan
+from catnip.workloads.apps.common import host_seed, parse_size
+from catnip.workloads.telnet import gaps
 
 REPO = Path(__file__).resolve().parents[1]
 PREFIX, NET = "ctpa", 68

@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.archive import export_cmd, import_cmd
-from cli.main import main
-from controller.run_queue import RunQueue
-from results import archive
-from results.store import SCHEMA_VERSION, Store
-from testbed.paths import REPO
+from catnip.cli.archive import export_cmd, import_cmd
+from catnip.cli.main import main
+from catnip.controller.run_queue import RunQueue
+from catnip.results import archive
+from catnip.results.store import SCHEMA_VERSION, Store
+from catnip.testbed.paths import REPO
 from tests.test_web import _record_run
-from webui.app import create_app
+from catnip.webui.app import create_app
 
 RUN, OTHER = "20260101-000000-quick-a1b2", "20260101-010000-other-c3d4"
 TAG = "<b>x</b>"

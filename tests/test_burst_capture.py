@@ -8,7 +8,7 @@ import socket
 import dpkt
 import pytest
 
-from results.burst_capture import CaptureError, bursts_from_capture
+from catnip.results.burst_capture import CaptureError, bursts_from_capture
 
 SERVER, CLIENT, PORT, CPORT, ISN, MSS = "10.2.0.2", "10.1.0.2", 8070, 40000, 1_000_000, 1000
 
@@ -67,8 +67,8 @@ def test_no_handshake_is_an_error(tmp_path):
 
 def test_run_report_of_a_burst_run_has_no_page_table(tmp_path):
     """A run without web pages says where its samples are instead of an empty page table."""
-    from results import report
-    from results.store import Store
+    from catnip.results import report
+    from catnip.results.store import Store
     store = Store(tmp_path / "r.db")
     store.create_run("b1", "burst-only", "scenarios/x.yaml", {"name": "burst-only"}, {}, 1, "abc", {}, {})
     store.create_point("b1", 0, 0, {}, {"applications": [{"kind": "burst"}]}, 1)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from results import by_sender
-from results.store import Store
-from spec import scenario as s
-from testbed.plan import plan
+from catnip.results import by_sender
+from catnip.results.store import Store
+from catnip.spec import scenario as s
+from catnip.testbed.plan import plan
 from tests.conftest import REPO
 
 

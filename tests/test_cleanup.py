@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from controller.skeleton import machine_lock
-from testbed import cleanup, hostconfig
+from catnip.controller.skeleton import machine_lock
+from catnip.testbed import cleanup, hostconfig
 from tests.conftest import catnip, need_root
 
 
@@ -33,4 +33,7 @@ def test_a_node_whose_shell_died_is_known_dead():
     finally:
         Node.shell.kill()
         Node.shell.wait()
-    assert not hostconfig.shell_alive(object())
+    Node.shell = None  # Mininet's node after its shell was cleaned up
+    assert not hostconfig.shell_alive(Node())
+    # A namespace asked a process per command (testbed/netline.py's NsNode) has no shell to die.
+    assert hostconfig.shell_alive(object())

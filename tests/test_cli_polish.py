@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import main as cli
-from controller import validate as validate_mod
-from cli.main import main
-from results import table as tables
-from results import compare, layouts
-from results.store import Store
-from testbed import paths
+from catnip.cli import main as cli
+from catnip.controller import validate as validate_mod
+from catnip.cli.main import main
+from catnip.results import table as tables
+from catnip.results import compare, layouts
+from catnip.results.store import Store
+from catnip.testbed import paths
 
 REPO = paths.REPO
 BASE = "20261124-100000-catnip-wan-baseline-aaaa"
@@ -162,7 +162,7 @@ def test_a_bare_name_found_nowhere_lists_the_names(tmp_path, monkeypatch):
 
 # --- fig2 --------------------------------------------------------------------------------------------------
 def test_fig2_writes_into_the_current_folder_by_default(tmp_path, monkeypatch):
-    from controller import fig2, skeleton
+    from catnip.controller import fig2, skeleton
     written = []
     monkeypatch.setattr(fig2, "run", lambda out, rtt, log: written.append(out) or {"reno": [(3, 0.001)]})
     monkeypatch.setattr(skeleton, "machine_lock", contextlib.nullcontext)
@@ -219,8 +219,8 @@ def test_validate_takes_a_bare_scenario_name_as_run_does():
 
 def test_run_refuses_a_busy_machine_before_probing_it(monkeypatch, tmp_path):
     """While another run holds the machine, `catnip run` must not build its probe namespace."""
-    from controller import skeleton
-    from testbed import capabilities, cleanup
+    from catnip.controller import skeleton
+    from catnip.testbed import capabilities, cleanup
 
     def no_probe():
         raise AssertionError("probed a machine another run is using")
@@ -235,7 +235,7 @@ def test_model_subcommands_list_whole_help_and_name_ambiguous_runs(tmp_path):
     res = CliRunner().invoke(main, ["model", "--help"])
     listed = res.output.split("Commands:")[1].strip().splitlines()
     assert len(listed) == 7 and not any(line.rstrip().endswith("...") for line in listed), res.output
-    from results.store import Store
+    from catnip.results.store import Store
     db = tmp_path / "m.db"
     with Store(db) as store:
         for rid in ("hv-a-1", "hv-a-2"):

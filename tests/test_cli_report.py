@@ -12,13 +12,13 @@ import random
 import pytest
 from click.testing import CliRunner
 
-from cli import main as cli
-from cli.main import main
-from results import table as tables
-from results import layouts, pooled, report, samples
-from results.store import Store
-from spec import scenario
-from testbed.plan import plan
+from catnip.cli import main as cli
+from catnip.cli.main import main
+from catnip.results import table as tables
+from catnip.results import layouts, pooled, report, samples
+from catnip.results.store import Store
+from catnip.spec import scenario
+from catnip.testbed.plan import plan
 from tests.conftest import REPO
 
 

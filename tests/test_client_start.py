@@ -13,10 +13,10 @@ import json
 
 import pytest
 
-from controller import fidelity
-from results.store import Store
-from spec import scenario as s
-from testbed import capabilities, paths
+from catnip.controller import fidelity
+from catnip.results.store import Store
+from catnip.spec import scenario as s
+from catnip.testbed import capabilities, paths
 from tests.conftest import need_engine, need_root
 
 
@@ -43,7 +43,7 @@ def test_a_late_client_fails_real_time(late, first_late, ok):
 
 def _run_point() -> tuple[dict, dict]:
     """The sweep's one point, run: its row (done, its data complete) and its fidelity record."""
-    from controller import runner
+    from catnip.controller import runner
     with Store(paths.database()) as store:
         p = store.points(runner.run(_sweep(), capabilities.probe(), store))[0]
     assert p["status"] == "done", p["error"]
@@ -73,8 +73,8 @@ def test_clients_ready_after_the_common_start_fail_the_point(start_delay, isolat
     time), every client is late, and the point, its data complete, fails real time, naming them."""
     need_root()
     need_engine()
-    from controller import point
-    from results import report
+    from catnip.controller import point
+    from catnip.results import report
     if start_delay is not None:
         monkeypatch.setattr(point, "START_DELAY_S", start_delay)
         monkeypatch.setattr(point, "LAUNCH_S_PER_CLIENT", 0.0)
@@ -105,8 +105,8 @@ def test_gated_clients_are_in_time_with_a_start_set_after_their_launch(isolated_
     the launch began would make every one of them late by about 0.7 s."""
     need_root()
     need_engine()
-    from controller import point
-    from workloads.apps import base
+    from catnip.controller import point
+    from catnip.workloads.apps import base
     monkeypatch.setattr(point, "START_DELAY_S", 0.3)
     monkeypatch.setattr(point, "LAUNCH_S_PER_CLIENT", 0.0)
     spawn = base.Application.spawn
@@ -131,8 +131,8 @@ def test_a_client_ready_in_time_but_late_for_its_first_page_fails_the_point(isol
     them."""
     need_root()
     need_engine()
-    from results import report
-    from workloads.apps import base
+    from catnip.results import report
+    from catnip.workloads.apps import base
     write_config = base.Application.write_config
 
     def woken_late(self, name, cfg):

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from controller import cluster, cluster_task, cluster_tls
-from results import archive
-from results.store import Store
-from testbed.paths import REPO
+from catnip.controller import cluster, cluster_task, cluster_tls
+from catnip.results import archive
+from catnip.results.store import Store
+from catnip.testbed.paths import REPO
 from tests.conftest import catnip, need_engine
 from tests.test_run import SMALL
 
@@ -206,7 +206,7 @@ def test_a_point_folder_is_orphaned_only_when_its_worker_and_point_are_gone(tmp_
     """A SIGKILLed worker skips its folder's removal; the folder is a leftover once the worker and
     the point process it started have both ended, and not before (the point may still tear down);
     without the point's pid, once a point would have had time to tear down."""
-    from testbed import paths
+    from catnip.testbed import paths
     monkeypatch.setenv("CATNIP_STATE", str(tmp_path))
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -304,7 +304,7 @@ def test_a_killed_worker_loses_only_its_point(isolated_data, no_leftovers, local
     ends done with the lost attempt recorded."""
     need_engine()
     from distributed import Client
-    from testbed import cleanup
+    from catnip.testbed import cleanup
     db = isolated_data / "data" / "catnip.db"
     with Client(local_cluster) as client:
         pids = client.run(os.getpid)  # worker address -> pid
@@ -315,7 +315,7 @@ def test_a_killed_worker_loses_only_its_point(isolated_data, no_leftovers, local
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     try:
         deadline = time.monotonic() + 120
-        while not any("workloads.client" in cmd for _, cmd in cleanup.our_processes()):
+        while not any("catnip.workloads.client" in cmd for _, cmd in cleanup.our_processes()):
             assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
             time.sleep(0.5)
         # The worker below the process that holds the machine lock runs the point now.
@@ -336,7 +336,7 @@ def test_a_killed_worker_loses_only_its_point(isolated_data, no_leftovers, local
     assert [a["outcome"] for a in lost[0]] == ["the worker died while running it", "returned"]
     assert lost[0][0]["worker"] == running[0]
     # The killed worker could not remove its point's folder; the worker that ran the point again did.
-    from testbed import paths
+    from catnip.testbed import paths
     assert not list(paths.state_dir().glob(f"{paths.CLUSTER_WORK_PREFIX}{pids[running[0]]}-*"))
 
 
@@ -361,7 +361,7 @@ def test_ctrl_c_on_the_coordinator_tears_the_points_down(isolated_data, no_lefto
     """Ctrl-C sets the run's Dask Event: the running point tears its network down on its worker and
     comes back cancelled with its records; the point still queued is dropped."""
     need_engine()
-    from testbed import cleanup
+    from catnip.testbed import cleanup
     db = isolated_data / "data" / "catnip.db"
     proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "run", QUICK, *SMALL, "--run-id", "stop",
                              "--set", "sweep.router.policy=[{kind: droptail}, {kind: catnip_good}]",
@@ -428,9 +428,9 @@ def test_resume_after_the_coordinator_was_killed_runs_only_what_is_not_done(isol
     # The killed coordinator's other point may still run on its worker (the scheduler forgets the
     # task, the worker's thread does not): wait until no point process is left, as a user
     # restarting the coordinator later would find it.
-    from testbed import cleanup
+    from catnip.testbed import cleanup
     deadline = time.monotonic() + 300
-    while any("controller.cluster_point" in cmd for _, cmd in cleanup.our_processes()) or cleanup.run_in_progress():
+    while any("catnip.controller.cluster_point" in cmd for _, cmd in cleanup.our_processes()) or cleanup.run_in_progress():
         assert time.monotonic() < deadline, "the orphaned point did not end"
         time.sleep(0.5)
     res = catnip("run", *args, "--resume", "again", "--json")

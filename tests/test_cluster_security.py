@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from controller import cluster_tls
-from testbed.paths import REPO
+from catnip.controller import cluster_tls
+from catnip.testbed.paths import REPO
 from tests.conftest import catnip, need_engine
 from tests.test_cluster import QUICK
 from tests.test_run import SMALL
@@ -182,7 +182,7 @@ def cluster_up():
     if os.geteuid() != 0:
         pytest.skip("needs root: the worker refuses to start without it")
     base = Path(tempfile.mkdtemp(prefix="catnip-cluster-security-"))
-    from testbed import paths
+    from catnip.testbed import paths
     scratch = paths.state_dir() / "dask-scratch"
     scratch_was_there = scratch.exists()
     base.chmod(0o755)

@@ -58,7 +58,7 @@ def server(isolated_data, no_leftovers):
 @pytest.fixture
 def apps_server(isolated_data):
     """`catnip web` on a database holding a run of two applications written by hand (no network)."""
-    from results.store import Store
+    from catnip.results.store import Store
     from tests.test_web import APPS, _record_apps
     db = isolated_data / "data" / "catnip.db"
     with Store(db) as store:

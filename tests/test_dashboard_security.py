@@ -24,11 +24,11 @@ import urllib.request
 
 import pytest
 
-from controller.run_queue import RunQueue
-from results.store import Store
-from testbed.paths import REPO
-from webui import hosts
-from webui.app import create_app
+from catnip.controller.run_queue import RunQueue
+from catnip.results.store import Store
+from catnip.testbed.paths import REPO
+from catnip.webui import hosts
+from catnip.webui.app import create_app
 
 RUN = "20260101-000000-sec-aaaa"
 
@@ -256,7 +256,7 @@ def test_a_capture_is_served_only_from_its_runs_folder(env, tmp_path):
 def _hostile_export(tmp_path, run_id: str, capture: str):
     """An export of the fixture's run as a hostile file carries it: another run id inside the file
     (not given with --as), its point's capture recorded at `capture`."""
-    from results import archive
+    from catnip.results import archive
     with Store(tmp_path / "data" / "catnip.db") as store:
         store.finish_run(RUN, "done")
         doc = archive.export_run(store, RUN)
@@ -277,7 +277,7 @@ def test_a_run_id_inside_an_import_cannot_reach_outside_its_folder(env, tmp_path
     # Issue 47: `--as` refused these ids, the id inside the file was not checked; imported as '..'
     # with a capture beside the database, /runs/%2E%2E/points/0/capture.pcap served that file.
     from click.testing import CliRunner
-    from cli.archive import export_cmd, import_cmd
+    from catnip.cli.archive import export_cmd, import_cmd
     _, client, _, db = env
     secret = db.parent / "beside-the-database.pcap"
     secret.write_bytes(b"a file beside the database")
@@ -308,7 +308,7 @@ def test_an_imported_runs_capture_is_served_from_its_own_folder_only(env, tmp_pa
     # The capture path of an imported run names the machine it came from: it is read relative to
     # the run's folder there and served from the run's folder here, never followed elsewhere.
     from click.testing import CliRunner
-    from cli.archive import import_cmd
+    from catnip.cli.archive import import_cmd
     _, client, _, db = env
     secret = db.parent / "beside-the-database.pcap"
     secret.write_bytes(b"a file beside the database")

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from results import archive as export
-from results import doc_regions, docs_archive
-from results.store import Store
-from testbed import paths
+from catnip.cli.main import main
+from catnip.results import archive as export
+from catnip.results import doc_regions, docs_archive
+from catnip.results.store import Store
+from catnip.testbed import paths
 
 REPO = paths.REPO
 DOC = "docs/reproduction.md"  # holds the first generated table (the default run)

@@ -14,11 +14,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from spec import scenario as s
-from testbed import capabilities, hostconfig
-from testbed import network as net_mod
-from testbed.links import EngineBackend
-from testbed.paths import REPO
+from catnip.spec import scenario as s
+from catnip.testbed import capabilities, hostconfig
+from catnip.testbed import network as net_mod
+from catnip.testbed.links import EngineBackend
+from catnip.testbed.paths import REPO
 from tests.conftest import need_engine, need_root, not_measured, wait_until
 
 pytestmark = [pytest.mark.netns]

@@ -17,11 +17,11 @@ from typing import Any, Callable
 import pytest
 from annotated_types import Ge, Gt, Le, Lt
 
-from spec import bounded, edge, graph, policy, units
-from spec import scenario as s
-from spec import transfer
-from testbed.engine import RouterEngine
-from testbed.paths import REPO, engine_binary
+from catnip.spec import bounded, edge, graph, policy, units
+from catnip.spec import scenario as s
+from catnip.spec import transfer
+from catnip.testbed.engine import RouterEngine
+from catnip.testbed.paths import REPO, engine_binary
 from tests import engine_check
 
 if not engine_binary().exists():  # built by scripts/setup.sh; CI builds it before the tests

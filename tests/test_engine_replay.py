@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from testbed import paths
+from catnip.testbed import paths
 from tests.conftest import need_engine
 
 

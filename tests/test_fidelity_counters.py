@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from controller import fidelity
-from testbed.engine import process_cpu_seconds
+from catnip.controller import fidelity
+from catnip.testbed.engine import process_cpu_seconds
 
 STAT = """cpu  300 0 100 1600 0 0 20 10 0 0
 cpu0 100 0 50 800 0 0 0 0 0 0
@@ -70,8 +70,8 @@ def test_process_cpu_time_counts_fields_after_the_command_name():
 def test_engines_that_took_no_packet_mean_the_links_were_bypassed(tmp_path):
     """A point whose engines ran the workload and took no packet fails: its traffic went around the
     emulated links (seen once: 100 pages done, both engines at 0 packets, "real time kept")."""
-    from controller.point_collect import Collector
-    from results.store import Store
+    from catnip.controller.point_collect import Collector
+    from catnip.results.store import Store
 
     record = {"engine_cpu_s": {"ctprc": 0.27, "ctprs": 0.11}, "engine_events": 0, "late_events": 0,
               "late_fraction": 0.0, "kernel_queue_drops": 0, "engines_without_final_stats": []}
@@ -100,7 +100,7 @@ NFQUEUE_PROC = """    0  12345     0 2 65531     0     0    21810  1
 
 
 def test_the_kernels_queue_rows_name_their_links_and_what_they_were_handed():
-    from testbed.engine import nfqueue_counters
+    from catnip.testbed.engine import nfqueue_counters
     rows = nfqueue_counters(NFQUEUE_PROC, ["r>c", "c>r"])
     assert [(r["link"], r["queued"], r["queue_total"], r["queue_dropped"], r["user_dropped"]) for r in rows] == [
         ("r>c", 21810, 0, 0, 0), ("c>r", 17, 3, 4, 1), (None, 0, 0, 0, 0)]

@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from results.store import SCHEMA
+from catnip.results.store import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "test-fresh.sh"

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from testbed.paths import REPO
-from workloads import gate
+from catnip.testbed.paths import REPO
+from catnip.workloads import gate
 
 
 def _start(argv: list[str]) -> subprocess.Popen:
@@ -54,10 +54,10 @@ def test_go_sent_as_soon_as_ready_is_read_is_not_lost():
 
 
 @pytest.mark.parametrize("argv", [
-    ["-m", "workloads.client", "{cfg}", "{out}", "--gate"],
-    ["-m", "workloads.telnet", "client", "{cfg}", "{out}", "--gate"],
-    ["-m", "workloads.ftp", "client", "{cfg}", "{out}", "--gate"],
-    ["-m", "workloads.burst", "client", "{cfg}", "{out}", "--gate"],
+    ["-m", "catnip.workloads.client", "{cfg}", "{out}", "--gate"],
+    ["-m", "catnip.workloads.telnet", "client", "{cfg}", "{out}", "--gate"],
+    ["-m", "catnip.workloads.ftp", "client", "{cfg}", "{out}", "--gate"],
+    ["-m", "catnip.workloads.burst", "client", "{cfg}", "{out}", "--gate"],
 ], ids=["web", "telnet", "ftp", "burst"])
 def test_a_gated_client_reads_its_config_only_after_go(argv, tmp_path):
     """Its config does not exist while it waits: it is not read before GO (nor after READY)."""

@@ -5,9 +5,9 @@ in the report, instead of looking complete."""
 import json
 from types import SimpleNamespace
 
-from controller.point_machines import OtherMachines
-from results import report
-from testbed.machine_helper import HelperError
+from catnip.controller.point_machines import OtherMachines
+from catnip.results import report
+from catnip.testbed.machine_helper import HelperError
 
 
 class Helper:

@@ -40,14 +40,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.archive import import_cmd
-from cli.main import main
-from controller.run_queue import RunQueue
-from results import archive
-from results import import_schema as schema
-from results.store import Store
+from catnip.cli.archive import import_cmd
+from catnip.cli.main import main
+from catnip.controller.run_queue import RunQueue
+from catnip.results import archive
+from catnip.results import import_schema as schema
+from catnip.results.store import Store
 from tests.test_archive import RUN, _record_rich
-from webui.app import create_app
+from catnip.webui.app import create_app
 
 CASES = int(os.environ.get("CATNIP_CORPUS_CASES", "520"))
 SEED = int(os.environ.get("CATNIP_CORPUS_SEED", "47"))

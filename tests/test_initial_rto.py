@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from testbed import netns, rto_init, run_cgroup
+from catnip.testbed import netns, rto_init, run_cgroup
 from tests.conftest import need_root, wait_until
 
 pytestmark = [pytest.mark.netns]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from results import samples
+from catnip.results import samples
 
 
 def _binom_cdf(k: int, n: int) -> float:

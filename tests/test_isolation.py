@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from controller.skeleton import RunBusy, machine_lock
-from testbed import cleanup, paths
+from catnip.controller.skeleton import RunBusy, machine_lock
+from catnip.testbed import cleanup, paths
 from tests.conftest import catnip, need_root
 
 HOLD = ("import sys, time\n"
@@ -54,7 +54,7 @@ def _watchdogs_of(runner_pid: int) -> list[int]:
             argv = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
         except OSError:
             continue
-        if b"testbed.run_watchdog" in argv and str(runner_pid).encode() in argv:
+        if b"catnip.testbed.run_watchdog" in argv and str(runner_pid).encode() in argv:
             found.append(int(entry))
     return found
 

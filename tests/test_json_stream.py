@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from results.json_stream import StreamError, loads
+from catnip.results.json_stream import StreamError, loads
 
 SEED, CASES = 47, 3000
 

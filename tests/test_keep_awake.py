@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from controller import fidelity
-from controller.parallel import CpuGauge
-from testbed.keep_awake import KeepAwake
+from catnip.controller import fidelity
+from catnip.controller.parallel import CpuGauge
+from catnip.testbed.keep_awake import KeepAwake
 
 # user nice system idle iowait irq softirq steal: 300 jiffies of nice on CPU 1 between the readings
 STAT = "cpu  100 0 100 1800 0 0 0 0\ncpu0 50 0 50 900 0 0 0 0\ncpu1 50 0 50 900 0 0 0 0\n"
@@ -28,7 +28,7 @@ def test_nice_time_is_idle_only_when_asked():
 
 
 def test_the_room_gauge_counts_nice_as_idle_when_asked(monkeypatch):
-    from controller import parallel
+    from catnip.controller import parallel
     readings = iter([[100, 0, 100, 1800, 0, 0, 0, 0], [200, 300, 200, 2400, 0, 0, 0, 0]] * 2)
     monkeypatch.setattr(parallel, "cpu_times", lambda: next(readings))
     busy = []
@@ -72,9 +72,9 @@ def test_another_machine_keeps_its_cpus_awake_until_the_point_lets_go(no_leftove
     of its input."""
     import sys
     from pathlib import Path
-    from testbed import machine_helper, machines
-    from testbed.keep_awake import LOOP
-    from testbed.paths import REPO
+    from catnip.testbed import machine_helper, machines
+    from catnip.testbed.keep_awake import LOOP
+    from catnip.testbed.paths import REPO
 
     def loops() -> list[int]:
         found = []

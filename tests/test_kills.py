@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed import cleanup
-from testbed.paths import REPO
+from catnip.testbed import cleanup
+from catnip.testbed.paths import REPO
 from tests.conftest import catnip, need_engine, wait_until
 
 SEED = int(os.environ.get("CATNIP_KILL_SEED") or time.time_ns() % 1_000_000)
@@ -89,7 +89,7 @@ def _find(victim: str) -> int | None:
         return _apache_parent()
     # An engine that runs a router ("catnip-engine run"), not a short `--version` or `kinds` probe
     # of the run's start, which may end before the signal (seen once: the run then went on unharmed).
-    needle = {"engine": "catnip-engine run ", "client": "workloads.client"}[victim]
+    needle = {"engine": "catnip-engine run ", "client": "catnip.workloads.client"}[victim]
     return next((pid for pid, cmd in cleanup.our_processes() if needle in cmd), None)
 
 
@@ -144,7 +144,7 @@ def run_case(case: Case, data: Path) -> None:
 
 def _watchdogs(runner_pid: int) -> list[int]:
     """The runner's watchdog, while at work (testbed/run_watchdog.py)."""
-    found, needle = [], f"testbed.run_watchdog\0{runner_pid}\0".encode()
+    found, needle = [], f"catnip.testbed.run_watchdog\0{runner_pid}\0".encode()
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and needle in (entry / "cmdline").read_bytes():

@@ -10,8 +10,8 @@ import typing
 
 import pytest
 
-from spec import edge, policy
-from testbed import paths
+from catnip.spec import edge, policy
+from catnip.testbed import paths
 
 
 def _engine_kinds() -> dict:

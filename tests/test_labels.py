@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from results.labels import label_of, point_label, run_labels
-from spec.scenario import load
-from testbed.plan import plan
+from catnip.results.labels import label_of, point_label, run_labels
+from catnip.spec.scenario import load
+from catnip.testbed.plan import plan
 
 FILES = sorted(glob.glob("scenarios/*.yaml"))
 

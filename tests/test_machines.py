@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed import cleanup, machines, paths
-from testbed.paths import REPO
+from catnip.testbed import cleanup, machines, paths
+from catnip.testbed.paths import REPO
 
 
 def test_a_command_for_another_machine_is_one_quoted_line_for_ssh():
@@ -116,14 +116,14 @@ def test_the_clock_offset_of_a_machine_is_measured_to_well_under_a_millisecond(n
 def test_a_program_on_the_controllers_clock_reads_it_less_the_offset():
     code = "import time; print(repr(time.monotonic()))"
     before = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "workloads.onclock", "100.5", "-c", code], cwd=REPO,
+    out = subprocess.run([sys.executable, "-m", "catnip.workloads.onclock", "100.5", "-c", code], cwd=REPO,
                          capture_output=True, text=True, timeout=60)
     after = time.monotonic()
     assert out.returncode == 0, out.stderr
     assert before - 100.5 <= float(out.stdout) <= after - 100.5
-    bad = subprocess.run([sys.executable, "-m", "workloads.onclock", "1s", "-c", code], cwd=REPO,
+    bad = subprocess.run([sys.executable, "-m", "catnip.workloads.onclock", "1s", "-c", code], cwd=REPO,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "OFFSET '1s' is not a number of seconds" in bad.stderr
-    exits = subprocess.run([sys.executable, "-m", "workloads.onclock", "0", "-c", "import sys; sys.exit(3)"],
+    exits = subprocess.run([sys.executable, "-m", "catnip.workloads.onclock", "0", "-c", "import sys; sys.exit(3)"],
                            cwd=REPO, capture_output=True, timeout=60)
     assert exits.returncode == 3  # the program's own status

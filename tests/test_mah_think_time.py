@@ -9,8 +9,8 @@ import statistics
 import pytest
 from pydantic import ValidationError
 
-from workloads.apps.web import ThinkTimeSpec
-from workloads.thinktime import MAH1997, load_cdf, sampler
+from catnip.workloads.apps.web import ThinkTimeSpec
+from catnip.workloads.thinktime import MAH1997, load_cdf, sampler
 
 
 def test_the_table_is_mahs_as_ns2_ships_it():

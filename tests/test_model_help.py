@@ -4,7 +4,7 @@ models/cardwell.py no longer uses for it (issue 44)."""
 
 from click.testing import CliRunner
 
-from cli.main import main
+from catnip.cli.main import main
 
 
 def test_cardwell_help_names_the_paper_and_its_equations_not_padhye():

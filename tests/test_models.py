@@ -10,9 +10,9 @@ import statistics
 import pytest
 from click.testing import CliRunner
 
-from models import hysteresis as h
-from models import partial_catnip
-from models.params import ModelInputError, Path
+from catnip.models import hysteresis as h
+from catnip.models import partial_catnip
+from catnip.models.params import ModelInputError, Path
 
 
 def test_eq3_expected_packets_before_loss():
@@ -129,7 +129,7 @@ def test_bad_inputs_name_the_parameter(kwargs, field):
 
 
 def test_cli_prints_predictions_and_refuses_bad_input():
-    from cli.main import main
+    from catnip.cli.main import main
     run = CliRunner().invoke
     res = run(main, ["model", "hysteresis", "--size", "8KB", "--p", "0.03", "--samples", "50", "--json"])
     assert res.exit_code == 0 and '"packets": 6' in res.output
@@ -138,7 +138,7 @@ def test_cli_prints_predictions_and_refuses_bad_input():
     res = run(main, ["model", "hysteresis", "--size", "8KB", "--p", "1"])
     assert res.exit_code == 2 and "p = 1.0: must be a probability in [0, 1)" in res.output
     # Every model has its subcommand, each with --json.
-    from models import cardwell, sikdar
+    from catnip.models import cardwell, sikdar
     for name, fn in (("cardwell", cardwell.latency), ("sikdar", sikdar.latency)):
         res = run(main, ["model", name, "--size", "32KB", "--p", "0.03", "--json"])
         assert res.exit_code == 0, res.output
@@ -149,7 +149,7 @@ def test_cli_prints_predictions_and_refuses_bad_input():
 
 
 def test_cardwell_and_padhye_on_hand_values():
-    from models import cardwell
+    from catnip.models import cardwell
     # Cardwell eq. 5 counts the lost packet: E[d_ss] = eq. 3 + 1, at most the d packets there are.
     assert cardwell.expected_sent_in_slow_start(10, 0.1) == pytest.approx(5.8618944 + 1)
     assert cardwell.expected_sent_in_slow_start(10, 0.001) == 10
@@ -188,7 +188,7 @@ def test_cardwell_eq5_gives_the_papers_ten_packets_before_a_loss_at_ten_percent(
     # Hysteresis paper, section 4 (Table 3's discussion): "with the packet loss probability of 10%,
     # about 10 packets are expected to be sent before a packet is lost", of a 92-packet transfer.
     # Cardwell's eq. 5 counts the lost packet: 0.9 (1 - 0.9^92) / 0.1 + 1 = 9.9994; eq. 3 gives 9.
-    from models import cardwell
+    from catnip.models import cardwell
     assert cardwell.expected_sent_in_slow_start(92, 0.1) == pytest.approx(10, abs=0.001)
     assert h.expected_sent_before_loss(92, 0.1) == pytest.approx(9, abs=0.001)
 
@@ -198,7 +198,7 @@ def test_cardwell_eq22_not_padhyes_numerator():
     Q(p, W(p)) packets per cycle, where Padhye's own full model (SIGCOMM 1998, eq. 31) counts
     (1-p)/p + W(p) + Q/(1-p). Neither paper prints a number that tells them apart (the hysteresis
     paper gives only V(p) against its ns-2 runs), so the values are eq. 22 written out by hand."""
-    from models import cardwell
+    from catnip.models import cardwell
     f = lambda p: 1 + p + 2 * p**2 + 4 * p**3 + 8 * p**4 + 16 * p**5 + 32 * p**6  # noqa: E731 (G, eq. 19)
 
     def q(p, w):  # eq. 17 (the hysteresis paper's eq. 8)
@@ -229,7 +229,7 @@ def test_cardwell_eq22_not_padhyes_numerator():
 
 # --- Sikdar (eq. 1), Partial CATNIP's window rules, eq. 13 ------------------------------------
 
-from models import sikdar, validation  # noqa: E402
+from catnip.models import sikdar, validation  # noqa: E402
 
 
 def test_eq1_sikdar_window_pattern():
@@ -290,9 +290,9 @@ def test_measured_loss_from_arrivals_and_from_older_departure_records():
 def test_validate_prints_the_tables_and_writes_the_figures(tmp_path):
     import xml.etree.ElementTree as ET
 
-    from cli.models import model
-    from results import figures
-    from results.store import Store
+    from catnip.cli.models import model
+    from catnip.results import figures
+    from catnip.results.store import Store
     missing = figures.export_missing()
     if missing:
         pytest.skip(f"figure export: {missing}")

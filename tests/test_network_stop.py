@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from controller.skeleton import machine_lock
-from spec import scenario as s
-from testbed import hostconfig, network
+from catnip.controller.skeleton import machine_lock
+from catnip.spec import scenario as s
+from catnip.testbed import hostconfig, network
 from tests.conftest import REPO, need_root
 
 pytestmark = pytest.mark.netns

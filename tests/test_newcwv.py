@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from spec import scenario as scenario_mod
-from testbed import cleanup, netns, sender
-from testbed.sender import HostParams
+from catnip.spec import scenario as scenario_mod
+from catnip.testbed import cleanup, netns, sender
+from catnip.testbed.sender import HostParams
 from tests.conftest import need_engine, need_root
 
 IW = 3           # the route's initcwnd (the paper's "IW of 4 KB", docs/reproduction-newcwv.md, gap 5)
@@ -314,7 +314,7 @@ class Bed:
     def connect(self, cc: str, slow_start_after_idle: int, params: HostParams):
         """A fresh server program and connection; the server's namespace gets this
         tcp_slow_start_after_idle and its namespace these sender parameters (read at connect)."""
-        from testbed import hostconfig
+        from catnip.testbed import hostconfig
         port, self.next_port = self.next_port, self.next_port + 1
         hostconfig.set_sysctls(self.server.node, {"net.ipv4.tcp_slow_start_after_idle": slow_start_after_idle})
         sender.set_host_params(self.server_netns, params)
@@ -373,10 +373,10 @@ def _testbed():
     registered; everything torn down after (the no_leftovers fixture checks)."""
     need_root()
     need_engine()
-    from controller.skeleton import TeardownStack, kernel_resources
-    from testbed import hostconfig, network
-    from testbed.capabilities import probe
-    from testbed.links import EngineBackend
+    from catnip.controller.skeleton import TeardownStack, kernel_resources
+    from catnip.testbed import hostconfig, network
+    from catnip.testbed.capabilities import probe
+    from catnip.testbed.links import EngineBackend
     sc = _scenario()
     caps = probe()
     if caps.blocking_problems():
@@ -541,8 +541,8 @@ def test_pace_parameter_paces_reno_and_newcwv(no_leftovers):
     needing a second round trip). Each burst is timed three times and the fastest counts: CI once
     took 84 ms for an unpaced burst whose twin took 49 ms, with no loss possible in 1000-packet
     buffers (a stall of the loaded machine, which only ever adds time)."""
-    from spec.senders import PACEABLE
-    from testbed import hostconfig
+    from catnip.spec.senders import PACEABLE
+    from catnip.testbed import hostconfig
     took = {}
     BURST, REPEATS = 60, 3  # segments, bursts per case
     with _testbed() as bed:

@@ -19,20 +19,20 @@ import threading
 import pytest
 import yaml
 
-from results import layouts
-from results import newcwv as nc
-from results.samples import t975
-from results.store import Store
-from spec import scenario as s
-from spec.record import PointRecord
-from testbed.plan import plan
+from catnip.results import layouts
+from catnip.results import newcwv as nc
+from catnip.results.samples import t975
+from catnip.results.store import Store
+from catnip.spec import scenario as s
+from catnip.spec.record import PointRecord
+from catnip.testbed.plan import plan
 from tests.conftest import REPO
 from tests.test_dashboard_browser import browser  # noqa: F401 - the headless Chromium fixture
-from webui.app import create_app
-from workloads import burst as burst_proc
-from workloads import hostprog
-from workloads.apps.base import AppContext, Host, Proc, parse_spec
-from workloads.apps.burst import INFINITE_SSTHRESH, Burst, server_stats
+from catnip.webui.app import create_app
+from catnip.workloads import burst as burst_proc
+from catnip.workloads import hostprog
+from catnip.workloads.apps.base import AppContext, Host, Proc, parse_spec
+from catnip.workloads.apps.burst import INFINITE_SSTHRESH, Burst, server_stats
 
 RENO = {"congestion_control": "reno"}
 NEWCWV = {"congestion_control": "catnip_newcwv"}
@@ -403,7 +403,7 @@ def web(tmp_path):
     db = tmp_path / "catnip.db"
     with Store(db) as s:
         _record_web_runs(s)
-    from controller.run_queue import RunQueue
+    from catnip.controller.run_queue import RunQueue
     queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
     app = create_app(db=db, scenarios_dir=tmp_path, queue=queue)
     yield app.test_client()
@@ -636,7 +636,7 @@ def test_collect_waits_for_the_close_of_each_connection(tmp_path):
 
 @pytest.mark.parametrize("code", [0, None])
 def test_collect_does_not_wait_for_a_dead_server_or_forever(tmp_path, monkeypatch, code):
-    monkeypatch.setattr("workloads.apps.burst.CLOSE_WAIT_S", 0.2)
+    monkeypatch.setattr("catnip.workloads.apps.burst.CLOSE_WAIT_S", 0.2)
     app, _ = _collecting_app(tmp_path, _Popen(code))
     app.read_server_stats()
     # the last burst's close never came: no retransmissions for it, the others' still known

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from controller import parallel
-from testbed import cleanup
-from testbed.paths import REPO
+from catnip.controller import parallel
+from catnip.testbed import cleanup
+from catnip.testbed.paths import REPO
 from tests.conftest import catnip, need_engine
 from tests.test_run import SMALL
 
@@ -69,7 +69,7 @@ def test_ctrl_c_cancels_every_running_point(isolated_data, no_leftovers):
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            clients = {cmd.split("/point")[1][:2] for _, cmd in cleanup.our_processes() if "workloads.client" in cmd}
+            clients = {cmd.split("/point")[1][:2] for _, cmd in cleanup.our_processes() if "catnip.workloads.client" in cmd}
             if len(clients) == 2:  # both points' clients are running
                 break
             assert proc.poll() is None, proc.communicate()
@@ -92,7 +92,7 @@ def test_killed_runner_takes_its_points_down(isolated_data, no_leftovers):
                              *SMALL, *BRIDGE, "--set", "workload.rounds=20", "--jobs", "2"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
     deadline = time.monotonic() + 90
-    while not any("workloads.client" in cmd for _, cmd in cleanup.our_processes()):
+    while not any("catnip.workloads.client" in cmd for _, cmd in cleanup.our_processes()):
         assert time.monotonic() < deadline and proc.poll() is None, "clients never started"
         time.sleep(0.5)
     proc.kill()  # no teardown by the runner: the worker notices and tears its point down itself
@@ -104,7 +104,7 @@ def test_killed_runner_takes_its_points_down(isolated_data, no_leftovers):
     while set(cleanup.leftovers()) - run_level and time.monotonic() < deadline:
         time.sleep(1)
     assert set(cleanup.leftovers()) <= run_level, cleanup.leftovers()
-    from testbed import run_cgroup
+    from catnip.testbed import run_cgroup
     assert not any(run_cgroup.processes(Path(g)) for g in cleanup.leftovers().get("cgroups", [])), \
         "the killed runner's cgroup holds no process once its points are down"
     # The runner's watchdog (testbed/run_watchdog.py) ended its group, point workers included, so
@@ -127,7 +127,7 @@ def test_ovs_access_switch_cannot_run_side_by_side(isolated_data):
 
 
 def test_code_changed_during_a_run_fails_the_point_clearly(tmp_path, monkeypatch):
-    from controller import point_worker
+    from catnip.controller import point_worker
     spec = tmp_path / "worker.pickle"
     spec.write_bytes(b"not read")
     assert point_worker.main(str(spec), "0" * 16) == 3
@@ -135,7 +135,7 @@ def test_code_changed_during_a_run_fails_the_point_clearly(tmp_path, monkeypatch
 
 
 def test_code_fingerprint_follows_the_sources(tmp_path, monkeypatch):
-    from testbed import paths
+    from catnip.testbed import paths
     for pkg in paths.CODE_PACKAGES:
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "m.py").write_text("x = 1\n")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from spec import scenario as s
-from testbed import netns, rto_init, run_cgroup
-from testbed.paths import REPO
+from catnip.spec import scenario as s
+from catnip.testbed import netns, rto_init, run_cgroup
+from catnip.testbed.paths import REPO
 from tests.conftest import listening, need_root, wait_until
 
 QUICK = REPO / "scenarios" / "quick.yaml"

@@ -14,10 +14,10 @@ from types import SimpleNamespace as NS
 import plotly.graph_objects as go
 import pytest
 
-from results import figures
-from results.labels import point_label
-from results.store import Store
-from testbed.paths import REPO
+from catnip.results import figures
+from catnip.results.labels import point_label
+from catnip.results.store import Store
+from catnip.testbed.paths import REPO
 
 SVG = "{http://www.w3.org/2000/svg}"
 ASSIGNMENTS = ({"router.policy": "fifo"}, {"router.policy": "catnip_good"}, {"router.policy": "<b>red</b>"})
@@ -107,7 +107,7 @@ def test_named_series_keep_their_colour_across_figures():
             c = (t.get("marker") or {}).get("color") or t["line"]["color"]
             assert colours.setdefault(t["name"], c) == c == figures.color(t["name"])
     assert fig3["data"][0]["error_y"]["array"] == [0.01, 0.02]
-    from controller import fig2
+    from catnip.controller import fig2
     spec = fig2.figure({"catnip_reno": [(0.0, 0), (0.1, 1)], "catnip_eca": [(0.0, 0)]}, 100.0)
     assert [t["marker"]["color"] for t in spec["data"]] == [figures.color(k) for k in ("Reno", "RBPLW", "ECA",
                                                                                          "ECA+RBPLW")]
@@ -240,7 +240,7 @@ def test_exported_log_axes_show_powers_of_ten_with_units(exported):
 def test_fig10_has_a_panel_per_captured_point_in_its_colour(monkeypatch):
     """newCWV Fig. 10 (`catnip burst-seq`): the chosen burst of each captured point, the point's
     number, sender and spread in its panel's title, drawn in the point's colour."""
-    from results import burst_capture as bc
+    from catnip.results import burst_capture as bc
     store = NS(points=lambda run_id: [{"point": 0, "capture": "a.pcap"}, {"point": 1, "capture": None},
                                       {"point": 2, "capture": "c.pcap"}])
     bursts = {0: [bc.Burst(0, 81920, 1.0, [(0.0, 0), (0.001, 1)])],

@@ -8,11 +8,11 @@ from typing import Literal
 
 import pytest
 
-from results.store import Store
-from spec import scenario as s
-from testbed import capabilities, paths
+from catnip.results.store import Store
+from catnip.spec import scenario as s
+from catnip.testbed import capabilities, paths
 from tests.conftest import need_engine, need_root
-from workloads.apps.base import AppResult, AppSpec, Application, register, unregister
+from catnip.workloads.apps.base import AppResult, AppSpec, Application, register, unregister
 
 
 
@@ -56,7 +56,7 @@ def test_unregistered_application_is_refused():
 def test_toy_application_runs_beside_bulk_and_records_samples(toy_app, isolated_data, no_leftovers):
     need_root()
     need_engine()
-    from controller import runner
+    from catnip.controller import runner
     link = {"rate": "10Mbit", "delay": "5ms", "buffer": "20p"}
     sweep = s.Sweep(name="toy", source="test", raw={}, sweep={}, points=[({}, s.validate({
         "name": "toy",
@@ -81,8 +81,8 @@ def test_toy_policy_is_one_registered_class():
     parameters and hands the engine its block (its Rust half: engine/tests/toy_policy.rs)."""
     from pydantic import Field
 
-    from spec.graph import resolve
-    from spec.policy import _Policy, register as register_policy, unregister as unregister_policy
+    from catnip.spec.graph import resolve
+    from catnip.spec.policy import _Policy, register as register_policy, unregister as unregister_policy
 
     class EveryNth(_Policy):
         kind: Literal["toy_every_nth"] = "toy_every_nth"

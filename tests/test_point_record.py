@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from controller.point_plan import PointPlan
-from results import layouts, servdiff, tcpf
-from results.point_record import record_of
-from results.store import Store
-from spec import scenario as s
-from spec.record import RECORD_VERSION, RecordError, parse
-from testbed.engine import RouterEngine
-from testbed.links import LinkDirection
-from testbed.plan import plan
+from catnip.controller.point_plan import PointPlan
+from catnip.results import layouts, servdiff, tcpf
+from catnip.results.point_record import record_of
+from catnip.results.store import Store
+from catnip.spec import scenario as s
+from catnip.spec.record import RECORD_VERSION, RecordError, parse
+from catnip.testbed.engine import RouterEngine
+from catnip.testbed.links import LinkDirection
+from catnip.testbed.plan import plan
 from tests.conftest import REPO
 
 # TCP-friendly marking's edge/bottleneck with FRIO given once, as the routers' default policy: the
@@ -132,7 +132,7 @@ def test_the_servdiff_fair_share_reads_the_rate_the_bottleneck_ran(tmp_path):
 
 def test_the_burst_servers_sender_is_what_they_ran(tmp_path):
     """newCWV Fig. 10's two senders, labelled from the burst servers' TCP in the record."""
-    from results import burst_capture
+    from catnip.results import burst_capture
     sweep = s.load(REPO / "scenarios" / "newcwv-fig10-pacing-seq.yaml")
     with Store(tmp_path / "t.db") as store:
         _store_point(store, tmp_path, sweep, index=0)
@@ -148,8 +148,8 @@ def test_the_run_page_shows_what_ran_and_labels_it_by_that(tmp_path):
     record (the bottleneck's data direction with FRIO and the tcpf marker) is on the page."""
     import re
 
-    from controller.run_queue import RunQueue
-    from webui.app import create_app
+    from catnip.controller.run_queue import RunQueue
+    from catnip.webui.app import create_app
     path = tmp_path / "frio-default.yaml"
     path.write_text(FRIO_BY_DEFAULT)
     db = tmp_path / "catnip.db"
@@ -183,7 +183,7 @@ def test_the_record_travels_with_an_export(tmp_path):
         store.update_point("r1", 0, status="done")
         store.finish_run("r1", "done")
         before = store.point("r1", 0)["record"]
-    cli = [sys.executable, "-m", "cli.main"]
+    cli = [sys.executable, "-m", "catnip.cli.main"]
     for args in (["export", "r1", "--db", str(tmp_path / "a.db"), "--out", str(tmp_path / "r1.json.gz")],
                  ["import", str(tmp_path / "r1.json.gz"), "--db", str(tmp_path / "b.db")]):
         res = subprocess.run(cli + args, capture_output=True, text=True, cwd=REPO, timeout=120)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from results import pooled
-from results.store import Store
+from catnip.cli.main import main
+from catnip.results import pooled
+from catnip.results.store import Store
 
 
 def _page(client: str, page: int, duration: float | None, error: str | None = None) -> dict:
@@ -106,7 +106,7 @@ def _seeded_points(store, run: str, seed: int, pages: dict[str, list[float]]) ->
 
 
 def test_seeds_pooled_and_contrasted(tmp_path):
-    from results import contrast
+    from catnip.results import contrast
     with Store(tmp_path / "db") as store:
         # Page times of two seeds: catnip_good clearly faster than droptail, catnip_bad alike.
         _seeded_points(store, "s1", 1, {"droptail": [2.0, 2.2, 1.8], "catnip_good": [1.0, 1.1, 0.9],
@@ -159,7 +159,7 @@ def seeds_db(tmp_path):
 
 
 def test_compare_pools_runs_joined_by_plus(seeds_db):
-    from results import compare
+    from catnip.results import compare
     with Store(seeds_db) as store:
         cmp = compare.compare(store, ["b1+b2", "c1+c2"])
         c64, c128 = cmp["columns"]
@@ -187,7 +187,7 @@ def test_cli_compare_realtime_only(seeds_db):
 def test_compare_pools_every_side_when_one_is_pooled(seeds_db):
     # A run with two repetitions per buffer against a pooled baseline: each buffer divides by the
     # same buffer's pool, never by another buffer's.
-    from results import compare
+    from catnip.results import compare
     with Store(seeds_db) as store:
         store.create_run("r", "wan", "x", {"name": "wan"}, {}, 1, "abc", {}, {})
         for point, (buffer, rep, d, status) in enumerate([("64KB", 0, 2.0, "done"), ("64KB", 1, 2.0, "done"),
@@ -247,7 +247,7 @@ def test_runs_of_different_engines_are_not_pooled(seeds_db):
 
 def test_report_without_verdict_calls_says_so_without_failing():
     # An engine that never gave a verdict writes no call percentile (null): the report must still print.
-    from results import report
+    from catnip.results import report
     fidelity = {"late_events": 0, "engine_events": 0, "late_threshold_us": 1000, "max_late_us": 0,
                 "kernel_queue_drops": 0, "late_at_issue_events": 0, "verdict_calls": 0, "slow_verdict_calls": 0}
     text = "\n".join(report.fidelity_lines(fidelity))

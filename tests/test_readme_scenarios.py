@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from spec import scenario, transfer
-from spec.bounded import load_yaml
+from catnip.spec import scenario, transfer
+from catnip.spec.bounded import load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from testbed import machines, remote
+from catnip.testbed import machines, remote
 
 pytestmark = pytest.mark.netns
 
@@ -33,7 +33,7 @@ def _two_hosts_with_a_helper():
     import dataclasses
     import shutil
     from pathlib import Path
-    from testbed import machine_helper, paths, run_cgroup
+    from catnip.testbed import machine_helper, paths, run_cgroup
     if not shutil.which("bpftool") or run_cgroup.hierarchy() is None:
         pytest.skip("needs bpftool and a cgroup-v2 hierarchy (scripts/setup.sh, the kernel)")
     with machines.imitated("m2") as m2:
@@ -82,8 +82,8 @@ def test_a_program_on_another_machine_gets_its_files_runs_on_our_clock_and_is_st
     reads are ours though its clock runs 5,000 s ahead, its READY line comes through, and a server
     there ends when the application stops it."""
     import time
-    from testbed import paths
-    from workloads.apps.base import AppContext, Application, AppSpec, Host, read_jsonl, wait_for_line
+    from catnip.testbed import paths
+    from catnip.workloads.apps.base import AppContext, Application, AppSpec, Host, read_jsonl, wait_for_line
     with machines.imitated("m2", clock_shift=5000) as m2, _net() as net:
         node = net.addHost("ctpq1", cls=remote.RemoteHost, machine=m2)
         net.build()
@@ -128,7 +128,7 @@ def test_the_other_machines_helper_sets_the_initial_rto_there_and_its_cgroup_hol
     import re
     import time
     from pathlib import Path
-    from testbed import spm
+    from catnip.testbed import spm
     connect = ("import socket, time\ns = socket.socket(); s.setblocking(False)\n"
                "try: s.connect(('10.79.0.9', 80))\nexcept BlockingIOError: pass\ntime.sleep(30)\n")
 
@@ -161,7 +161,7 @@ def test_the_other_machines_helper_marks_its_hosts_by_tcp_state(no_leftovers):
     """TCP-state marking (testbed/tcpds.py) loaded by the helper in the other machine's kernel and
     attached to its hosts' interfaces there, nothing here: a transfer between two hosts there is
     counted by that marker (its SYNs, data and ACKs by level), and its pins go at the helper's end."""
-    from testbed import spm
+    from catnip.testbed import spm
     with _two_hosts_with_a_helper() as (helper, h1, h2):
         helper.ask({"tcp_state": {"rules": [4, 8, False, []], "hosts": [["10.79.0.1", 2, 4]],
                                   "attach": [[h1.pid, "ctpq1-eth0"], [h2.pid, "ctpq2-eth0"]]}})
@@ -211,9 +211,9 @@ def test_a_tree_split_over_two_machines_routes_across_the_tunnel(no_leftovers):
     """The destinations' side of a small tree (routers da, dm1, de1 with their bridge and host) on
     the imitated machine; the bottleneck sa-da is the one link between machines: a VXLAN tunnel.
     Network only (addresses, routes, MTU, offloads); the engines are not started here."""
-    from spec import scenario as s
-    from testbed import network
-    from testbed.paths import REPO
+    from catnip.spec import scenario as s
+    from catnip.testbed import network
+    from catnip.testbed.paths import REPO
     sc = s.load(REPO / "scenarios" / "tree-small.yaml",
                 ["topology.users_per_l1=1", "topology.l1_per_l2=1", "topology.l2_per_core=1"]).points[0][1]
     with machines.imitated("m2") as m2:
@@ -234,9 +234,9 @@ def test_a_tree_split_over_two_machines_routes_across_the_tunnel(no_leftovers):
 
 
 def test_a_split_is_checked_before_anything_is_built():
-    from spec import scenario as s
-    from testbed import network
-    from testbed.paths import REPO
+    from catnip.spec import scenario as s
+    from catnip.testbed import network
+    from catnip.testbed.paths import REPO
     sc = s.load(REPO / "scenarios" / "tree-small.yaml").points[0][1]
     m2 = machines.Machine("m2", "198.18.0.2", None, underlay="198.18.0.2")
     with pytest.raises(ValueError, match=r"split: 'zz' is not a router of this topology \(routers: sa, "):
@@ -251,10 +251,10 @@ def test_the_engines_of_a_split_tree_run_where_their_routers_are(no_leftovers, t
     """The engines start on the machine of their router: the far side's through ssh, its config on
     its input and its stats back on its output. A ping crosses every emulated direction of the
     path (the 20 ms RTT class); each engine stops with its final stats line here."""
-    from spec import scenario as s
-    from testbed import network
-    from testbed.links import EngineBackend
-    from testbed.paths import REPO
+    from catnip.spec import scenario as s
+    from catnip.testbed import network
+    from catnip.testbed.links import EngineBackend
+    from catnip.testbed.paths import REPO
     from tests.conftest import need_engine
     need_engine()
     sc = s.load(REPO / "scenarios" / "tree-small.yaml",
@@ -290,7 +290,7 @@ def test_the_engines_of_a_split_tree_run_where_their_routers_are(no_leftovers, t
 # --- through the runner -------------------------------------------------------------------------
 
 def _split_scenario():
-    from testbed.paths import REPO
+    from catnip.testbed.paths import REPO
     return REPO / "scenarios" / "tree-split.yaml"
 
 
@@ -313,7 +313,7 @@ def _split_scenario():
      "clock_shift: only an imitated machine's clock can be shifted"),
 ])
 def test_what_does_not_run_split_yet_is_refused_before_anything_starts(override, message):
-    from spec import scenario as s
+    from catnip.spec import scenario as s
     with pytest.raises(s.ScenarioError, match=message):
         s.load(_split_scenario(), override.split(" --set "))
 
@@ -402,8 +402,8 @@ def test_clients_and_servers_of_every_kind_run_on_the_other_machine_on_our_clock
 def test_a_link_faster_than_its_tunnels_underlay_is_refused(no_leftovers):
     """The imitation's underlay is a veth of nominal 10,000 Mbit/s: a 20 Gbit/s bottleneck across it
     would be shaped by the underlay, not the engine."""
-    from spec import scenario as s
-    from testbed import network
+    from catnip.spec import scenario as s
+    from catnip.testbed import network
     sc = s.load(_split_scenario(), ["topology.bottleneck.rate=20Gbit"]).points[0][1]
     with machines.imitated("m2") as m2:
         with pytest.raises(ValueError, match=r"links sa-da: its 20000 Mbit/s would cross machine local's underlay"

@@ -16,8 +16,8 @@ import subprocess
 import dpkt
 import pytest
 
-from results import replay_trace
-from testbed.paths import REPO
+from catnip.results import replay_trace
+from catnip.testbed.paths import REPO
 from tests.conftest import need_engine, need_root
 
 ENGINE = REPO / "engine" / "target" / "release" / "catnip-engine"
@@ -133,13 +133,13 @@ SCENARIO = {
 
 def _live_run(monkeypatch):
     """Run SCENARIO's point with both of r1's interfaces captured; (record, access pcap, bottleneck pcap)."""
-    from controller import point as point_mod
-    from controller import runner
-    from results.point_record import record_of
-    from results.store import Store
-    from spec import scenario as s
-    from testbed import capabilities, paths
-    from testbed.capture import Capture
+    from catnip.controller import point as point_mod
+    from catnip.controller import runner
+    from catnip.results.point_record import record_of
+    from catnip.results.store import Store
+    from catnip.spec import scenario as s
+    from catnip.testbed import capabilities, paths
+    from catnip.testbed.capture import Capture
 
     class NanoCapture(Capture):
         def _argv(self, out):  # the stamps to the nanosecond, as the engine reads them

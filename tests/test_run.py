@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed import cleanup
-from testbed.paths import REPO
+from catnip.testbed import cleanup
+from catnip.testbed.paths import REPO
 from tests.conftest import catnip, need_engine, wait_until
 
 
@@ -133,7 +133,7 @@ def _wait_for_clients(proc: subprocess.Popen, timeout: float = 60) -> None:
     """Until the clients run and the run has recorded a finished page (the workload is under way)."""
     def pages_done() -> int:
         assert proc.poll() is None, proc.communicate()
-        if not any("workloads.client" in cmd for _, cmd in cleanup.our_processes()):
+        if not any("catnip.workloads.client" in cmd for _, cmd in cleanup.our_processes()):
             return 0
         try:
             db = sqlite3.connect(f"file:{os.environ['CATNIP_DB']}?mode=ro", uri=True)  # never creates it
@@ -183,7 +183,7 @@ def _watchdog_of(runner_pid: int) -> int:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"testbed.run_watchdog" in argv and argv[argv.index(b"testbed.run_watchdog") + 1] == str(runner_pid).encode():
+            if b"catnip.testbed.run_watchdog" in argv and argv[argv.index(b"catnip.testbed.run_watchdog") + 1] == str(runner_pid).encode():
                 return int(entry.name)
     raise AssertionError(f"runner {runner_pid} has no watchdog")
 
@@ -271,10 +271,10 @@ def test_missing_link_backend_fails_before_building(tmp_path, monkeypatch):
     # In-process against capabilities without netem, so it runs (and can fail) on any machine:
     # a kernel with netem would otherwise leave the refusal unreachable. The runner recording a
     # point that raised as failed is test_failed_run_is_recorded_and_cleaned's.
-    from controller import point as point_mod
-    from controller.point_plan import PointPlan
-    from spec import scenario as s
-    from testbed.capabilities import Capabilities
+    from catnip.controller import point as point_mod
+    from catnip.controller.point_plan import PointPlan
+    from catnip.spec import scenario as s
+    from catnip.testbed.capabilities import Capabilities
 
     sc = s.load(REPO / "scenarios" / "quick.yaml", ["run.link_backend=kernel"]).points[0][1]
     caps = Capabilities(root=True, qdiscs={"htb": True, "pfifo": True, "netem": False}, linux_bridge=True)
@@ -299,7 +299,7 @@ def test_a_dead_client_fails_the_point_and_keeps_what_was_measured(isolated_data
         if row[0] and row[0] >= 6:
             break
         time.sleep(0.5)
-    victim = next(pid for pid, cmd in cleanup.our_processes() if "workloads.client" in cmd)
+    victim = next(pid for pid, cmd in cleanup.our_processes() if "catnip.workloads.client" in cmd)
     os.kill(victim, signal.SIGKILL)
     proc.communicate(timeout=120)
     assert proc.returncode == 1

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from testbed import cleanup, run_cgroup
+from catnip.testbed import cleanup, run_cgroup
 from tests.conftest import need_root, wait_until
 
 

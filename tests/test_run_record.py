@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from controller.skeleton import RunCancelled, recorded_run
-from results.store import Store
+from catnip.controller.skeleton import RunCancelled, recorded_run
+from catnip.results.store import Store
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ def test_a_cancel_is_recorded_and_raised_again(store):
 def test_a_point_in_another_process_reports_progress_as_json_lines_and_stops_when_nobody_reads(capsys, monkeypatch):
     import json
 
-    from controller.skeleton import Progress, emit_progress
+    from catnip.controller.skeleton import Progress, emit_progress
     emit_progress(Progress(run_id="r1", point=0, points=2, label="x", pages_done=3, pages_total=10))
     assert json.loads(capsys.readouterr().out)["pages_done"] == 3
 

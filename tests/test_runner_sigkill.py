@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from controller.recover import close_abandoned_runs
-from controller import recover
-from results.store import Store
-from spec.scenario import load
-from testbed import cleanup, processes, run_cgroup, run_watchdog
-from testbed.paths import REPO, machine_lock_path
+from catnip.controller.recover import close_abandoned_runs
+from catnip.controller import recover
+from catnip.results.store import Store
+from catnip.spec.scenario import load
+from catnip.testbed import cleanup, processes, run_cgroup, run_watchdog
+from catnip.testbed.paths import REPO, machine_lock_path
 from tests.conftest import catnip, need_engine, need_root, wait_until
 from tests.test_kills import RUN_ARGS, _db_rows, _pages_done_live
 
@@ -121,7 +121,7 @@ def test_a_point_still_written_to_is_left_for_later(tmp_path):
 
 FAKE_RUNNER = """
 import subprocess, sys, time
-from controller.skeleton import LeftoversFound, machine_lock
+from catnip.controller.skeleton import LeftoversFound, machine_lock
 deadline = time.monotonic() + 600
 while True:
     try:
@@ -165,7 +165,7 @@ def test_a_runner_that_ends_its_run_sends_its_watchdog_away():
     if run_cgroup.hierarchy() is None:
         pytest.skip("no cgroup-v2 hierarchy mounted here")
     with run_cgroup.joined() as group:
-        watchdogs = [p for p, cmd in _cmdlines() if f"testbed.run_watchdog {os.getpid()} " in cmd]
+        watchdogs = [p for p, cmd in _cmdlines() if f"catnip.testbed.run_watchdog {os.getpid()} " in cmd]
         assert len(watchdogs) == 1 and watchdogs[0] not in run_cgroup.processes(group), "born outside the group"
     assert not Path(f"/proc/{watchdogs[0]}").exists(), "it left with the run"
     watchdog = run_watchdog.start(None)
@@ -272,7 +272,7 @@ def test_a_sigkilled_runner_leaves_nothing_running_and_its_pages_are_recovered(i
         group = run_cgroup.hierarchy() / f"{run_cgroup.PREFIX}{proc.pid}"
         members = {pid: cmd for pid, cmd in cleanup.our_processes() if pid in run_cgroup.processes(group)}
         kinds = {k for k, needle in (("engine", "catnip-engine run"), ("apache", "apache2"),
-                                     ("client", "workloads.client"), ("shell", "mininet:ctp"))
+                                     ("client", "catnip.workloads.client"), ("shell", "mininet:ctp"))
                  for cmd in members.values() if needle in cmd}
         assert kinds == {"engine", "apache", "client", "shell"}, members
         idents = [processes.identity(p) for p in members]
@@ -284,7 +284,7 @@ def test_a_sigkilled_runner_leaves_nothing_running_and_its_pages_are_recovered(i
         gone_after = time.monotonic() - killed_at
         wait_until(lambda: not any(processes.alive(i) for i in idents), 30, "the run's processes reaped", poll=0.01)
         reaped_after = time.monotonic() - killed_at
-        wait_until(lambda: not [p for p, cmd in _cmdlines() if f"testbed.run_watchdog {proc.pid} " in cmd], 150,
+        wait_until(lambda: not [p for p, cmd in _cmdlines() if f"catnip.testbed.run_watchdog {proc.pid} " in cmd], 150,
                    "the watchdog done")
         with _machine_quiet():
             assert _leftovers() == {}, "its watchdog removes the links, bridges and pins too"

@@ -12,11 +12,11 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from results import table as tables
-from results import compare, layouts, report, samples
-from results.samples import MetricSummary
-from results.store import Store
+from catnip.cli.main import main
+from catnip.results import table as tables
+from catnip.results import compare, layouts, report, samples
+from catnip.results.samples import MetricSummary
+from catnip.results.store import Store
 
 
 def _telnet(value, t, tag="rtt80ms", error=None, flow="f1"):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from spec import scenario as s
-from spec import units
-from testbed.paths import REPO
+from catnip.spec import scenario as s
+from catnip.spec import units
+from catnip.testbed.paths import REPO
 
 SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))
 
@@ -163,7 +163,7 @@ def test_wrr_weights_pass_through_and_every_queue_needs_a_share_of_the_buffer():
     assert wrr.engine_config(None) == {"kind": "wrr", "weights": [1, 4]}
     with pytest.raises(ValueError, match=r"wrr: queue 0's share of the buffer \(1/5 of 4 packets\) is empty"):
         wrr.engine_config({"packets": 4})
-    from spec.policy import Wrr
+    from catnip.spec.policy import Wrr
     three = Wrr(weights=[2, 5, 3])
     assert three.engine_config({"bytes": 64_000}) == {"kind": "wrr", "weights": [2, 5, 3]}
 
@@ -171,7 +171,7 @@ def test_wrr_weights_pass_through_and_every_queue_needs_a_share_of_the_buffer():
 def test_each_point_repeats_as_its_own_scenario_says(tmp_path):
     """run.repetitions swept: the runner plans 1 + 3 point runs, not 1 + 1 (the first point's count
     for every point, as it did)."""
-    from controller.point_plan import plan_points
+    from catnip.controller.point_plan import plan_points
     path = tmp_path / "reps.yaml"
     path.write_text((REPO / "scenarios" / "quick.yaml").read_text() + "sweep:\n  run.repetitions: [1, 3]\n")
     sweep = s.load(path)

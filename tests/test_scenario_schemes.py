@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from spec import scenario as s
-from testbed.paths import REPO
+from catnip.spec import scenario as s
+from catnip.testbed.paths import REPO
 
 QUICK = (REPO / "scenarios" / "quick.yaml").read_text()
 
@@ -197,7 +197,7 @@ sweep:
 def test_a_profile_as_set_options_wins_over_the_scenario():
     # `make table-xi PROFILE=linux-2.4` (spec.senders.profile_sets): the WAN scenarios name cubic,
     # and the profile's Reno must replace it in every point, with every other field of the profile.
-    from spec import senders
+    from catnip.spec import senders
     argv = senders.profile_sets("linux-2.4")
     overrides = [argv[i + 1] for i in range(0, len(argv), 2)]
     assert argv[::2] == ["--set"] * len(overrides)

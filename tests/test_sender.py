@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from spec import scenario as scenario_mod
-from testbed import sender
+from catnip.spec import scenario as scenario_mod
+from catnip.testbed import sender
 from tests.conftest import REPO, need_engine, need_root
 
 
@@ -42,7 +42,7 @@ def test_fig2_behaviours(tmp_path, isolated_data, no_leftovers):
     back to back)."""
     need_root()
     need_engine()
-    from controller import fig2
+    from catnip.controller import fig2
     svg = tmp_path / "fig2.svg"
     found = fig2.run(svg, rtt_ms=100.0, log=lambda m: None)
     counts = {name: [n for n, _ in b] for name, b in found.items()}

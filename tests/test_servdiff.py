@@ -16,17 +16,17 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from controller.run_queue import RunQueue
-from results import table as tables
-from results import figures, layouts
-from results import servdiff as sd
-from results.samples import t975
-from results.store import Store
-from spec.record import AppRecord, DirectionRecord, PointRecord, RunPlacement
+from catnip.cli.main import main
+from catnip.controller.run_queue import RunQueue
+from catnip.results import table as tables
+from catnip.results import figures, layouts
+from catnip.results import servdiff as sd
+from catnip.results.samples import t975
+from catnip.results.store import Store
+from catnip.spec.record import AppRecord, DirectionRecord, PointRecord, RunPlacement
 from tests.conftest import REPO
 from tests.test_dashboard_browser import browser  # noqa: F401 - the headless Chromium fixture
-from webui.app import create_app
+from catnip.webui.app import create_app
 
 APPS = [
     {"kind": "telnet", "name": None},

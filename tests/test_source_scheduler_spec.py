@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from spec import policy, units
-from spec.policy import SourceScheduler, parse_policy
+from catnip.spec import policy, units
+from catnip.spec.policy import SourceScheduler, parse_policy
 
 # Section 5's profiles (HIGH 250 Kbps / 6000 B, MED 110 Kbps / 6000 B) and classes Telnet, HTTP, FTP.
 PAPER = {"kind": "source_scheduler", "high": {"rate": "250kbit", "bucket": "6000B"},

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import apache, spm
+from catnip.testbed import apache, spm
 from tests.conftest import REPO, listening, need_root, wait_until
 
 pytestmark = [pytest.mark.netns]

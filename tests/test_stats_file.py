@@ -2,7 +2,7 @@
 
 import json
 
-from testbed.engine import last_json_line
+from catnip.testbed.engine import last_json_line
 
 
 def _line(n_links: int, t: float, final: bool) -> str:

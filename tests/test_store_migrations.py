@@ -8,8 +8,8 @@ import sqlite3
 
 import pytest
 
-from results import store as store_mod
-from results.store import SCHEMA_VERSION, Store, StoreVersionError
+from catnip.results import store as store_mod
+from catnip.results.store import SCHEMA_VERSION, Store, StoreVersionError
 
 # The columns added after their tables first shipped, each (table, column, type): a file of
 # version 0 may have any of them.
@@ -207,7 +207,7 @@ def test_migrations_are_append_only_steps():
 def test_report_names_the_versions_of_a_newer_file(tmp_path):
     from click.testing import CliRunner
 
-    from cli.main import main
+    from catnip.cli.main import main
     path = tmp_path / "newer.db"
     _old_file(path, version=SCHEMA_VERSION + 3)
     res = CliRunner().invoke(main, ["report", "r1", "--db", str(path)])

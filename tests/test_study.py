@@ -7,9 +7,9 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from cli.main import main
-from results import layouts, study
-from results.store import Store
+from catnip.cli.main import main
+from catnip.results import layouts, study
+from catnip.results.store import Store
 
 
 def _page(client: str, page: int, duration: float) -> dict:
@@ -152,8 +152,8 @@ def test_layout_and_cli(db):
 
 @pytest.fixture
 def web(db, tmp_path):
-    from controller.run_queue import RunQueue
-    from webui.app import create_app
+    from catnip.controller.run_queue import RunQueue
+    from catnip.webui.app import create_app
     queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
     yield create_app(db=db, scenarios_dir=tmp_path, queue=queue).test_client()
     queue.shutdown(timeout=5)

@@ -13,11 +13,11 @@ import subprocess
 
 import pytest
 
-from testbed import tc_backend
-from testbed.capabilities import probe_qdiscs
-from spec.record import DirectionRecord
-from testbed.engine import RouterEngine
-from testbed.netline import NetLine
+from catnip.testbed import tc_backend
+from catnip.testbed.capabilities import probe_qdiscs
+from catnip.spec.record import DirectionRecord
+from catnip.testbed.engine import RouterEngine
+from catnip.testbed.netline import NetLine
 from tests.conftest import listening, need_engine, need_kernel, need_root, wait_until
 
 pytestmark = [pytest.mark.netns]

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller import point_senders
-from controller import runner
-from spec import scenario as s
-from spec import senders
-from testbed.capabilities import Capabilities
-from testbed.hostconfig import HostConfigError
+from catnip.controller import point_senders
+from catnip.controller import runner
+from catnip.spec import scenario as s
+from catnip.spec import senders
+from catnip.testbed.capabilities import Capabilities
+from catnip.testbed.hostconfig import HostConfigError
 
 BASE = {
     "name": "tcpgroups", "description": "tcp.groups tests", "paper": "newCWV section 4",
@@ -130,8 +130,8 @@ def test_newcwv_asked_to_idle_zero(tmp_path, app, field):
 
 
 def test_burst_larger_than_the_server_sends_is_one_line(tmp_path):
-    from workloads import burst as burst_prog
-    from workloads.apps import burst as burst_app
+    from catnip.workloads import burst as burst_prog
+    from catnip.workloads.apps import burst as burst_app
     assert burst_app.MAX_BURST == burst_prog.MAX_SIZE  # the schema refuses what the server would refuse
     assert error(tmp_path, "applications=[{kind: burst, clients: clients, servers: servers, bursts: [1025MB],"
                            " idles: [1s]}]") == "applications.0: bursts: 1074790400 bytes is above the 1 GB limit"
@@ -238,7 +238,7 @@ class FakeNode:
 
 
 def test_fq_goes_under_the_access_shaper():
-    from testbed import hostconfig
+    from catnip.testbed import hostconfig
     shaped = FakeNode("qdisc htb 1: root refcnt 2 r2q 10 default 0x1 direct_packets_stat 0 direct_qlen 1000\n"
                       " linklayer ethernet overhead -14\nqdisc pfifo 8001: parent 1:1 limit 1000p\n")
     assert hostconfig.pace_with_fq(shaped, "ctpv1-eth0") == "1:1"
@@ -268,8 +268,8 @@ def test_trace_entries_become_sender_samples():
 # --- the settings reach the hosts' namespaces ------------------------------------------------------
 @pytest.mark.netns
 def test_settings_reach_the_namespaces(tmp_path, kernel_list, no_leftovers):
-    from controller.skeleton import kernel_resources
-    from testbed import capabilities, hostconfig, network
+    from catnip.controller.skeleton import kernel_resources
+    from catnip.testbed import capabilities, hostconfig, network
     from tests.conftest import need_root
     need_root()
     kernel_list.write_text(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text())  # the real one

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import tcpds
+from catnip.testbed import tcpds
 from tests.conftest import listening, need_root, wait_until
 
 pytestmark = [pytest.mark.netns]

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from spec import scenario as s
-from testbed.paths import REPO
+from catnip.spec import scenario as s
+from catnip.testbed.paths import REPO
 from tests.conftest import catnip, need_engine, need_root
 
 RIO_TABLE_1 = {"kind": "rio", "w_q": 0.002, "levels": [{"min_th": "50KB", "max_th": "490KB", "max_p": 0.005},
@@ -123,7 +123,7 @@ def test_markers_where_they_cannot_work_are_refused():
 def test_a_tcpf_marker_must_see_the_acks_of_what_it_marks():
     # A square of routers, each with hosts: routes are fewest hops with ties broken by link order,
     # so traffic and its ACKs may take different sides of the square.
-    from spec.graph import Graph
+    from catnip.spec.graph import Graph
     link = {"rate": "10Mbit", "delay": "1ms", "buffer": "100p"}
     access = {"rate": "100Mbit", "delay": "1ms", "buffer": "100p"}
     groups = [{"name": n, "count": 1, "router": r, "prefix": p, "link": access}
@@ -191,8 +191,8 @@ def test_a_small_run_marks_in_and_out_and_rio_drops_out_first(kind, tmp_path, is
 def _check_the_measured_window(db, run_id: str, kind: str) -> None:
     """The bulk application's window (6-18 s): every flow's goodput, the senders' counters and the
     bottleneck's packets over the same 12 s, and the tcpf-tables layout built from them."""
-    from results import layouts
-    from results.store import Store
+    from catnip.results import layouts
+    from catnip.results.store import Store
     with Store(db) as store:
         rows = [r for r in store.samples(run_id, 0) if r["metric"].startswith("window_")]
         table = layouts.build("tcpf-tables", store, run_id)
@@ -217,7 +217,7 @@ def _check_the_measured_window(db, run_id: str, kind: str) -> None:
 
 def test_docs_name_every_marker_parameter():
     text = (REPO / "docs" / "tcpf-markers.md").read_text()
-    from spec.edge import Tcpf, TokenMarker
+    from catnip.spec.edge import Tcpf, TokenMarker
     for cls in (Tcpf, TokenMarker):
         for field in cls.model_fields:
             assert f"`{field}`" in text, f"docs/tcpf-markers.md does not describe {cls.__name__}.{field}"

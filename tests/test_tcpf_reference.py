@@ -164,7 +164,7 @@ def test_max_min_alloc_against_hand_computations():
 
 
 def test_reference_status_lists_every_mechanism_and_finds_missing_tests(monkeypatch):
-    from testbed import references
+    from catnip.testbed import references
     rows = {m: (tests, status) for m, tests, status in references.reference_status()}
     assert rows["tcpf"][1].startswith("present (seen failing with: flows forgotten after 800 ms")
     assert "test_random_tcp_traces_engine_matches_the_reference" in rows["tcpf"][0]

@@ -11,12 +11,12 @@ import statistics
 
 import pytest
 
-from results import layouts, tcpf, tcpf_paper
-from results.store import Store
-from spec import scenario as s
-from testbed import engine
-from testbed.plan import plan
-from testbed.paths import REPO
+from catnip.results import layouts, tcpf, tcpf_paper
+from catnip.results.store import Store
+from catnip.spec import scenario as s
+from catnip.testbed import engine
+from catnip.testbed.plan import plan
+from catnip.testbed.paths import REPO
 
 
 def test_the_papers_tables_as_entered():
@@ -132,7 +132,7 @@ def test_the_layout_refuses_runs_of_another_experiment(tmp_path):
 # --- the bulk application's measured window (workloads/apps/bulk.py) ---------------------------
 
 def _bulk(**fields):
-    from workloads.apps.bulk import BulkSpec
+    from catnip.workloads.apps.bulk import BulkSpec
     return BulkSpec(**{"kind": "bulk", "clients": "senders", "servers": "receivers", "duration": "60s",
                        "stagger": "2s", **fields})
 
@@ -151,7 +151,7 @@ def test_a_window_the_flows_cannot_fill_is_refused(fields, says):
 
 
 def test_window_goodput_and_counters():
-    from workloads.apps.bulk import delivered, window_counters
+    from catnip.workloads.apps.bulk import delivered, window_counters
     # ss lines of a receiver: the flow from 10.0.0.2 to port 5202 (control and data connections);
     # another flow on 5201; a data connection opened only after the window's start counts from 0.
     first = {"t": 10.0, "conns": [["10.0.1.2:5202", "10.0.0.2:40001", 37], ["10.0.1.2:5202", "10.0.0.2:40002", 1000],
@@ -176,8 +176,8 @@ def test_window_goodput_and_counters():
 # --- the dashboard's run page ----------------------------------------------------------------
 
 def test_the_run_page_shows_the_tables_beside_the_papers(tmp_path):
-    from controller.run_queue import RunQueue
-    from webui.app import create_app
+    from catnip.controller.run_queue import RunQueue
+    from catnip.webui.app import create_app
     resolved = s.load(REPO / "scenarios" / "tcpf-quick.yaml").points[0][1]
     db = tmp_path / "catnip.db"
     with Store(db) as store:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.archive import export_cmd
-from results import tidy
-from results.store import Store
+from catnip.cli.archive import export_cmd
+from catnip.results import tidy
+from catnip.results.store import Store
 from tests.test_archive import RUN, _record_rich
 
 pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is a dependency (pyproject.toml): setup installs it")

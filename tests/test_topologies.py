@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from spec import scenario as s
-from testbed.paths import REPO
+from catnip.spec import scenario as s
+from catnip.testbed.paths import REPO
 
 QUICK = REPO / "scenarios" / "quick.yaml"
 LINK = {"rate": "10Mbit", "delay": "1ms", "buffer": "10p"}
@@ -101,7 +101,7 @@ def test_kernel_backend_refuses_byte_red_thresholds():
 
 
 def test_kernel_red_limit_is_the_byte_buffer():
-    from testbed.tc_backend import TcLink
+    from catnip.testbed.tc_backend import TcLink
     red = {"min_th": 5, "max_th": 15, "w_q": 0.002, "max_p": 0.1, "mean_pkt_bytes": 1000}
     leaf = TcLink("x", 10**6, 0, None, 65536, "red", red).commands()[2]
     assert leaf[leaf.index("limit") + 1] == "65536"
@@ -144,7 +144,7 @@ def test_application_on_an_unknown_group_is_refused():
 
 
 def test_marker_rules_must_name_existing_groups():
-    from spec.edge import Mark
+    from catnip.spec.edge import Mark
     mark = Mark(rules=[{"src": "ghosts", "dscp": "AF11"}])
     with pytest.raises(ValueError, match="names host group 'ghosts', which the topology does not have"):
         mark.engine_config({"a": "10.1.0.0/16"})
@@ -166,7 +166,7 @@ def test_workload_and_applications_are_exclusive():
 
 
 def test_byte_thresholds_reach_the_engine_in_bytes():
-    from spec.policy import Rio
+    from catnip.spec.policy import Rio
     rio = Rio(w_q=0.002, levels=[{"min_th": "50KB", "max_th": "490KB", "max_p": 0.005},
                                  {"min_th": "10KB", "max_th": "200KB", "max_p": 0.25}])
     block = rio.engine_config({"bytes": 500 * 1024})
@@ -176,7 +176,7 @@ def test_byte_thresholds_reach_the_engine_in_bytes():
 
 
 def test_byte_rates_are_read_as_bytes():
-    from spec.units import parse_rate
+    from catnip.spec.units import parse_rate
     assert parse_rate("10MB/s") == 80_000_000 and parse_rate("10Mb/s") == 10_000_000
     assert parse_rate("100KBps") == 800_000 and parse_rate("1.5Mbit") == 1_500_000
 

@@ -8,9 +8,9 @@ import socket
 import dpkt
 import pytest
 
-from spec import transfer as transfer_scenario
-from spec.scenario import ScenarioError
-from results import transfer_capture
+from catnip.spec import transfer as transfer_scenario
+from catnip.spec.scenario import ScenarioError
+from catnip.results import transfer_capture
 
 SERVER, CLIENT = "10.67.1.2", "10.67.2.2"
 

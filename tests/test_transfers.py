@@ -9,9 +9,9 @@ import statistics
 
 import pytest
 
-from spec import transfer as transfer_scenario
-from controller import transfers
-from results.store import Store
+from catnip.spec import transfer as transfer_scenario
+from catnip.controller import transfers
+from catnip.results.store import Store
 from tests.conftest import need_engine, need_root
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]

@@ -25,15 +25,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from controller import validate as validate_mod
-from cli.main import main
-from controller.run_queue import RunQueue
-from results.store import Store, StoreReadOnly
-from spec import bounded
-from spec import scenario as s
-from testbed.paths import REPO
-from webui import forms
-from webui.app import create_app
+from catnip.controller import validate as validate_mod
+from catnip.cli.main import main
+from catnip.controller.run_queue import RunQueue
+from catnip.results.store import Store, StoreReadOnly
+from catnip.spec import bounded
+from catnip.spec import scenario as s
+from catnip.testbed.paths import REPO
+from catnip.webui import forms
+from catnip.webui.app import create_app
 
 QUICK = (REPO / "scenarios" / "quick.yaml").read_text()
 PY = str(REPO / ".venv" / "bin" / "python")
@@ -67,7 +67,7 @@ def state(tmp_path, monkeypatch):
 
 def cli(*args: str, timeout: float = 30, env: dict | None = None) -> subprocess.CompletedProcess:
     """`catnip ARGS` as a user runs it (its own process: stderr and the exit code as they are)."""
-    return subprocess.run([PY, "-m", "cli.main", *args], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run([PY, "-m", "catnip.cli.main", *args], capture_output=True, text=True, timeout=timeout,
                           cwd=REPO, env=env)
 
 
@@ -398,7 +398,7 @@ def test_a_read_only_database_is_read_or_refused_in_one_line(tmp_path, open_fold
     # A read-only bind mount in a mount namespace of its own: what root sees on a read-only disk.
     db, new = folder / "catnip.db", folder / "new.db"
     script = (f"mount --bind -o ro {folder} {folder} && for a in 'list --db {db}' 'report r1 --db {db}'"
-              f" 'list --db {new}' 'report r1 --db {new}'; do echo \"== $a\"; {PY} -m cli.main $a 2>&1;"
+              f" 'list --db {new}' 'report r1 --db {new}'; do echo \"== $a\"; {PY} -m catnip.cli.main $a 2>&1;"
               " echo \"rc=$?\"; done")
     out = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], capture_output=True,
                          text=True, timeout=120, cwd=REPO).stdout
@@ -411,7 +411,7 @@ def test_a_read_only_database_is_read_or_refused_in_one_line(tmp_path, open_fold
         body = [line for line in text.splitlines()[1:] if not line.startswith("rc=")]
         assert len(body) == 1 and "cannot create" in body[0] and "rc=1" in text, text
     # Another user who cannot write the folder reads it too (the -shm file cannot be made there).
-    out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-m", "cli.main",
+    out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-m", "catnip.cli.main",
                           "list", "--db", str(folder / "catnip.db")], capture_output=True, text=True, timeout=60,
                          cwd=REPO, env={**os.environ, "HOME": str(tmp_path)})
     assert out.returncode == 0 and "r1" in out.stdout and "Traceback" not in out.stderr, out
@@ -422,10 +422,10 @@ import sys
 sys.path.insert(0, sys.argv[2])
 from types import SimpleNamespace
 from click.testing import CliRunner
-import controller.runner as runner
-import controller.skeleton as skeleton
-import testbed.capabilities as capabilities
-from cli.main import main
+import catnip.controller.runner as runner
+import catnip.controller.skeleton as skeleton
+import catnip.testbed.capabilities as capabilities
+from catnip.cli.main import main
 # A machine that could run (no probe), no other run, and a run that must never start.
 capabilities.probe = lambda: SimpleNamespace(blocking_problems=lambda: [], qdiscs={})
 skeleton.machine_busy = lambda: False
@@ -455,10 +455,10 @@ def test_a_run_on_a_read_only_database_is_refused_before_its_run_id(tmp_path, op
 def test_a_run_refused_for_a_busy_machine_prints_no_run_id_and_creates_no_database(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    import controller.runner as runner
-    import controller.skeleton as skeleton
-    import testbed.capabilities as capabilities
-    from testbed import cleanup
+    import catnip.controller.runner as runner
+    import catnip.controller.skeleton as skeleton
+    import catnip.testbed.capabilities as capabilities
+    from catnip.testbed import cleanup
     # A machine that could run, but another run holds its lock; the run must never start.
     monkeypatch.setattr(capabilities, "probe", lambda: SimpleNamespace(blocking_problems=lambda: [], qdiscs={}))
     monkeypatch.setattr(skeleton, "machine_busy", lambda: True)
@@ -482,8 +482,8 @@ def test_writing_a_read_only_store_says_so():
 DISK_FULL = r"""
 import json, sqlite3, sys
 sys.path.insert(0, sys.argv[2])
-from controller.skeleton import record_point
-from results.store import Store, StoreFull
+from catnip.controller.skeleton import record_point
+from catnip.results.store import Store, StoreFull
 folder, mode = sys.argv[1], sys.argv[3]
 path = folder + "/catnip.db"
 store = Store(path)
@@ -547,7 +547,7 @@ def test_a_disk_filling_mid_run_records_the_run_failed_with_the_reason(tmp_path,
 def test_validate_module_touches_no_machine():
     # catnip validate imports nothing that builds networks or probes the machine.
     out = subprocess.run([PY, "-c", "import sys; import controller.validate; print(sorted(m for m in sys.modules if "
-                          "m.startswith(('testbed.network', 'testbed.capabilities', 'mininet'))))"],
+                          "m.startswith(('catnip.testbed.network', 'catnip.testbed.capabilities', 'mininet'))))"],
                          capture_output=True, text=True, cwd=REPO, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
     assert validate_mod.Refused("x").exit_code == 2

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from spec import bounded
-from spec import scenario as s
-from spec import transfer
-from testbed.paths import REPO
+from catnip.spec import bounded
+from catnip.spec import scenario as s
+from catnip.spec import transfer
+from catnip.testbed.paths import REPO
 from tests.test_validate import refused, run_cli
 
 QUICK = str(REPO / "scenarios" / "quick.yaml")
@@ -131,8 +131,8 @@ def test_an_integer_option_thousands_of_digits_long_is_echoed_short(command, opt
 def test_the_engine_bounds_hold_for_code_built_values_too():
     # Code builds policies and edge functions from values already parsed (bare numbers allowed):
     # the bounds hold there as well, so nothing reaches the engine beyond them.
-    from spec.edge import Police, TokenMarker
-    from spec.policy import TokenBucket
+    from catnip.spec.edge import Police, TokenMarker
+    from catnip.spec.policy import TokenBucket
     with pytest.raises(ValueError, match="bucket"):
         Police(rate=1000, bucket=-5)
     with pytest.raises(ValueError, match="bucket"):
@@ -149,7 +149,7 @@ def test_the_shipped_transfer_measurement_still_loads():
 
 
 def test_the_dashboard_forms_seed_is_echoed_short(tmp_path):
-    from webui import forms
+    from catnip.webui import forms
     (tmp_path / "q.yaml").write_text((REPO / "scenarios" / "quick.yaml").read_text())
     req, errors = forms.parse_run_request({"scenario": "q", "seed": "9" * 5000}, tmp_path)
     assert req is None and "is not a seed" in errors["seed"] and len(errors["seed"]) <= 200, errors

@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 import yaml
 
-from controller import validate as validate_mod
-from spec import bounded
-from spec import transfer
-from testbed.paths import REPO, engine_binary
+from catnip.controller import validate as validate_mod
+from catnip.spec import bounded
+from catnip.spec import transfer
+from catnip.testbed.paths import REPO, engine_binary
 from tests import engine_check
 
 if not engine_binary().exists():  # built by scripts/setup.sh; CI builds it before the tests

@@ -30,11 +30,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli.main import main
-from spec import bounded
-from spec import scenario as s
-from testbed.paths import REPO
-from webui import forms
+from catnip.cli.main import main
+from catnip.spec import bounded
+from catnip.spec import scenario as s
+from catnip.testbed.paths import REPO
+from catnip.webui import forms
 
 # At least 200 per run (issue 22); CATNIP_PROPS_EXAMPLES=3000 hunts longer (no time bound then).
 EXAMPLES = int(os.environ.get("CATNIP_PROPS_EXAMPLES", "250"))

@@ -16,11 +16,11 @@ import shutil
 
 import pytest
 
-from controller.run_queue import RunQueue
-from results import table as tables
-from results.store import Store
-from testbed.paths import REPO
-from webui.app import create_app
+from catnip.controller.run_queue import RunQueue
+from catnip.results import table as tables
+from catnip.results.store import Store
+from catnip.testbed.paths import REPO
+from catnip.webui.app import create_app
 
 BASE, OTHER = "20260101-000000-base-aaaa", "20260101-010000-other-bbbb"
 
@@ -114,7 +114,7 @@ def test_started_run_waits_for_the_machine_and_can_be_cancelled(env):
     run_id = r.headers["Location"].rsplit("/", 1)[1]
     job = queue.get(run_id)
     assert job.overrides == ["topology.clients=2"] and job.seed == 5 and job.jobs == 1
-    assert job.argv(REPO / "x.db")[2:5] == ["cli.main", "run", str(job.scenario)]
+    assert job.argv(REPO / "x.db")[2:5] == ["catnip.cli.main", "run", str(job.scenario)]
     assert "--jobs" not in job.argv(REPO / "x.db")
     for _ in range(100):
         if job.state == "waiting":
@@ -305,7 +305,7 @@ def test_health_and_bundled_plotly(env):
 
 
 def test_compare_text_has_table_xi_layout(env):
-    from results import compare as compare_mod
+    from catnip.results import compare as compare_mod
     app, _, _ = env
     with Store(app.config["CATNIP_DB"]) as store:
         text = compare_mod.render_text(compare_mod.compare(store, [BASE, OTHER]))
@@ -317,8 +317,8 @@ def test_compare_text_has_table_xi_layout(env):
 
 
 def test_confidence_intervals_by_hand():
-    from results import report as report_mod
-    from results import samples
+    from catnip.results import report as report_mod
+    from catnip.results import samples
     # Student t from a printed table: t(0.975, 15) = 2.1314, t(0.975, 16) = 2.1199.
     assert report_mod.ci95(2.0, 16) == pytest.approx(2.1314 * 2 / 4, abs=1e-4)
     assert report_mod.ci95(2.0, 1) is None
@@ -328,7 +328,7 @@ def test_confidence_intervals_by_hand():
 
 
 def test_loss_table_splits_by_priority(env):
-    from results import report as report_mod
+    from catnip.results import report as report_mod
     app, _, _ = env
     with Store(app.config["CATNIP_DB"]) as store:
         base, other = report_mod.run_report(store, BASE), report_mod.run_report(store, OTHER)
@@ -403,7 +403,7 @@ def _fmt(v) -> str:
 
 
 def test_run_page_shows_application_metrics_per_point(apps_env):
-    from results import samples
+    from catnip.results import samples
     app, client = apps_env
     r = client.get(f"/runs/{APPS}")
     assert r.status_code == 200
@@ -453,7 +453,7 @@ def test_points_without_samples_render_as_before(env):
 
 
 def test_application_metrics_json(apps_env):
-    from results import samples
+    from catnip.results import samples
     app, client = apps_env
     r = client.get(f"/runs/{APPS}/points/0/apps.json")
     assert r.status_code == 200 and r.mimetype == "application/json"
@@ -478,7 +478,7 @@ def test_application_metrics_json(apps_env):
 
 
 def test_untagged_samples_have_their_own_ccdf(apps_env):
-    from results import samples
+    from catnip.results import samples
     app, client = apps_env
     with Store(app.config["CATNIP_DB"]) as store:
         store.create_point(APPS, 2, 0, {}, {}, 1)
@@ -510,7 +510,7 @@ def test_application_metrics_bad_requests(apps_env, url, status, message):
 
 
 def test_application_metrics_csv_is_the_app_metrics_layout(apps_env):
-    from results import layouts
+    from catnip.results import layouts
     app, client = apps_env
     r = client.get(f"/runs/{APPS}/apps.csv")
     assert r.status_code == 200 and r.mimetype == "text/csv"
@@ -533,7 +533,7 @@ def test_a_finished_run_page_is_built_once_for_concurrent_readers(env, monkeypat
     import threading
     import time
 
-    from results import report as report_mod
+    from catnip.results import report as report_mod
     app, _, _ = env
     cache = app.extensions["catnip_pages"]
     readers = 20

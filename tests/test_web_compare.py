@@ -14,9 +14,9 @@ import sqlite3
 
 import pytest
 
-from controller.run_queue import RunQueue
-from results.store import Store
-from webui.app import create_app
+from catnip.controller.run_queue import RunQueue
+from catnip.results.store import Store
+from catnip.webui.app import create_app
 
 A, A2, B, B2, C = "20260102-a-seed1", "20260102-a-seed2", "20260102-b-seed1", "20260102-b-seed2", "20260102-c"
 WAN = "20260102-wan"

@@ -13,14 +13,14 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from spec import scenario as s
-from testbed.paths import REPO
-from workloads import client as client_mod
-from workloads import pagepool as pp
-from workloads.apps.web import ThinkTimeSpec, WebSpec
-from workloads.docroot import html_floor, write_docroot
-from workloads.pages import catnip_pages, probe_pages
-from workloads.thinktime import sampler
+from catnip.spec import scenario as s
+from catnip.testbed.paths import REPO
+from catnip.workloads import client as client_mod
+from catnip.workloads import pagepool as pp
+from catnip.workloads.apps.web import ThinkTimeSpec, WebSpec
+from catnip.workloads.docroot import html_floor, write_docroot
+from catnip.workloads.pages import catnip_pages, probe_pages
+from catnip.workloads.thinktime import sampler
 
 
 # --- the uniform think time ------------------------------------------------------------------------

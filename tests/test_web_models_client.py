@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from testbed.paths import REPO
-from workloads import client as client_mod
-from workloads.apps.base import AppContext, AppError, Host
-from workloads.apps.web import Web, WebSpec
-from workloads.docroot import documents
-from workloads.pages import probe_pages
+from catnip.testbed.paths import REPO
+from catnip.workloads import client as client_mod
+from catnip.workloads.apps.base import AppContext, AppError, Host
+from catnip.workloads.apps.web import Web, WebSpec
+from catnip.workloads.docroot import documents
+from catnip.workloads.pages import probe_pages
 
 
 class TinyHttp(socketserver.ThreadingTCPServer):

@@ -16,15 +16,15 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from controller import fidelity as fidelity_mod
-from controller.run_queue import RunQueue
-from results import layouts
-from results.store import Store
-from testbed.paths import REPO
+from catnip.controller import fidelity as fidelity_mod
+from catnip.controller.run_queue import RunQueue
+from catnip.results import layouts
+from catnip.results.store import Store
+from catnip.testbed.paths import REPO
 from tests.test_dashboard_browser import _shot, _wait, browser, catnip_web  # noqa: F401 (a fixture)
 from tests.test_web import _record_run
-from webui import runlist
-from webui.app import create_app
+from catnip.webui import runlist
+from catnip.webui.app import create_app
 
 CATNIP_RUN, NEWCWV_RUN, IMPORTED_RUN, OTHER_RUN = ("20260101-000000-quick-aaaa", "20260102-000000-newcwv-bbbb",
                                                    "20260103-000000-imp-cccc", "20260104-000000-lot-dddd")
@@ -142,8 +142,8 @@ def test_paper_names():
 
 # --- the import hint ------------------------------------------------------------------------------------------------
 def test_import_hint_carries_the_database_it_imported_into(tmp_path, monkeypatch):
-    from cli.archive import export_cmd, import_cmd
-    from cli.main import main
+    from catnip.cli.archive import export_cmd, import_cmd
+    from catnip.cli.main import main
     monkeypatch.setenv("CATNIP_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("CATNIP_DB", str(tmp_path / "data" / "default.db"))
     src = tmp_path / "src.db"
@@ -166,7 +166,7 @@ def test_import_hint_carries_the_database_it_imported_into(tmp_path, monkeypatch
 
 # --- servdiff refuses another paper's run ------------------------------------------------------------------------
 def test_servdiff_layout_refuses_a_run_that_is_not_one_of_its_experiments(tmp_path):
-    from cli.main import main
+    from catnip.cli.main import main
     from tests.test_servdiff import _resolved, _run as sd_run, _samples
     with Store(tmp_path / "s.db") as s:
         web = [{"kind": "web", "name": None, "http_version": "1.0"}]

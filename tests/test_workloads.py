@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from testbed.apache import ApacheServer
+from catnip.testbed.apache import ApacheServer
 from tests.conftest import wait_until
-from workloads import client as client_mod
-from workloads.docroot import documents, write_docroot
-from workloads.pages import TABLE_II, catnip_pages, page
-from workloads.thinktime import ThinkTimeError, load_cdf, sampler
+from catnip.workloads import client as client_mod
+from catnip.workloads.docroot import documents, write_docroot
+from catnip.workloads.pages import TABLE_II, catnip_pages, page
+from catnip.workloads.thinktime import ThinkTimeError, load_cdf, sampler
 
 
 def test_pages_match_table_ii_and_page_1_is_exact():
@@ -171,7 +171,7 @@ def test_stop_kills_the_workers_of_a_parent_killed_from_outside(apache):
     apache.proc.wait()
     assert all(Path(f"/proc/{p}").exists() for p in workers), "workers outlive their parent (what stop must handle)"
     # Had nothing stopped them, `catnip clean` finds them in the root namespace, in a folder of any name.
-    from testbed import cleanup
+    from catnip.testbed import cleanup
     assert set(workers) <= {pid for pid, _ in cleanup.our_processes()}
     apache.stop()
     wait_until(lambda: not apache._workers(), 10, "no Apache process with this server's configuration")

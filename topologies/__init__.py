@@ -4,12 +4,12 @@ describes a graph itself (`kind: graph`). Building the network from a graph is t
 (testbed/network.py); nothing here starts anything.
 """
 
-from topologies.base import TopologyBase
-from topologies.catnip import Dumbbell
-from topologies.explicit import ExplicitGraph
-from topologies.newcwv import TwoPairDumbbell
-from topologies.tcpf import EdgeBottleneck
-from topologies.tree import AggregationTree
+from catnip.topologies.base import TopologyBase
+from catnip.topologies.catnip import Dumbbell
+from catnip.topologies.explicit import ExplicitGraph
+from catnip.topologies.newcwv import TwoPairDumbbell
+from catnip.topologies.tcpf import EdgeBottleneck
+from catnip.topologies.tree import AggregationTree
 
 LIBRARY: tuple[type[TopologyBase], ...] = (Dumbbell, TwoPairDumbbell, EdgeBottleneck, AggregationTree, ExplicitGraph)
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from spec.graph import Graph
+from catnip.spec.graph import Graph
 
 
 class TopologyBase(BaseModel):

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from spec.graph import AccessLinkSpec, CoreLinkSpec, Direction, Graph, HostGroup
-from topologies.base import TopologyBase
+from catnip.spec.graph import AccessLinkSpec, CoreLinkSpec, Direction, Graph, HostGroup
+from catnip.topologies.base import TopologyBase
 
 
 class Dumbbell(TopologyBase):

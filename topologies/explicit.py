@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from spec.graph import Graph, HostGroup, RouterLink
-from topologies.base import TopologyBase
+from catnip.spec.graph import Graph, HostGroup, RouterLink
+from catnip.topologies.base import TopologyBase
 
 
 class ExplicitGraph(TopologyBase):

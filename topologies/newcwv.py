@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from spec.graph import AccessLinkSpec, CoreLinkSpec, Graph, HostGroup
-from topologies.base import TopologyBase
+from catnip.spec.graph import AccessLinkSpec, CoreLinkSpec, Graph, HostGroup
+from catnip.topologies.base import TopologyBase
 
 
 class TwoPairDumbbell(TopologyBase):

@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from spec import units
-from spec.graph import AccessLinkSpec, CoreLinkSpec, DelayClass, Graph, HostGroup
-from topologies.base import TopologyBase
+from catnip.spec import units
+from catnip.spec.graph import AccessLinkSpec, CoreLinkSpec, DelayClass, Graph, HostGroup
+from catnip.topologies.base import TopologyBase
 
 
 class AggregationTree(TopologyBase):

@@ -31,24 +31,24 @@ from flask import (Flask, Response, abort, current_app, g, jsonify, redirect, re
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
-from controller import recover, skeleton
-from controller.run_queue import LIVE, RunQueue
-from spec.record import RecordError
-from models import validation
-from results import compare as compare_mod
-from results import contrast as contrast_mod
-from results import figures, labels, layouts
-from results import newcwv as newcwv_mod
-from results import pooled as pooled_mod
-from results import report as report_mod
-from results import samples as samples_mod
-from results import servdiff as servdiff_mod
-from results import study as study_mod
-from results import point_record, run_ids
-from results.import_schema import MAX_INDEX, STATUSES
-from results.store import Store, StoreVersionError
-from testbed import paths
-from webui import forms, hosts, runlist
+from catnip.controller import recover, skeleton
+from catnip.controller.run_queue import LIVE, RunQueue
+from catnip.spec.record import RecordError
+from catnip.models import validation
+from catnip.results import compare as compare_mod
+from catnip.results import contrast as contrast_mod
+from catnip.results import figures, labels, layouts
+from catnip.results import newcwv as newcwv_mod
+from catnip.results import pooled as pooled_mod
+from catnip.results import report as report_mod
+from catnip.results import samples as samples_mod
+from catnip.results import servdiff as servdiff_mod
+from catnip.results import study as study_mod
+from catnip.results import point_record, run_ids
+from catnip.results.import_schema import MAX_INDEX, STATUSES
+from catnip.results.store import Store, StoreVersionError
+from catnip.testbed import paths
+from catnip.webui import forms, hosts, runlist
 
 
 def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue: RunQueue | None = None,

@@ -15,11 +15,11 @@ from typing import Any, Mapping
 
 import yaml
 
-from controller import validate as validate_mod
-from results.compare import split_run_ids
-from results import run_ids as run_id_check
-from spec import bounded
-from spec import scenario as scenario_mod
+from catnip.controller import validate as validate_mod
+from catnip.results.compare import split_run_ids
+from catnip.results import run_ids as run_id_check
+from catnip.spec import bounded
+from catnip.spec import scenario as scenario_mod
 
 SCENARIO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 OVERRIDE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")

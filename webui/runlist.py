@@ -19,8 +19,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from results.import_schema import STATUSES
-from spec import bounded
+from catnip.results.import_schema import STATUSES
+from catnip.spec import bounded
 
 # The start of a `paper:` field -> the short name the runs page shows (README's "Papers reproduced").
 PAPERS = (("CATNIP", "CATNIP"), ("Hossain", "newCWV"), ("Lo Monaco", "TCP-friendly marking"),

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from waitress.server import create_server
 
-from webui import hosts
-from webui.app import create_app
+from catnip.webui import hosts
+from catnip.webui.app import create_app
 
 THREADS = 16             # requests served at once; live views are capped below this (SSE_MAX_STREAMS)
 CONNECTION_LIMIT = 500   # open sockets accepted; past this the kernel's backlog holds new ones

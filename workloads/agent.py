@@ -1,6 +1,6 @@
 """The other machine's end of an application on a split topology (workloads/apps/elsewhere.py):
 
-    python -m workloads.agent FOLDER
+    python -m catnip.workloads.agent FOLDER
 
 run there over one ssh session per application. It runs the application's programs there, keeps
 the controller's copy of FOLDER up to date while they write into it, and takes the files the
@@ -168,7 +168,7 @@ def serve(folder: str, fd_in: int, out) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m workloads.agent FOLDER", file=sys.stderr)
+        print("usage: python -m catnip.workloads.agent FOLDER", file=sys.stderr)
         return 2
     serve(argv[0], sys.stdin.fileno(), sys.stdout.buffer)
     return 0

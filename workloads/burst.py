@@ -1,8 +1,8 @@
 """Bursts after idle on one persistent connection: the HTTP workload of the newCWV paper
 (sections 4.2-4.6; docs/reproduction-newcwv.md), after the authors' tmix client.
 
-    python -m workloads.burst server ADDRESS PORT [--nagle] [--stats STATS.jsonl]
-    python -m workloads.burst client CONFIG.json OUT.jsonl
+    python -m catnip.workloads.burst server ADDRESS PORT [--nagle] [--stats STATS.jsonl]
+    python -m catnip.workloads.burst client CONFIG.json OUT.jsonl
 
 Runs inside the hosts' network namespaces. The server answers each request line "B ID\\n" (or
 "B\\n") on a connection with B bytes, as many times as asked, and prints READY once it listens.
@@ -55,7 +55,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from workloads import hostprog
+from catnip.workloads import hostprog
 
 MAX_SIZE = 1 << 30
 CHUNK = b"x" * 65536
@@ -236,7 +236,7 @@ class Client:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return hostprog.main(argv, "workloads.burst", __doc__, serve, load_config, Client,
+    return hostprog.main(argv, "catnip.workloads.burst", __doc__, serve, load_config, Client,
                          server_options={"--nagle": {"action": "store_true",
                                                      "help": "keep Nagle's algorithm (default: TCP_NODELAY)"},
                                          "--stats": {"metavar": "STATS.jsonl", "default": None,

@@ -1,6 +1,6 @@
 """The web client of one client host: replays sessions of pages against its server.
 
-    python -m workloads.client CONFIG.json OUT.jsonl [--gate]
+    python -m catnip.workloads.client CONFIG.json OUT.jsonl [--gate]
 
 Runs inside the client host's network namespace. A session fetches the configured pages in a
 seeded random order, `rounds` times, with think times between pages (CATNIP section IV-B); or,
@@ -40,9 +40,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from workloads import gate
-from workloads.pages import page as page_of
-from workloads.thinktime import sampler
+from catnip.workloads import gate
+from catnip.workloads.pages import page as page_of
+from catnip.workloads.thinktime import sampler
 
 IMG_SRC = re.compile(rb'<img\s+[^>]*src="([^"]+)"', re.IGNORECASE)
 REQUIRED = {"client", "server", "port", "pages", "seed", "http_version", "parallel"}
@@ -341,14 +341,14 @@ class Session:
 
 def main(argv: list[str]) -> int:
     if len(argv) not in (2, 3) or argv[2:] not in ([], ["--gate"]):
-        print("usage: python -m workloads.client CONFIG.json OUT.jsonl [--gate]", file=sys.stderr)
+        print("usage: python -m catnip.workloads.client CONFIG.json OUT.jsonl [--gate]", file=sys.stderr)
         return 2
     if argv[2:] == ["--gate"]:
         gate.wait_for_go()
     try:
         cfg = load_config(argv[0])
     except (OSError, ValueError) as exc:
-        print(f"workloads.client: {exc}", file=sys.stderr)
+        print(f"catnip.workloads.client: {exc}", file=sys.stderr)
         return 2
     with open(argv[1], "a") as out:
         asyncio.run(Session(cfg, out).run())

@@ -13,7 +13,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from workloads.pages import Page, image_path
+from catnip.workloads.pages import Page, image_path
 
 GIF_HEADER = b"GIF89a"
 _TAIL = "</body></html>\n"

@@ -1,8 +1,8 @@
 """FTPshort of Nouredine & Tobagi (section 2.2.3; reading notes 3.2): files of Pareto sizes
 separated by exponential gaps, each file on a new TCP connection.
 
-    python -m workloads.ftp server ADDRESS PORT
-    python -m workloads.ftp client CONFIG.json OUT.jsonl
+    python -m catnip.workloads.ftp server ADDRESS PORT
+    python -m catnip.workloads.ftp client CONFIG.json OUT.jsonl
 
 Runs inside the hosts' network namespaces. A connection carries one request line, then the file:
 "GET SIZE\\n" and the server sends SIZE bytes (download), or "PUT SIZE\\n" followed by SIZE bytes
@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from workloads import hostprog
+from catnip.workloads import hostprog
 
 MAX_SIZE = 1 << 34
 CHUNK = b"x" * 65536
@@ -218,7 +218,7 @@ class Client:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return hostprog.main(argv, "workloads.ftp", __doc__, serve, load_config, Client,
+    return hostprog.main(argv, "catnip.workloads.ftp", __doc__, serve, load_config, Client,
                          server_options={"--timeout": {"type": float, "default": 600.0,
                                                        "help": "seconds a connection may stay silent"}})
 

@@ -1,6 +1,6 @@
 """What every host program of an application needs (workloads/telnet.py, burst.py and ftp.py; run
-by the plug-ins of workloads/apps/ as `python -m workloads.X server ADDRESS PORT ...` and
-`python -m workloads.X client CONFIG.json OUT.jsonl`):
+by the plug-ins of workloads/apps/ as `python -m catnip.workloads.X server ADDRESS PORT ...` and
+`python -m catnip.workloads.X client CONFIG.json OUT.jsonl`):
 
 - the command line: `server ADDRESS PORT` with the program's own options, `client CONFIG OUT
   [--gate]` (with --gate the client loads, says READY and reads CONFIG after GO: workloads/gate.py);
@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from workloads import gate
+from catnip.workloads import gate
 
 # The keys of every client's config: what workloads/apps/common.py writes for each client, and the
 # timeout of one unit of work (a keystroke, a burst, a file).

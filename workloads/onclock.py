@@ -1,7 +1,7 @@
 """Run a host program on the controller's clock, on a machine whose clock is another:
 
-    python -m workloads.onclock OFFSET -m MODULE ARG...
-    python -m workloads.onclock OFFSET -c CODE ARG...
+    python -m catnip.workloads.onclock OFFSET -m MODULE ARG...
+    python -m catnip.workloads.onclock OFFSET -c CODE ARG...
 
 The plug-ins give their host programs instants on the controller's time.monotonic() (the common
 start, deadlines) and read the instants those programs record against it. CLOCK_MONOTONIC counts
@@ -31,12 +31,12 @@ def shifted(offset: float):
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] not in ("-m", "-c"):
-        print("usage: python -m workloads.onclock OFFSET (-m MODULE | -c CODE) [ARG...]", file=sys.stderr)
+        print("usage: python -m catnip.workloads.onclock OFFSET (-m MODULE | -c CODE) [ARG...]", file=sys.stderr)
         return 2
     try:
         offset = float(argv[0])
     except ValueError:
-        print(f"workloads.onclock: OFFSET {argv[0]!r} is not a number of seconds", file=sys.stderr)
+        print(f"catnip.workloads.onclock: OFFSET {argv[0]!r} is not a number of seconds", file=sys.stderr)
         return 2
     time.monotonic = shifted(offset)
     if argv[1] == "-m":

@@ -39,10 +39,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from spec import units
-from workloads.docroot import GIF_HEADER, html_floor
-from workloads.ftp import pareto_scale
-from workloads.pages import Page
+from catnip.spec import units
+from catnip.workloads.docroot import GIF_HEADER, html_floor
+from catnip.workloads.ftp import pareto_scale
+from catnip.workloads.pages import Page
 
 FIRST_PAGE = 1001
 MAX_POOL = 5000           # pages 1001-6000: every number has four digits, so the markup of a page

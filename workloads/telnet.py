@@ -1,7 +1,7 @@
 """Interactive Telnet of Nouredine & Tobagi (section 2.2.2): keystrokes echoed by a server.
 
-    python -m workloads.telnet server ADDRESS PORT [--nodelay]
-    python -m workloads.telnet client CONFIG.json OUT.jsonl
+    python -m catnip.workloads.telnet server ADDRESS PORT [--nodelay]
+    python -m catnip.workloads.telnet client CONFIG.json OUT.jsonl
 
 Runs inside the hosts' network namespaces. The server echoes whatever it receives, on one
 persistent connection per client, and prints READY once it listens. The client opens its
@@ -31,7 +31,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from workloads import hostprog
+from catnip.workloads import hostprog
 
 REQUIRED = {"payload", "model", "mean"}  # besides hostprog.CONFIG_KEYS
 OPTIONAL = {"duration", "keystrokes", "nodelay"}
@@ -150,7 +150,7 @@ class Client:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return hostprog.main(argv, "workloads.telnet", __doc__, serve, load_config, Client,
+    return hostprog.main(argv, "catnip.workloads.telnet", __doc__, serve, load_config, Client,
                          server_options={"--nodelay": {"action": "store_true", "help": "TCP_NODELAY on the echo side too"}})
 
 

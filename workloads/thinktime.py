@@ -18,7 +18,7 @@ import random
 from pathlib import Path
 from typing import Callable
 
-from spec import bounded
+from catnip.spec import bounded
 
 MAH1997 = Path(__file__).parent / "data" / "mah1997-think-time.cdf"
 MAX_REDRAWS = 10_000  # `max` is checked to keep a fair share of the table: this never runs out in practice

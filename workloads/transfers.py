@@ -2,8 +2,8 @@
 TCP agent on the server opens a connection and immediately begins sending the required amount of
 data"). Runs inside the emulated hosts as separate processes:
 
-    python -m workloads.transfers server ADDRESS PORT
-    python -m workloads.transfers client ADDRESS PORT --plan plan.json --concurrency 50
+    python -m catnip.workloads.transfers server ADDRESS PORT
+    python -m catnip.workloads.transfers client ADDRESS PORT --plan plan.json --concurrency 50
 
 The client opens one connection per trial and writes the size it wants as one line; the server
 announces the transfer to the SPM marker (the CATNIP document-size option, bpf/catnip_sockopt.h)
@@ -22,7 +22,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from workloads import hostprog
+from catnip.workloads import hostprog
 
 SOL_CATNIP, CATNIP_DOC, CATNIP_DOC_LAST = 0x43544E50, 1, 1
 MAX_SIZE = 64 * 1024 * 1024

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from testbed import paths
+from catnip.testbed import paths
 
 
 def run_replay(folder: Path, config: dict, write_trace: Callable[[Path], None]) -> list[dict]:

@@ -1,6 +1,6 @@
 """The built-in applications; importing this package registers them (workloads/apps/base.py)."""
 
-from workloads.apps import (
+from catnip.workloads.apps import (
     base,  # noqa: F401
     bulk,  # noqa: F401
     burst,  # noqa: F401

@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from workloads import gate
-from workloads.apps import elsewhere
+from catnip.workloads import gate
+from catnip.workloads.apps import elsewhere
 
 
 class AppError(RuntimeError):
@@ -394,7 +394,7 @@ def unregister(kind: str) -> None:
 
 
 def lookup(kind: Any) -> type[Application]:
-    from workloads import apps  # noqa: F401 - registers the built-in applications
+    from catnip.workloads import apps  # noqa: F401 - registers the built-in applications
     if kind not in REGISTRY:
         raise ValueError(f"application kind {kind!r} not allowed: {', '.join(sorted(REGISTRY))}")
     return REGISTRY[kind]

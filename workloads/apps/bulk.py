@@ -55,7 +55,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from workloads.apps.base import (
+from catnip.workloads.apps.base import (
     AppError,
     Application,
     AppResult,
@@ -66,7 +66,7 @@ from workloads.apps.base import (
     register,
     tail,
 )
-from workloads.apps.common import (
+from catnip.workloads.apps.common import (
     Duration,
     Size,
     check_fits,

@@ -3,8 +3,8 @@
 
 One burst server per server host and one client per client host (workloads/burst.py):
 
-    python -m workloads.burst server SERVER_IP PORT [--nagle] --stats WORKDIR/burst-server-SERVER.stats.jsonl
-    python -m workloads.burst client WORKDIR/burst-CLIENT.json WORKDIR/burst-CLIENT.jsonl
+    python -m catnip.workloads.burst server SERVER_IP PORT [--nagle] --stats WORKDIR/burst-server-SERVER.stats.jsonl
+    python -m catnip.workloads.burst client WORKDIR/burst-CLIENT.json WORKDIR/burst-CLIENT.jsonl
 
 The cells are the grid `bursts` x `idles` or an explicit list `cells` of [size, idle] pairs. The
 client's plan holds every cell `repeat` times, in rounds: each round has every cell once, in the
@@ -57,8 +57,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from workloads.apps.base import AppResult, AppSpec, Host, read_jsonl, register
-from workloads.apps.common import (
+from catnip.workloads.apps.base import AppResult, AppSpec, Host, read_jsonl, register
+from catnip.workloads.apps.common import (
     ClientServerApp,
     Duration,
     Size,
@@ -188,7 +188,7 @@ class Burst(ClientServerApp):
     def start_servers(self) -> None:
         # As ClientServerApp's, with each server's own statistics log.
         for host in {s.name: s for _, s in self.pairs()}.values():
-            self.spawn(host, "server", [self.ctx.python, "-m", "workloads.burst", "server", host.ip, self.spec.port,
+            self.spawn(host, "server", [self.ctx.python, "-m", "catnip.workloads.burst", "server", host.ip, self.spec.port,
                                         *self.server_args(), "--stats", self.stats_path(host)],
                        f"burst-server-{host.name}", stdout_pipe=True)
 

@@ -14,9 +14,9 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator
 
-from spec import units
-from spec.units import parse_duration
-from workloads.apps.base import (
+from catnip.spec import units
+from catnip.spec.units import parse_duration
+from catnip.workloads.apps.base import (
     AppContext,
     AppError,
     Application,
@@ -129,7 +129,7 @@ class ClientServerApp(Application):
     # the steps
     def start_servers(self) -> None:
         for host in {s.name: s for _, s in self.pairs()}.values():
-            self.spawn(host, "server", [self.ctx.python, "-m", f"workloads.{self.module}", "server", host.ip,
+            self.spawn(host, "server", [self.ctx.python, "-m", f"catnip.workloads.{self.module}", "server", host.ip,
                                         self.spec.port, *self.server_args()],
                        f"{self.kind}-server-{host.name}", stdout_pipe=True)
 
@@ -143,7 +143,7 @@ class ClientServerApp(Application):
         for client, server in self.pairs():
             name = f"{self.kind}-{client.name}"
             out = self.ctx.workdir / f"{name}.jsonl"
-            proc = self.spawn(client, "client", [self.ctx.python, "-m", f"workloads.{self.module}", "client",
+            proc = self.spawn(client, "client", [self.ctx.python, "-m", f"catnip.workloads.{self.module}", "client",
                                                  self.ctx.workdir / f"{name}.json", out, "--gate"],
                               name, out=out, gated=True)
             self.outputs.append((client, server, out, proc))

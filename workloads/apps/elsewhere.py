@@ -2,7 +2,7 @@
 
 A plug-in spawns a program there as it would here (base.Application.spawn); what differs is kept
 here, so no plug-in needs to know. One ssh session per machine and application runs
-`python -m workloads.agent FOLDER` there (`Agent`), which
+`python -m catnip.workloads.agent FOLDER` there (`Agent`), which
 - starts the programs in their hosts' namespaces and signals them: `RemoteProcess` stands for one
   here with Popen's methods (poll, wait, send_signal, its piped output), so the plug-ins' checks,
   READY lines and stops read it as a local process;
@@ -95,12 +95,12 @@ class RemoteProcess:
 
 
 class Agent:
-    """This machine's handle on `python -m workloads.agent FOLDER` on `machine`."""
+    """This machine's handle on `python -m catnip.workloads.agent FOLDER` on `machine`."""
 
     def __init__(self, machine: Any, folder: Path, python: str, repo: Path, log: Path) -> None:
         self.machine, self.folder = machine, folder
         self._log = open(log, "w")  # noqa: SIM115 - open while the agent runs
-        self.proc = subprocess.Popen(machine.argv(["sh", "-c", 'cd "$0" && exec "$1" -m workloads.agent "$2"',
+        self.proc = subprocess.Popen(machine.argv(["sh", "-c", 'cd "$0" && exec "$1" -m catnip.workloads.agent "$2"',
                                                    str(repo), python, str(folder)]),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
                                      start_new_session=True)  # Ctrl-C is the runner's to handle: teardown uses it
@@ -236,5 +236,5 @@ def on_clock(argv: list[str], python: str, offset: float) -> list[str]:
         if len(argv) < 3 or argv[1] not in ("-m", "-c"):
             raise AgentError(f"{argv[:3]}: a Python program for another machine is `python -m MODULE ...` or"
                              " `python -c CODE ...`, so that it runs on the controller's clock")
-        return [python, "-m", "workloads.onclock", repr(offset), *argv[1:]]
+        return [python, "-m", "catnip.workloads.onclock", repr(offset), *argv[1:]]
     return list(argv)

@@ -4,8 +4,8 @@ connection; or the paper's fixed-size probes (`size: 200KB`).
 
 One file server per server host and one client per client host (workloads/ftp.py):
 
-    python -m workloads.ftp server SERVER_IP PORT --timeout TIMEOUT
-    python -m workloads.ftp client WORKDIR/ftp-CLIENT.json WORKDIR/ftp-CLIENT.jsonl
+    python -m catnip.workloads.ftp server SERVER_IP PORT --timeout TIMEOUT
+    python -m catnip.workloads.ftp client WORKDIR/ftp-CLIENT.json WORKDIR/ftp-CLIENT.jsonl
 
 `direction`: `download` (server -> client files), `upload` (client -> server), or `both`: the
 client runs a download stream and an upload stream at once, each with its own sizes and gaps
@@ -32,9 +32,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from workloads.apps.base import AppSpec, Host, register
-from workloads.apps.common import ClientServerApp, Duration, Size, need_servers, sample
-from workloads.ftp import MAX_SIZE, pareto_scale
+from catnip.workloads.apps.base import AppSpec, Host, register
+from catnip.workloads.apps.common import ClientServerApp, Duration, Size, need_servers, sample
+from catnip.workloads.ftp import MAX_SIZE, pareto_scale
 
 DIRECTIONS = {"download": ["down"], "upload": ["up"], "both": ["down", "up"]}
 

@@ -3,8 +3,8 @@
 One echo server per server host and one client per client host, each client on one persistent
 connection to its server (workloads/telnet.py):
 
-    python -m workloads.telnet server SERVER_IP PORT [--nodelay]
-    python -m workloads.telnet client WORKDIR/telnet-CLIENT.json WORKDIR/telnet-CLIENT.jsonl
+    python -m catnip.workloads.telnet server SERVER_IP PORT [--nodelay]
+    python -m catnip.workloads.telnet client WORKDIR/telnet-CLIENT.json WORKDIR/telnet-CLIENT.jsonl
 
 A keystroke is one segment of `payload` bytes; the client waits for its echo, then a gap, and
 types the next. The paper's packet is 100 bytes "containing a few characters, a 40+ byte TCP/IP
@@ -27,8 +27,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from workloads.apps.base import AppSpec, Host, register
-from workloads.apps.common import ClientServerApp, Duration, Size, need_servers, sample
+from catnip.workloads.apps.base import AppSpec, Host, register
+from catnip.workloads.apps.common import ClientServerApp, Duration, Size, need_servers, sample
 
 
 class TelnetSpec(AppSpec):

@@ -20,11 +20,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from spec import units
-from workloads.apps.base import Application, AppError, AppResult, AppSpec, Proc, read_jsonl, register
-from workloads.apps.common import Duration
-from workloads.pagepool import PagePoolModel, pool_pages
-from workloads.pages import Page, catnip_pages, probe_pages
+from catnip.spec import units
+from catnip.workloads.apps.base import Application, AppError, AppResult, AppSpec, Proc, read_jsonl, register
+from catnip.workloads.apps.common import Duration
+from catnip.workloads.pagepool import PagePoolModel, pool_pages
+from catnip.workloads.pages import Page, catnip_pages, probe_pages
 
 CATNIP_PAGES = list(range(1, 11))
 MAH1997_SHORTEST_MAX = 2.0  # s: 8% of Mah's think times are at most 2 s, so a capped draw needs few redraws
@@ -50,7 +50,7 @@ class ThinkTimeSpec(BaseModel):
         if self.model == "empirical":
             if not self.cdf:
                 raise ValueError("think time model 'empirical' needs 'cdf': a CDF file in ns-2's format")
-            from workloads.thinktime import ThinkTimeError, load_cdf
+            from catnip.workloads.thinktime import ThinkTimeError, load_cdf
             try:
                 load_cdf(self.cdf)
             except ThinkTimeError as exc:
@@ -175,8 +175,8 @@ class Web(Application):
         self.launched: dict[str, Proc] = {}  # client name -> its gated program, waiting for GO
 
     def start_servers(self) -> None:
-        from testbed import apache
-        from workloads.docroot import write_docroot
+        from catnip.testbed import apache
+        from catnip.workloads.docroot import write_docroot
         sp: WebSpec = self.spec
         if self.ctx.docroot is None:
             raise AppError(f"{sp.instance}: no document root to serve (AppContext.docroot)")
@@ -208,7 +208,7 @@ class Web(Application):
         for client, server in self.pairs():
             out = self.ctx.workdir / f"client-{client.name}.jsonl"
             self.launched[client.name] = self.spawn(
-                client, "client", [self.ctx.python, "-m", "workloads.client",
+                client, "client", [self.ctx.python, "-m", "catnip.workloads.client",
                                    self.ctx.workdir / f"client-{client.name}.json", out, "--gate"],
                 f"client-{client.name}", out=out, gated=True)
             self.outputs[client.name] = (client, server, out)
