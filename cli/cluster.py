@@ -61,7 +61,7 @@ def _bare_host(host: str) -> str:
     return host
 
 
-@cluster_group.command(name="scheduler")
+@cluster_group.command(name="scheduler", short_help="The scheduler, in the foreground (Ctrl-C stops it).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="address to listen on (TLS only: whoever connects must hold this cluster's certificate)")
 @click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True)
@@ -87,7 +87,7 @@ def scheduler_cmd(host: str, port: int, dashboard: bool, tls_dir: Path | None, n
     os.execve(args[0], args, env)
 
 
-@cluster_group.command(name="worker")
+@cluster_group.command(name="worker", short_help="A worker of the scheduler at ADDRESS (tls://HOST:PORT).")
 @click.argument("address")
 @click.option("--name", default=None, help="the worker's name (default this machine's host name)")
 @click.option("--host", default="127.0.0.1", show_default=True,
