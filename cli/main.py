@@ -350,7 +350,7 @@ LIST_COLUMNS = ("id", "name", "status", "seed", "started", "finished", "error")
 
 
 @main.command(name="list", short_help="The runs in the results database, newest first.")
-@click.option("--db", type=click.Path(dir_okay=False), default=None)
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 @click.option("--json", "as_json", is_flag=True, help="JSON: a record per run")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: a header, then a row per run (times in Unix seconds)")
 def list_cmd(db: str | None, as_json: bool, as_csv: bool) -> None:
@@ -382,7 +382,7 @@ VIEWS = "the page-time table (default), --loss, --by-sender, --pool, --apps, --l
 
 @main.command(short_help="A run's report: page times (Table II), loss, pooled, any layout.")
 @click.argument("run_ids", nargs=-1, metavar="RUN_ID...")
-@click.option("--db", type=click.Path(dir_okay=False), default=None)
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 @click.option("--json", "as_json", is_flag=True, help="format: JSON (of the default view: the whole report)")
 @click.option("--csv", "as_csv", is_flag=True, help="format: CSV (of the default view: a row per point and page)")
 @click.option("--loss", is_flag=True, help="view: loss by priority per point (layout of Tables IV, VII, X)")
@@ -745,7 +745,7 @@ def web(host: str, port: int, db: str | None, allow_hosts: tuple[str, ...]) -> N
 @main.command(short_help="Runs against a baseline run: relative page times (Table XI).")
 @click.argument("baseline")
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--db", type=click.Path(dir_okay=False), default=None)
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 @click.option("--json", "as_json", is_flag=True, help="JSON: the whole comparison")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: a row per compared point and page (the columns of "
               "`catnip report BASELINE RUNS --layout catnip-table-xi --csv`)")

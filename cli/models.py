@@ -12,6 +12,7 @@ import click
 from catnip.spec import units
 from catnip.models import cardwell, hysteresis, partial_catnip, sikdar
 from catnip.models.params import ModelInputError, Path
+from catnip.testbed import paths
 
 TABLE1_KB = (1, 4, 8, 16, 32, 50, 64, 90, 110, 128, 160, 180, 200)  # hysteresis paper, Table 1
 TABLE1_P = (0.01, 0.03, 0.05, 0.08, 0.10)
@@ -142,7 +143,7 @@ def table(samples: int, seed: int) -> None:
 @click.argument("scenario_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override a field, e.g. trials=50")
 @click.option("--seed", type=int, default=None)
-@click.option("--db", type=click.Path(dir_okay=False), default=None)
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 @click.option("--run-id", default=None, help="name the run (letters, digits, . _ -)")
 @click.option("--keep-captures", is_flag=True, help="keep each point's pcap with the run's files")
 def measure(scenario_file, overrides, seed, db, run_id, keep_captures):
@@ -155,7 +156,6 @@ def measure(scenario_file, overrides, seed, db, run_id, keep_captures):
     from catnip.controller.skeleton import RunBusy, RunCancelled
     from catnip.spec.scenario import ScenarioError
     from catnip.results.store import RUN_ID, Store
-    from catnip.testbed import paths
 
     if run_id is not None and not RUN_ID.fullmatch(run_id):
         raise click.BadParameter("letters, digits, '.', '_' and '-' only, at most 100", param_hint="--run-id")
@@ -194,7 +194,7 @@ def measure(scenario_file, overrides, seed, db, run_id, keep_captures):
 
 @model.command()
 @click.argument("run")
-@click.option("--db", type=click.Path(dir_okay=False), default=None)
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help=f"SQLite file (default {paths.database()})")
 @click.option("--out", type=click.Path(file_okay=False), default=None, help="write Figs. 3, 4, 6 here")
 @click.option("--format", "fmt", type=click.Choice(["svg", "pdf", "png"]), default="svg", show_default=True,
               help="file format of the figures written by --out")
@@ -206,7 +206,6 @@ def validate(run, db, out, fmt, delack, samples, include_late, as_json):
     """The models against a measured run: equation 13 errors (Tables 2, 3), Partial CATNIP vs Reno, figures."""
     from catnip.models import validation as v
     from catnip.results.store import Store
-    from catnip.testbed import paths
 
     with Store(db or paths.database()) as store:
         row = store.find_run(run)

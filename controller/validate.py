@@ -13,6 +13,7 @@ Every refusal is a `Refused`: one short line (a few for several schema problems)
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -163,7 +164,7 @@ def scenario_path(arg: str, folder: Path = SCENARIOS) -> str:
 @click.argument("scenario_file", type=click.Path(dir_okay=False))
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="override a field, as `catnip run --set`")
 @click.option("--seed", type=SEED, default=None, help="as `catnip run --seed`")
-@click.option("--jobs", type=BoundedInt(1, 1024), default=1, help="check as for `catnip run --jobs N`")
+@click.option("--jobs", type=BoundedInt(1, os.cpu_count() or 1), default=1, help="check as for `catnip run --jobs N`")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def validate_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, jobs: int, as_json: bool) -> None:
     """Check SCENARIO_FILE as `catnip run` would, touching nothing: prints the resolved scenario
