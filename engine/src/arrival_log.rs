@@ -5,7 +5,7 @@
 //! the engine saw the links' packets in: a packet released by one link (an access link's delay)
 //! reaches the next link's queue a verdict round trip after its scheduled release, and an ACK
 //! crossing another link in that time is shown to the ACK observers first. The TCP-aware markers
-//! (tcpf.rs) read the ACKs, so that order changes marks. This log keeps it.
+//! (edge/tcpf.rs) read the ACKs, so that order changes marks. This log keeps it.
 //!
 //! ARRIVALS.csv: `link` (the link's name) then replay.rs's trace columns, one row per packet
 //! handed to a link, the DSCP as it arrived (before the link's edge functions). A link's trace is

@@ -1,102 +1,13 @@
 //! The engine's configuration file (docs/architecture.md, "Queue engine contract").
 
 use crate::edge::EdgeConfig;
+pub use crate::params::{deep_error, one_unit, Buffer, Threshold, Unit};
 pub use crate::policy::PolicyConfig;
 use crate::policy::{LinkEnv, LossConfig};
 use anyhow::{bail, Context, Result};
-use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::path::Path;
-
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq)]
-#[serde(deny_unknown_fields, rename_all = "lowercase")]
-pub enum Buffer {
-    Packets(u64),
-    Bytes(u64),
-}
-
-/// Unit of a RED-family policy's thresholds, and so of its average queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
-    Packets,
-    Bytes,
-}
-
-impl Unit {
-    pub fn name(self) -> &'static str {
-        match self {
-            Unit::Packets => "packets",
-            Unit::Bytes => "bytes",
-        }
-    }
-}
-
-/// A queue threshold: a number (packets), `{"packets": x}` or `{"bytes": x}`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Threshold {
-    pub value: f64,
-    pub unit: Unit,
-}
-
-impl Threshold {
-    pub fn packets(value: f64) -> Threshold {
-        Threshold { value, unit: Unit::Packets }
-    }
-
-    pub fn bytes(value: f64) -> Threshold {
-        Threshold { value, unit: Unit::Bytes }
-    }
-}
-
-impl<'de> Deserialize<'de> for Threshold {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Threshold, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Threshold;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str(r#"a number of packets, {"packets": x} or {"bytes": x}"#)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Threshold, E> {
-                Ok(Threshold::packets(v as f64))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Threshold, E> {
-                Ok(Threshold::packets(v as f64))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Threshold, E> {
-                Ok(Threshold::packets(v))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Threshold, A::Error> {
-                let key: String = map.next_key()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
-                let unit = match key.as_str() {
-                    "packets" => Unit::Packets,
-                    "bytes" => Unit::Bytes,
-                    _ => return Err(de::Error::unknown_field(&key, &["packets", "bytes"])),
-                };
-                let value: f64 = map.next_value()?;
-                if let Some(other) = map.next_key::<String>()? {
-                    return Err(de::Error::custom(format!("one unit only, not {key:?} and {other:?}")));
-                }
-                Ok(Threshold { value, unit })
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// The one unit of a policy's thresholds: the first one's, and an error naming the first field
-/// that differs.
-pub fn one_unit(fields: &[(String, Threshold)]) -> std::result::Result<Unit, String> {
-    let (first, t0) = &fields[0];
-    match fields.iter().find(|(_, t)| t.unit != t0.unit) {
-        None => Ok(t0.unit),
-        Some((name, t)) => Err(format!(
-            "{name}: in {} but {first} is in {}; one policy's thresholds take one unit",
-            t.unit.name(),
-            t0.unit.name()
-        )),
-    }
-}
 
 #[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
@@ -322,7 +233,7 @@ pub fn limits() -> serde_json::Value {
         "policy.levels.count": int(2, 3),
         "policy.downgrade_after_us": int(1, MAX_DOWNGRADE_AFTER_US),
         "bucket.rate_bps": int(1, u64_max),
-        "bucket.bucket_bytes": int(crate::edge::MIN_BUCKET_BYTES, u64_max),
+        "bucket.bucket_bytes": int(crate::edge::bucket::MIN_BUCKET_BYTES, u64_max),
         "port": int(0, 65535),
         "dscp": int(0, 63),
         "edge.proto": {"one_of": [6, 17]},
@@ -332,7 +243,7 @@ pub fn limits() -> serde_json::Value {
         "edge.mss_bytes": int(1, u32_max),
         "edge.w_gain": gain,
         "edge.e_gain": gain,
-        "edge.flow_idle_us": int(crate::tcpf::MIN_MEMORY_US, u64_max),
+        "edge.flow_idle_us": int(crate::edge::tcpf::MIN_MEMORY_US, u64_max),
     })
 }
 
@@ -369,13 +280,6 @@ fn explain_tagged(
     let mut rest = object.clone();
     rest.remove("kind");
     variant(kind, &serde_json::Value::Object(rest)).unwrap_or_else(|| ": invalid value".into())
-}
-
-/// Deserialize `value` as `T`; the error with its path (`.a[1]: msg`, or `: msg` at the top).
-pub fn deep_error<T: DeserializeOwned>(value: &serde_json::Value) -> Option<String> {
-    let e = serde_path_to_error::deserialize::<_, T>(value).err()?;
-    let path = e.path().to_string();
-    Some(if path == "." { format!(": {}", e.into_inner()) } else { format!(".{path}: {}", e.into_inner()) })
 }
 
 /// `links[1].rate_bps` -> `links[1] ("rs>rc").rate_bps: `; the top level (".") -> nothing.

@@ -56,7 +56,7 @@ pub struct PacketInfo {
     /// Source and destination ports, for TCP and UDP packets that carry them.
     pub ports: Option<(u16, u16)>,
     /// The TCP header's sequence fields, for TCP packets whose header was copied (the TCP-aware
-    /// markers, tcpf.rs, read them).
+    /// markers, edge/tcpf.rs, read them).
     pub tcp: Option<TcpInfo>,
 }
 

@@ -138,7 +138,7 @@ impl LatenessCauses {
 }
 
 /// One edge function's counters, in the link's `edge` order: its kind and its counters by name
-/// (each function names its own: edge/*.rs, tcpf.rs).
+/// (each function names its own: edge/*.rs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EdgeCounters {
     pub kind: &'static str,

@@ -1,7 +1,7 @@
 //! `mark`: a classifier setting the DSCP by header fields (the first matching rule, else the
 //! default).
 
-use super::{check_dscp, parse_cidr, EdgeFunction, EdgeParams, Step};
+use super::api::{check_dscp, parse_cidr, EdgeFunction, EdgeParams, Step};
 use crate::packet::PacketInfo;
 use crate::policy::Queued;
 use serde::Deserialize;

@@ -2,82 +2,38 @@
 //! `edge` list is applied in order to every arrival: `mark` sets the DSCP by header fields,
 //! `police` meters with a token bucket and drops or remarks what is out of profile, `shape`
 //! holds packets in a buffer of its own until a token bucket lets them on, `tcpf` and
-//! `token_marker` are the TCP-friendly marking paper's markers (tcpf.rs). The loss wrapper and
+//! `token_marker` are the TCP-friendly marking paper's markers (edge/tcpf.rs). The loss wrapper and
 //! the policy see the packet as the edge functions left it.
 //!
-//! Each function is one file: its config struct checks its parameters and builds it
-//! ([`EdgeParams`]), the function keeps its own counters ([`EdgeFunction`]). Adding one is that
-//! file plus one line in the `edge_functions!` list below, which makes the `kind` enum of the
+//! Each function is one file in edge/: its config struct checks its parameters and builds it
+//! ([`EdgeParams`]), the function keeps its own counters ([`EdgeFunction`]); those traits live
+//! in edge/api.rs, below this file, so a function's file never imports the list that registers
+//! it. Adding one is that file plus one line in the `edge_functions!` list below (and its `mod`), which makes the `kind` enum of the
 //! config, the list of kinds and the dispatch (as policy/mod.rs does for queue policies).
 //!
-//! Token buckets are exact integers on the engine's virtual clock (a credit in units of 1e-9
+//! Token buckets (edge/bucket.rs) are exact integers on the engine's virtual clock (a credit in units of 1e-9
 //! bit, to which a rate of r bit/s adds r per ns), so a shaper's releases, like the
 //! transmitter's departures, never drift and never move with a late wake-up.
 
+pub mod api;
+pub mod bucket;
 mod mark;
 mod police;
 mod shape;
+pub mod tcpf;
 
+pub use api::{parse_cidr, AckObserver, EdgeFunction, EdgeParams, Step};
+pub use bucket::MIN_BUCKET_BYTES;
 pub use mark::{MarkConfig, MarkRule, Marker};
 pub use police::{ExceedAction, ExceedConfig, Per, PoliceConfig, Policed, Policer};
 pub use shape::{ShapeConfig, Shaper};
+pub use tcpf::{TcpfConfig, TokenMarkerConfig};
 
-use crate::packet::PacketInfo;
 use crate::policy::Queued;
 use crate::stats::EdgeCounters;
-use crate::tcpf::{TcpfConfig, TokenMarkerConfig};
 use serde::Deserialize;
 use std::cell::RefCell;
-use std::net::Ipv4Addr;
 use std::rc::Rc;
-
-/// The smallest bucket: one packet of 64 bytes.
-pub const MIN_BUCKET_BYTES: u64 = 64;
-
-/// An edge function's parameters, as the config gives them: checks them and builds the
-/// function. An error names the bad parameter (`rules[1].src: ...`).
-pub trait EdgeParams {
-    fn build<H: 'static>(&self) -> Result<Box<dyn EdgeFunction<H>>, String>;
-
-    /// Whether it may change a packet's DSCP (the live engine then copies whole packets from the
-    /// kernel, to give them back rewritten).
-    fn may_rewrite(&self) -> bool;
-}
-
-/// A built edge function.
-pub trait EdgeFunction<H> {
-    /// Take an arrival at `now`.
-    fn apply(&mut self, pkt: Queued<H>, now: u64) -> Step<H>;
-
-    /// Its counters, by name, in the order the stats line gives them.
-    fn counters(&self) -> Vec<(&'static str, u64)>;
-
-    /// When it next releases a packet it holds (a shaper); None: it holds none.
-    fn next_release(&self) -> Option<u64> {
-        None
-    }
-
-    /// Release its head packet at `t` (its `next_release`).
-    fn release(&mut self, _t: u64) -> Queued<H> {
-        unreachable!("only a function with a next_release holds packets")
-    }
-
-    /// Packets held (shutdown).
-    fn drain(&mut self) -> Vec<Queued<H>> {
-        Vec::new()
-    }
-
-    /// A function that must see every packet crossing the router (the ACKs of the flows it
-    /// marks) gives the engine a handle on itself.
-    fn ack_observer(&self) -> Option<Rc<RefCell<dyn AckObserver>>> {
-        None
-    }
-}
-
-/// Shown every packet arriving on any link of the engine (link.rs `AckFeed`).
-pub trait AckObserver {
-    fn observe(&mut self, p: &PacketInfo, now: u64);
-}
 
 /// The edge functions: `"kind" => Variant(its parameters)`, one line each.
 macro_rules! edge_functions {
@@ -114,10 +70,10 @@ macro_rules! edge_functions {
                 Ok(Stage { kind: self.kind(), f })
             }
 
-            /// Why the parameters of `kind` in `rest` do not deserialize (see config.rs).
+            /// Why the parameters of `kind` in `rest` do not deserialize (see config.rs, params.rs `deep_error`).
             pub fn explain(kind: &str, rest: &serde_json::Value) -> Option<String> {
                 match kind {
-                    $($kind => crate::config::deep_error::<$params>(rest),)*
+                    $($kind => crate::params::deep_error::<$params>(rest),)*
                     _ => None,
                 }
             }
@@ -137,16 +93,6 @@ impl EdgeConfig {
     pub fn validate(&self) -> Result<(), String> {
         self.build::<()>().map(|_| ())
     }
-}
-
-/// What an edge function did with a packet.
-pub enum Step<H> {
-    /// On to the next function (or the queue).
-    Next(Queued<H>),
-    /// A shaper holds it.
-    Held,
-    /// Dropped by a policer (true) or a full shaper buffer (false).
-    Drop(Queued<H>, bool),
 }
 
 /// A built edge function and its kind.
@@ -181,103 +127,11 @@ impl<H> Stage<H> {
     }
 }
 
-pub(crate) fn check_dscp(field: &str, dscp: u8) -> Result<u8, String> {
-    if dscp <= 63 {
-        Ok(dscp)
-    } else {
-        Err(format!("{field}: must be a DSCP, 0-63 (got {dscp})"))
-    }
-}
-
-/// `a.b.c.d/len` (or a bare address, /32) as (network, mask); host bits must be zero.
-pub fn parse_cidr(text: &str) -> Result<(u32, u32), String> {
-    let (addr, len) = match text.split_once('/') {
-        Some((a, l)) => {
-            (a, l.parse::<u32>().ok().filter(|l| *l <= 32).ok_or(format!("{text:?}: prefix length must be 0-32"))?)
-        }
-        None => (text, 32),
-    };
-    let addr: Ipv4Addr = addr.parse().map_err(|_| format!("{text:?}: not an IPv4 address a.b.c.d/len"))?;
-    let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-    let net = u32::from(addr);
-    if net & !mask != 0 {
-        return Err(format!("{text:?}: host bits set (the network is {}/{len})", Ipv4Addr::from(net & mask)));
-    }
-    Ok((net, mask))
-}
-
-/// A token bucket's parameters checked (shared with the source scheduler, policy/source_sched.rs).
-pub(crate) fn check_bucket(rate_bps: u64, bucket_bytes: u64) -> Result<(), String> {
-    if rate_bps == 0 {
-        return Err("rate_bps: must be above 0".into());
-    }
-    if bucket_bytes < MIN_BUCKET_BYTES {
-        return Err(format!(
-            "bucket_bytes: must hold one packet of {MIN_BUCKET_BYTES} bytes at least (got {bucket_bytes})"
-        ));
-    }
-    Ok(())
-}
-
-/// A token bucket's rate and depth, in credit units (1e-9 bit). Shared with the source
-/// scheduler (policy/source_sched.rs).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BucketSpec {
-    pub(crate) rate: i128,
-    pub(crate) depth: i128,
-}
-
-/// A bucket's credit as of time `at` (ns).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Tokens {
-    pub(crate) credit: i128,
-    pub(crate) at: u64,
-}
-
-impl BucketSpec {
-    pub(crate) fn new(rate_bps: u64, bucket_bytes: u64) -> BucketSpec {
-        BucketSpec { rate: i128::from(rate_bps), depth: cost(bucket_bytes) }
-    }
-
-    pub(crate) fn full(&self, now: u64) -> Tokens {
-        Tokens { credit: self.depth, at: now }
-    }
-
-    /// The credit as of `now` (capped at the depth); an earlier `now` changes nothing.
-    pub(crate) fn refill(&self, t: &mut Tokens, now: u64) {
-        if now <= t.at {
-            return;
-        }
-        let dt = i128::from(now - t.at);
-        let room = self.depth - t.credit;
-        t.credit = if dt >= (room + self.rate - 1) / self.rate { self.depth } else { t.credit + self.rate * dt };
-        t.at = now;
-    }
-
-    /// The credit a packet of `len` bytes waits for: its cost, or a full bucket if larger.
-    pub(crate) fn need(&self, len: u32) -> i128 {
-        cost(u64::from(len)).min(self.depth)
-    }
-
-    /// The first ns at which `t` holds what a packet of `len` bytes waits for (`t.at` if it
-    /// already does).
-    pub(crate) fn ready_at(&self, t: &Tokens, len: u32) -> u64 {
-        let deficit = self.need(len) - t.credit;
-        if deficit <= 0 {
-            return t.at;
-        }
-        t.at + ((deficit + self.rate - 1) / self.rate) as u64
-    }
-}
-
-/// A packet's cost in credit units.
-pub(crate) fn cost(bytes: u64) -> i128 {
-    i128::from(bytes) * 8 * 1_000_000_000
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::PacketInfo;
+    use std::net::Ipv4Addr;
 
     fn edge(json: &str) -> Result<Stage<u64>, String> {
         let c: EdgeConfig = serde_json::from_str(json).map_err(|e| e.to_string())?;

@@ -1,7 +1,8 @@
 //! `police`: a token-bucket meter (per link, source or flow) that drops or remarks what is out
 //! of profile.
 
-use super::{check_bucket, check_dscp, cost, BucketSpec, EdgeFunction, EdgeParams, Step, Tokens};
+use super::api::{check_dscp, EdgeFunction, EdgeParams, Step};
+use super::bucket::{check_bucket, cost, BucketSpec, Tokens};
 use crate::packet::PacketInfo;
 use crate::policy::Queued;
 use serde::Deserialize;

@@ -1,8 +1,9 @@
 //! `shape`: holds packets in a buffer of its own until a token bucket lets them on, releasing
 //! them on the link's virtual clock.
 
-use super::{check_bucket, cost, BucketSpec, EdgeFunction, EdgeParams, Step, Tokens};
-use crate::config::Buffer;
+use super::api::{EdgeFunction, EdgeParams, Step};
+use super::bucket::{check_bucket, cost, BucketSpec, Tokens};
+use crate::params::Buffer;
 use crate::policy::fifo::Fifo;
 use crate::policy::Queued;
 use serde::Deserialize;

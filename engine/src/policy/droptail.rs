@@ -3,7 +3,7 @@
 
 use super::fifo::{Admission, Buffered, FifoPolicy};
 use super::{Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
-use crate::config::Buffer;
+use crate::params::Buffer;
 use serde::Deserialize;
 
 /// `{"kind": "droptail"}`: no parameters.

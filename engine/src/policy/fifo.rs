@@ -8,8 +8,8 @@
 //! departures.
 
 use super::{Dropped, QueuePolicy, Queued};
-use crate::config::{Buffer, Unit};
 use crate::packet::Class;
+use crate::params::{Buffer, Unit};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;

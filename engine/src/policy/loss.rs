@@ -130,8 +130,8 @@ impl<H> QueuePolicy<H> for Lossy<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Buffer, Unit};
     use crate::packet::{PacketInfo, DSCP_AF11, DSCP_AF12};
+    use crate::params::{Buffer, Unit};
     use crate::policy::{Red, RedParams};
 
     fn pkt(i: u64, dscp: u8) -> Queued<u64> {

@@ -32,8 +32,8 @@ pub use red::{CatnipRedConfig, Red, RedConfig, RedParams};
 pub use source_sched::{BucketConfig, SourceCounters, SourceScheduler, SourceSchedulerConfig};
 pub use wrr::{Wrr, WrrConfig};
 
-use crate::config::Buffer;
 use crate::packet::PacketInfo;
+use crate::params::Buffer;
 use serde::Deserialize;
 
 /// What a policy needs to know about its link.
@@ -104,10 +104,10 @@ macro_rules! policies {
             }
 
             /// Why the parameters of `kind` in `rest` (the policy object without its kind) do
-            /// not deserialize: `.field: message` (see config.rs).
+            /// not deserialize: `.field: message` (see config.rs, params.rs `deep_error`).
             pub fn explain(kind: &str, rest: &serde_json::Value) -> Option<String> {
                 match kind {
-                    $($kind => crate::config::deep_error::<$params>(rest),)*
+                    $($kind => crate::params::deep_error::<$params>(rest),)*
                     _ => None,
                 }
             }

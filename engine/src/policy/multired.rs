@@ -12,8 +12,8 @@
 use super::fifo::{Admission, Buffered, Fifo, FifoPolicy};
 use super::red::{early_drop, next_average, red_params, RedParams};
 use super::{default_mean_pkt_bytes, Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
-use crate::config::{one_unit, Buffer, Threshold, Unit};
 use crate::packet::Class;
+use crate::params::{one_unit, Buffer, Threshold, Unit};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;

@@ -9,8 +9,8 @@
 
 use super::fifo::{Admission, Buffered, Fifo, FifoPolicy};
 use super::{Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
-use crate::config::Buffer;
 use crate::packet::Class;
+use crate::params::Buffer;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;

@@ -16,7 +16,7 @@
 use super::fifo::{Admission, Buffered, FifoPolicy};
 use super::pushout::{is_high, is_low, push_out};
 use super::{default_mean_pkt_bytes, typical_tx_ns, Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
-use crate::config::{one_unit, Buffer, Threshold, Unit};
+use crate::params::{one_unit, Buffer, Threshold, Unit};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;

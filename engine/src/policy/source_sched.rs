@@ -35,9 +35,9 @@
 
 use super::multired::three_level;
 use super::{Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
-use crate::config::Buffer;
-use crate::edge::{check_bucket, cost, BucketSpec, Tokens};
+use crate::edge::bucket::{check_bucket, cost, BucketSpec, Tokens};
 use crate::packet::{DSCP_AF12, DSCP_AF13};
+use crate::params::Buffer;
 use serde::Deserialize;
 use std::collections::{HashMap, VecDeque};
 

@@ -17,8 +17,8 @@
 
 use super::fifo::Fifo;
 use super::{Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
-use crate::config::Buffer;
 use crate::packet::Class;
+use crate::params::Buffer;
 use serde::Deserialize;
 
 /// `{"kind": "wrr", "weights": [w0, w1(, w2)]}`.

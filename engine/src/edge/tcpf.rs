@@ -18,7 +18,7 @@ use crate::packet::{PacketInfo, TCP_ACK};
 const TCP_FIN: u8 = 0x01;
 const TCP_SYN: u8 = 0x02;
 const TCP_RST: u8 = 0x04;
-use crate::edge::{AckObserver, EdgeFunction, EdgeParams, Step};
+use super::api::{AckObserver, EdgeFunction, EdgeParams, Step};
 use crate::policy::Queued;
 use serde::Deserialize;
 use std::cell::RefCell;
