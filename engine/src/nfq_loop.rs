@@ -297,7 +297,9 @@ pub fn arrive<H: 'static>(
 /// A receive timestamp older than this is not trusted (clock step, stale skb).
 const MAX_STAMP_AGE_NS: u64 = 50_000_000;
 
-pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
+/// The NFQUEUE socket with every link's queue bound and set up (copy range, GSO, non-blocking),
+/// and the links built: a failed start says which link and why.
+fn bind_links(config: &Config) -> Result<(Queue, i32, Vec<usize>, Vec<Link<Packet>>)> {
     let (mut queue, fd) = open_queue()?;
     queue.set_recv_enobufs(true)?;
     let rcvbuf: libc::c_int = 16 << 20;
@@ -336,6 +338,98 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         queue.set_recv_gso(l.queue_num, true)?;
     }
     queue.set_nonblocking(true);
+    Ok((queue, fd, by_queue, links))
+}
+
+/// What the loop carries from one packet to the next besides the engine: the link of each
+/// queue number, each link's last arrival time, and the arrival log if one was asked for.
+struct Arrivals {
+    by_queue: Vec<usize>,
+    last: Vec<u64>,
+    log: Option<ArrivalLog>,
+}
+
+impl Engine {
+    /// One received packet: an unbound queue's packet is accepted as it came; any other arrives
+    /// at its link (the same `arrive` an offline replay calls), then the link runs up to now.
+    fn take(&mut self, acks: &AckFeed, arrivals: &mut Arrivals, pkt: Packet) -> Result<()> {
+        let now = now_ns();
+        let i = arrivals.by_queue[usize::from(pkt.queue_num)];
+        if i == usize::MAX {
+            self.unbound_packets += 1;
+            self.batch.push(pkt.queue_num, pkt.id, true, None);
+            return Ok(());
+        }
+        self.gso_packets += u64::from(pkt.gso);
+        let info = PacketInfo::parse(&pkt.payload, pkt.orig_len);
+        // Never earlier than the link's previous arrival: its schedule only moves forward.
+        let at = arrival_time(&pkt, now).max(arrivals.last[i]);
+        arrivals.last[i] = at;
+        if let Some(log) = arrivals.log.as_mut() {
+            log.write(i, at, &info)?;
+        }
+        arrive(acks, &mut self.links[i], pkt, info, at, &mut self.fates);
+        self.links[i].advance(now, &mut self.fates);
+        self.settle(i)
+    }
+
+    /// Everything the socket holds now, packet by packet, verdicts sent as batches fill.
+    fn drain_socket(
+        &mut self,
+        receiver: &mut Receiver,
+        received: &mut Vec<Packet>,
+        acks: &AckFeed,
+        arrivals: &mut Arrivals,
+    ) -> Result<()> {
+        loop {
+            match receiver.recv(received) {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => self.nfq_errors += 1,
+                Err(e) if e.kind() == ErrorKind::Interrupted => return Ok(()),
+                Err(e) => return Err(e).context("NFQUEUE receive failed"),
+            }
+            for pkt in received.drain(..) {
+                self.take(acks, arrivals, pkt)?;
+            }
+            if self.batch.is_full() {
+                self.flush()?;
+            }
+        }
+    }
+
+    /// Shutdown: release everything held so no connection is left hanging.
+    fn release_all(&mut self) {
+        let _ = self.flush();
+        for l in 0..self.links.len() {
+            for (mut pkt, info) in self.links[l].drain() {
+                if self.rewrites[l] && rewrite(&mut pkt, info.dscp, &mut self.rewrite_failed) {
+                    self.batch.push_rewritten(pkt.queue_num, pkt.id, None, &pkt.payload);
+                } else {
+                    self.batch.push(pkt.queue_num, pkt.id, true, None);
+                }
+                if self.batch.is_full() {
+                    let _ = self.batch.flush();
+                }
+            }
+        }
+        let _ = self.batch.flush();
+    }
+}
+
+/// Sleep in ppoll until the socket is readable or `next` (ns, CLOCK_MONOTONIC) is `spin_ns` away.
+fn wait_until(fd: i32, next: u64, spin_ns: u64) {
+    let wait = next.saturating_sub(now_ns());
+    // Close to an event, poll without sleeping: waking a sleeping process costs tens of
+    // microseconds on a VM, and every hop of every packet would pay it.
+    let wait = wait.saturating_sub(spin_ns);
+    let timeout = libc::timespec { tv_sec: (wait / 1_000_000_000) as _, tv_nsec: (wait % 1_000_000_000) as _ };
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    unsafe { libc::ppoll(&mut pfd, 1, &timeout, std::ptr::null()) };
+}
+
+pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
+    let (queue, fd, by_queue, links) = bind_links(config)?;
     // Started before the engine turns real-time, and set back to normal priority in any case.
     let mut stats = StatsWriter::open(stats_path, config.links.iter().map(|l| l.name.clone()).collect())?;
     // Only once every queue is ours: a failed start then says one thing, the reason.
@@ -363,49 +457,18 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
         unbound_packets: 0,
     };
     let acks = AckFeed::of(&engine.links);
-    let mut arrival_log = match &config.arrival_log {
+    let log = match &config.arrival_log {
         Some(path) => Some(ArrivalLog::create(path, config.links.iter().map(|l| l.name.clone()).collect())?),
         None => None,
     };
-    let mut last_arrival = vec![0u64; engine.links.len()];
+    let mut arrivals = Arrivals { by_queue, last: vec![0u64; engine.links.len()], log };
     let spin_ns = config.spin_us * 1000;
     let start = now_ns();
     let interval = config.stats_interval_ms * 1_000_000;
     let mut next_stats = start + interval;
     while !STOP.load(Ordering::SeqCst) {
         engine.advance_all(now_ns())?;
-        loop {
-            match receiver.recv(&mut received) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => engine.nfq_errors += 1,
-                Err(e) if e.kind() == ErrorKind::Interrupted => break,
-                Err(e) => return Err(e).context("NFQUEUE receive failed"),
-            }
-            for pkt in received.drain(..) {
-                let now = now_ns();
-                let i = by_queue[usize::from(pkt.queue_num)];
-                if i == usize::MAX {
-                    engine.unbound_packets += 1;
-                    engine.batch.push(pkt.queue_num, pkt.id, true, None);
-                    continue;
-                }
-                engine.gso_packets += u64::from(pkt.gso);
-                let info = PacketInfo::parse(&pkt.payload, pkt.orig_len);
-                // Never earlier than the link's previous arrival: its schedule only moves forward.
-                let at = arrival_time(&pkt, now).max(last_arrival[i]);
-                last_arrival[i] = at;
-                if let Some(log) = arrival_log.as_mut() {
-                    log.write(i, at, &info)?;
-                }
-                arrive(&acks, &mut engine.links[i], pkt, info, at, &mut engine.fates);
-                engine.links[i].advance(now, &mut engine.fates);
-                engine.settle(i)?;
-            }
-            if engine.batch.is_full() {
-                engine.flush()?;
-            }
-        }
+        engine.drain_socket(&mut receiver, &mut received, &acks, &mut arrivals)?;
         engine.flush()?; // the socket is drained: nothing waits behind these verdicts any more
         let now = now_ns();
         if now >= next_stats {
@@ -415,31 +478,12 @@ pub fn run(config: &Config, stats_path: &Path) -> Result<()> {
             next_stats += interval * ((now - next_stats) / interval + 1);
         }
         let next = engine.links.iter().filter_map(|l| l.next_event()).min().unwrap_or(u64::MAX).min(next_stats);
-        let wait = next.saturating_sub(now_ns());
-        // Close to an event, poll without sleeping: waking a sleeping process costs tens of
-        // microseconds on a VM, and every hop of every packet would pay it.
-        let wait = wait.saturating_sub(spin_ns);
-        let timeout = libc::timespec { tv_sec: (wait / 1_000_000_000) as _, tv_nsec: (wait % 1_000_000_000) as _ };
-        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        unsafe { libc::ppoll(&mut pfd, 1, &timeout, std::ptr::null()) };
+        wait_until(fd, next, spin_ns);
     }
-    // Shutdown: release everything held so no connection is left hanging, then the final record.
-    let _ = engine.flush();
-    for l in 0..engine.links.len() {
-        for (mut pkt, info) in engine.links[l].drain() {
-            if engine.rewrites[l] && rewrite(&mut pkt, info.dscp, &mut engine.rewrite_failed) {
-                engine.batch.push_rewritten(pkt.queue_num, pkt.id, None, &pkt.payload);
-            } else {
-                engine.batch.push(pkt.queue_num, pkt.id, true, None);
-            }
-            if engine.batch.is_full() {
-                let _ = engine.batch.flush();
-            }
-        }
-    }
-    let _ = engine.batch.flush();
+    // Shutdown: release everything held, then the final record.
+    engine.release_all();
     drop(queue); // the socket closes once every verdict has gone
-    if let Some(log) = arrival_log {
+    if let Some(log) = arrivals.log {
         log.finish()?;
     }
     if stats.skipped > 0 {

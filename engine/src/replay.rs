@@ -10,7 +10,7 @@
 //! loss), `police` (a policer), `shape` (a full shaper buffer), empty when the policy refused it;
 //! `dscp_out` is the DSCP the packet left (or was dropped) with; `fates_version` is FATES_VERSION.
 //!
-//! For the TCP-aware markers (tcpf.rs) a trace may also carry `dir,flags,seq,ack,payload`:
+//! For the TCP-aware markers (edge/tcpf.rs) a trace may also carry `dir,flags,seq,ack,payload`:
 //! `dir` is `fwd` (the replayed link's direction; empty means fwd) or `rev` (the other way, where
 //! the ACKs come back: shown to the engine's ACK observers as if crossing another link of the
 //! same router, and given no row in FATES.csv, whose `id` stays the trace's packet index);
@@ -53,6 +53,110 @@ impl TracePacket {
 const REQUIRED: [&str; 4] = ["time_us", "size", "dscp", "flow"];
 const OPTIONAL: [&str; 10] = ["proto", "src", "dst", "sport", "dport", "dir", "flags", "seq", "ack", "payload"];
 
+/// A header line's column index of each field, REQUIRED then OPTIONAL (None: absent), or None
+/// for the old four columns, whatever their header says.
+fn trace_columns(f: &[&str]) -> Result<Option<Vec<Option<usize>>>> {
+    if f.len() == 4 && !f.iter().any(|c| OPTIONAL.contains(c)) {
+        return Ok(None);
+    }
+    let columns: Vec<Option<usize>> =
+        REQUIRED.iter().chain(OPTIONAL.iter()).map(|name| f.iter().position(|c| c == name)).collect();
+    if let Some(i) = (0..4).find(|i| columns[*i].is_none()) {
+        bail!("trace header: no column {:?} (need time_us,size,dscp,flow)", REQUIRED[i]);
+    }
+    if let Some(unknown) = f.iter().find(|c| !REQUIRED.contains(c) && !OPTIONAL.contains(c)) {
+        bail!("trace header: unknown column {unknown:?}");
+    }
+    Ok(Some(columns))
+}
+
+/// One data line of a trace: its fields, the columns the header gave and its line number.
+struct TraceRow<'a> {
+    f: &'a [&'a str],
+    columns: &'a [Option<usize>],
+    line: usize,
+}
+
+impl TraceRow<'_> {
+    fn at(&self, i: usize) -> Option<&str> {
+        self.columns[i].map(|c| self.f[c]).filter(|v| !v.is_empty())
+    }
+
+    fn num(&self, i: usize, name: &str) -> Result<Option<u64>> {
+        let n = self.line;
+        self.at(i).map(|v| v.parse::<u64>().with_context(|| format!("trace line {n}: {name} {v:?}"))).transpose()
+    }
+
+    fn addr(&self, i: usize, name: &str) -> Result<u32> {
+        match self.at(i) {
+            None => Ok(0),
+            Some(v) => {
+                Ok(u32::from(v.parse::<Ipv4Addr>().with_context(|| format!("trace line {}: {name} {v:?}", self.line))?))
+            }
+        }
+    }
+
+    fn port(&self, i: usize, name: &str) -> Result<Option<u16>> {
+        self.num(i, name)?
+            .map(|p| u16::try_from(p).with_context(|| format!("trace line {}: {name} {p}", self.line)))
+            .transpose()
+    }
+
+    fn word(&self, i: usize, name: &str) -> Result<Option<u32>> {
+        self.num(i, name)?
+            .map(|v| u32::try_from(v).with_context(|| format!("trace line {}: {name} {v} (0-4294967295)", self.line)))
+            .transpose()
+    }
+
+    fn required(&self, i: usize) -> &str {
+        self.f[self.columns[i].unwrap()]
+    }
+
+    fn tcp(&self) -> Result<Option<TcpInfo>> {
+        let n = self.line;
+        Ok(match (self.num(10, "flags")?, self.word(11, "seq")?, self.word(12, "ack")?, self.word(13, "payload")?) {
+            (Some(flags), Some(seq), Some(ack), Some(payload)) => Some(TcpInfo {
+                flags: u8::try_from(flags).with_context(|| format!("trace line {n}: flags {flags} (0-255)"))?,
+                seq,
+                ack,
+                payload,
+            }),
+            (None, None, None, None) => None,
+            _ => bail!("trace line {n}: flags, seq, ack and payload go together"),
+        })
+    }
+
+    fn packet(&self) -> Result<TracePacket> {
+        let n = self.line;
+        let proto = self.num(4, "proto")?.unwrap_or(0);
+        let reverse = match self.at(9) {
+            None | Some("fwd") => false,
+            Some("rev") => true,
+            Some(other) => bail!("trace line {n}: dir {other:?} (allowed: fwd, rev, or empty for fwd)"),
+        };
+        let tcp = self.tcp()?;
+        Ok(TracePacket {
+            time_us: self
+                .required(0)
+                .parse()
+                .with_context(|| format!("trace line {n}: time_us {:?}", self.required(0)))?,
+            size: self.required(1).parse().with_context(|| format!("trace line {n}: size"))?,
+            dscp: self.required(2).parse().with_context(|| format!("trace line {n}: dscp"))?,
+            flow: self.required(3).parse().with_context(|| format!("trace line {n}: flow"))?,
+            proto: u8::try_from(proto).with_context(|| format!("trace line {n}: proto {proto}"))?,
+            src: self.addr(5, "src")?,
+            dst: self.addr(6, "dst")?,
+            ports: match (self.port(7, "sport")?, self.port(8, "dport")?) {
+                (Some(s), Some(d)) => Some((s, d)),
+                (None, None) => None,
+                _ => bail!("trace line {n}: sport and dport go together"),
+            },
+            tcp,
+            reverse,
+        })
+    }
+}
+
 pub fn read_trace(input: impl BufRead) -> Result<Vec<TracePacket>> {
     let mut packets = Vec::new();
     let mut last = f64::NEG_INFINITY;
@@ -68,79 +172,15 @@ pub fn read_trace(input: impl BufRead) -> Result<Vec<TracePacket>> {
         }
         if n == 0 && line.starts_with("time") {
             width = f.len();
-            if width == 4 && !f.iter().any(|c| OPTIONAL.contains(c)) {
-                continue; // the old four columns, whatever their header says
-            }
-            for (i, name) in REQUIRED.iter().chain(OPTIONAL.iter()).enumerate() {
-                columns[i] = f.iter().position(|c| c == name);
-            }
-            if let Some(i) = (0..4).find(|i| columns[*i].is_none()) {
-                bail!("trace header: no column {:?} (need time_us,size,dscp,flow)", REQUIRED[i]);
-            }
-            if let Some(unknown) = f.iter().find(|c| !REQUIRED.contains(c) && !OPTIONAL.contains(c)) {
-                bail!("trace header: unknown column {unknown:?}");
+            if let Some(c) = trace_columns(&f)? {
+                columns = c;
             }
             continue;
         }
         if f.len() != width {
             bail!("trace line {}: expected {width} columns (time_us,size,dscp,flow...), got {line:?}", n + 1);
         }
-        let at = |i: usize| columns[i].map(|c| f[c]).filter(|v| !v.is_empty());
-        let num = |i: usize, name: &str| -> Result<Option<u64>> {
-            at(i).map(|v| v.parse::<u64>().with_context(|| format!("trace line {}: {name} {v:?}", n + 1))).transpose()
-        };
-        let addr = |i: usize, name: &str| -> Result<u32> {
-            match at(i) {
-                None => Ok(0),
-                Some(v) => {
-                    Ok(u32::from(v.parse::<Ipv4Addr>().with_context(|| format!("trace line {}: {name} {v:?}", n + 1))?))
-                }
-            }
-        };
-        let port = |i: usize, name: &str| -> Result<Option<u16>> {
-            num(i, name)?
-                .map(|p| u16::try_from(p).with_context(|| format!("trace line {}: {name} {p}", n + 1)))
-                .transpose()
-        };
-        let proto = num(4, "proto")?.unwrap_or(0);
-        let reverse = match at(9) {
-            None | Some("fwd") => false,
-            Some("rev") => true,
-            Some(other) => bail!("trace line {}: dir {other:?} (allowed: fwd, rev, or empty for fwd)", n + 1),
-        };
-        let word = |i: usize, name: &str| -> Result<Option<u32>> {
-            num(i, name)?
-                .map(|v| u32::try_from(v).with_context(|| format!("trace line {}: {name} {v} (0-4294967295)", n + 1)))
-                .transpose()
-        };
-        let tcp = match (num(10, "flags")?, word(11, "seq")?, word(12, "ack")?, word(13, "payload")?) {
-            (Some(flags), Some(seq), Some(ack), Some(payload)) => Some(TcpInfo {
-                flags: u8::try_from(flags).with_context(|| format!("trace line {}: flags {flags} (0-255)", n + 1))?,
-                seq,
-                ack,
-                payload,
-            }),
-            (None, None, None, None) => None,
-            _ => bail!("trace line {}: flags, seq, ack and payload go together", n + 1),
-        };
-        let p = TracePacket {
-            time_us: f[columns[0].unwrap()]
-                .parse()
-                .with_context(|| format!("trace line {}: time_us {:?}", n + 1, f[columns[0].unwrap()]))?,
-            size: f[columns[1].unwrap()].parse().with_context(|| format!("trace line {}: size", n + 1))?,
-            dscp: f[columns[2].unwrap()].parse().with_context(|| format!("trace line {}: dscp", n + 1))?,
-            flow: f[columns[3].unwrap()].parse().with_context(|| format!("trace line {}: flow", n + 1))?,
-            proto: u8::try_from(proto).with_context(|| format!("trace line {}: proto {proto}", n + 1))?,
-            src: addr(5, "src")?,
-            dst: addr(6, "dst")?,
-            ports: match (port(7, "sport")?, port(8, "dport")?) {
-                (Some(s), Some(d)) => Some((s, d)),
-                (None, None) => None,
-                _ => bail!("trace line {}: sport and dport go together", n + 1),
-            },
-            tcp,
-            reverse,
-        };
+        let p = TraceRow { f: &f, columns: &columns, line: n + 1 }.packet()?;
         if p.tcp.is_some() && (p.proto != 6 || p.ports.is_none()) {
             bail!("trace line {}: TCP fields need proto 6 and sport, dport", n + 1);
         }
