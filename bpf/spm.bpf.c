@@ -131,6 +131,47 @@ static __always_inline int in_edges(const struct spm_config *cfg, __u32 seq, __u
 	return 0;
 }
 
+/* A control segment (no payload): marked as the configuration says, or left unmarked. */
+static __always_inline void mark_control(struct __sk_buff *skb, struct iphdr *ip, const struct spm_config *cfg)
+{
+	int high;
+
+	if (cfg->control == CONTROL_UNMARKED) {
+		count(C_CONTROL_UNMARKED, 1);
+		return;
+	}
+	high = cfg->control == CONTROL_HIGH;
+	count(high ? C_CONTROL_HIGH : C_CONTROL_LOW, 1);
+	set_dscp(skb, ip, high ? DSCP_AF11 : DSCP_AF12);
+}
+
+/* Whether the segment [seq, seq+payload) is high priority by a document the server named: among
+ * the first or last MSS of a document (SCOPE_DOCUMENT), or the last of the connection's last
+ * document (CATNIP_DOC_LAST). */
+static __always_inline int in_doc_edges(const struct spm_config *cfg, struct conn_docs *st, __u32 seq,
+					__u32 payload, __u32 mss)
+{
+	int i;
+
+	for (i = 0; i < MAX_DOCS; i++) {
+		struct doc *d = &st->doc[i];
+
+		if (!d->len)
+			continue;
+		/* Does the segment overlap the document? */
+		if ((__s32)(seq + payload - d->start) <= 0 || (__s32)(d->start + d->len - seq) <= 0)
+			continue;
+		if (cfg->scope == SCOPE_DOCUMENT) {
+			if (in_edges(cfg, seq, payload, d->start, d->len, 1, mss))
+				return 1;
+		} else if ((d->flags & CATNIP_DOC_LAST) && cfg->last &&
+			   (__s32)(d->start + d->len - seq) <= (__s32)(cfg->segments * mss)) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
 SEC("tc")
 int catnip_mark(struct __sk_buff *skb)
 {
@@ -143,7 +184,7 @@ int catnip_mark(struct __sk_buff *skb)
 	struct spm_config *cfg;
 	struct conn_docs *st;
 	__u32 key = 0, seq, payload, mss, ihl, base;
-	int high = 0, i;
+	int high = 0;
 
 	cfg = bpf_map_lookup_elem(&catnip_cfg, &key);
 	if (!cfg || !cfg->enabled)
@@ -162,13 +203,7 @@ int catnip_mark(struct __sk_buff *skb)
 	payload = bpf_ntohs(ip->tot_len) - ihl - tcp->doff * 4;
 
 	if (payload == 0 || payload > 0xffff) {
-		if (cfg->control == CONTROL_UNMARKED) {
-			count(C_CONTROL_UNMARKED, 1);
-			return TC_ACT_OK;
-		}
-		high = cfg->control == CONTROL_HIGH;
-		count(high ? C_CONTROL_HIGH : C_CONTROL_LOW, 1);
-		set_dscp(skb, ip, high ? DSCP_AF11 : DSCP_AF12);
+		mark_control(skb, ip, cfg);
 		return TC_ACT_OK;
 	}
 
@@ -202,24 +237,7 @@ int catnip_mark(struct __sk_buff *skb)
 			high = 1;
 	}
 	if (!high && st) {
-		for (i = 0; i < MAX_DOCS; i++) {
-			struct doc *d = &st->doc[i];
-
-			if (!d->len)
-				continue;
-			/* Does the segment overlap the document? */
-			if ((__s32)(seq + payload - d->start) <= 0 || (__s32)(d->start + d->len - seq) <= 0)
-				continue;
-			if (cfg->scope == SCOPE_DOCUMENT) {
-				if (in_edges(cfg, seq, payload, d->start, d->len, 1, mss))
-					high = 1;
-			} else if ((d->flags & CATNIP_DOC_LAST) && cfg->last &&
-				   (__s32)(d->start + d->len - seq) <= (__s32)(cfg->segments * mss)) {
-				high = 1;
-			}
-			if (high)
-				break;
-		}
+		high = in_doc_edges(cfg, st, seq, payload, mss);
 	} else if (!high && cfg->scope == SCOPE_DOCUMENT) {
 		/* No document size was given: fall back to the connection's first segments. */
 		base = tp->snd_una - (__u32)tp->bytes_acked;
