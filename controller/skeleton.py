@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from catnip.results.store import Store
-from catnip.testbed import cleanup, hostconfig, paths, run_cgroup, sender, spm
+from catnip.testbed import cleanup, hostconfig, paths, run_watchdog, sender, spm
 
 
 @dataclass
@@ -82,7 +82,7 @@ def machine_lock(wait: bool = False) -> Iterator[None]:
         if left:
             raise LeftoversFound(f"a run that died without its teardown left {cleanup.describe(left)}: run `catnip"
                                  " clean` first, then start again")
-        with run_cgroup.joined(leftovers=True):  # everything the run starts is born in its group; a watchdog outside it
+        with run_watchdog.joined(leftovers=True):  # everything the run starts is born in its group; a watchdog outside it
             yield
     finally:
         fh.seek(0)

@@ -175,7 +175,7 @@ def probe() -> Capabilities:
     if caps.root:
         _probe_ovs(caps)
     caps.bpf_btf = Path("/sys/kernel/btf/vmlinux").exists()
-    from catnip.testbed.spm import cgroup2_root
+    from catnip.testbed.kernel_fs import cgroup2_root
     caps.cgroup2 = cgroup2_root() is not None
     try:
         import mininet.net  # noqa: F401  (Debian's package, seen through the venv)

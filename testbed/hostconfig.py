@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from catnip.testbed.tc_backend import ETH_HEADER
+from catnip.testbed.ethernet import ETH_HEADER
 
 
 class HostConfigError(RuntimeError):

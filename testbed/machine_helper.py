@@ -32,7 +32,7 @@ import subprocess
 import sys
 from typing import Any
 
-from catnip.testbed import keep_awake, rto_init, run_cgroup, tcpds
+from catnip.testbed import keep_awake, rto_init, run_watchdog, tcpds
 
 READY_TIMEOUT_S = 30
 
@@ -109,7 +109,7 @@ def serve(name: str) -> int:
     marker: tcpds.TcpStateMarker | None = None
     awake: keep_awake.KeepAwake | None = None
     problems: list[str] = []
-    with run_cgroup.joined() as group:
+    with run_watchdog.joined() as group:
         try:
             print(f"READY {group or '-'}", flush=True)
             for line in sys.stdin:

@@ -6,7 +6,8 @@ group, whatever its command line or namespace. `catnip clean` then selects a kil
 by that membership instead of by their command lines, and removes them all with `cgroup.kill`.
 Groups nested inside (the SPM marker's cgroup for Apache, testbed/spm.py) go with it. A runner
 killed by SIGKILL cannot do that itself: its watchdog (testbed/run_watchdog.py), born outside the
-group, does it the moment the runner dies.
+group, does it the moment the runner dies. A run joins its group through
+testbed/run_watchdog.py's `joined`, which starts the watchdog first; this module knows groups only.
 
 Without a cgroup-v2 hierarchy (or where the kernel refuses), runs go on without one and cleanup
 falls back to the command-line markers (testbed/cleanup.py): said once on stderr.
@@ -16,11 +17,8 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 PREFIX = "catnip-run-"
 
@@ -120,47 +118,3 @@ def remove(group: Path, timeout: float = 10.0) -> list[str]:
         except OSError as exc:
             problems.append(f"removing {g}: {exc.strerror}")
     return problems
-
-
-@contextmanager
-def joined(watch: bool = True, leftovers: bool = False) -> Iterator[Path | None]:
-    """Run the body with this process in a new run group; afterwards move back, end whatever the
-    run left running in the group (its teardown should have; a leak must not outlive the run),
-    and remove the group. With `watch`, a watchdog (testbed/run_watchdog.py), started before this
-    process joins so that it is born outside the group, ends the group if this process dies
-    without getting here (SIGKILL); with `leftovers` (a holder of the machine lock, whose run
-    alone can own what carries our prefix) it also removes what the run left, as `catnip clean`."""
-    from catnip.testbed import run_watchdog
-    root, before = hierarchy(), own_group()
-    group = None
-    watchdog = None
-    candidate = root / f"{PREFIX}{os.getpid()}" if root is not None and before is not None else None
-    if candidate is not None:
-        try:
-            if candidate.exists():  # a run of an earlier process with our pid was killed: its leftovers
-                remove(candidate)
-            candidate.mkdir()
-            watchdog = run_watchdog.start(candidate, leftovers) if watch else None
-            (candidate / "cgroup.procs").write_text(str(os.getpid()))
-            group = candidate
-        except OSError as exc:
-            print(f"catnip: no cgroup for this run ({exc.strerror}): cleanup after a kill falls back to"
-                  " command-line markers", file=sys.stderr)
-            try:
-                candidate.rmdir()
-            except OSError:
-                pass
-    if watchdog is None and watch and leftovers and group is None:  # no group: it still removes what the run left
-        watchdog = run_watchdog.start(None, leftovers)
-    try:
-        yield group
-    finally:
-        if group is not None:
-            try:
-                (before / "cgroup.procs").write_text(str(os.getpid()))
-            except OSError:
-                (root / "cgroup.procs").write_text(str(os.getpid()))
-            for line in remove(group):
-                print(f"catnip: {line}", file=sys.stderr)
-        if watchdog is not None:  # the run ended through its own teardown: nothing for it to do
-            watchdog.finished()

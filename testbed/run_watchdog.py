@@ -3,11 +3,12 @@ crash in C), nothing of the run keeps running and what it left on the machine is
 
     python -m catnip.testbed.run_watchdog RUNNER_PID RUNNER_IDENTITY GROUP [--leftovers]
 
-The runner starts it (testbed/run_cgroup.joined) before it moves itself into its run group, so the
-watchdog is born outside the group, in a session of its own (a Ctrl-C or a closed terminal reaches
-the runner, whose teardown then runs, not the watchdog). It says WATCHING once it holds a pidfd of
-the runner, then waits on that pidfd and on its stdin. A runner that ends its run through its own
-teardown writes `done` there and the watchdog leaves. A runner that dies first:
+The runner starts it (`joined` below, where a run joins its group, testbed/run_cgroup.py) before
+it moves itself into its run group, so the watchdog is born outside the group, in a session of its
+own (a Ctrl-C or a closed terminal reaches the runner, whose teardown then runs, not the
+watchdog). It says WATCHING once it holds a pidfd of the runner, then waits on that pidfd and on
+its stdin. A runner that ends its run through its own teardown writes `done` there and the
+watchdog leaves. A runner that dies first:
 
 1. the run's group is ended at once with `cgroup.kill` (testbed/run_cgroup.remove): every process
    the run started, in whatever namespace and however deep (Apache's workers, Mininet's shells'
@@ -30,6 +31,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from catnip.testbed import paths, processes, run_cgroup
@@ -92,6 +95,49 @@ def start(group: Path | None, leftovers: bool = True) -> Watchdog | None:
               " kill, `catnip clean` removes what the run left", file=sys.stderr)
         return None
     return Watchdog(proc)
+
+
+@contextmanager
+def joined(watch: bool = True, leftovers: bool = False) -> Iterator[Path | None]:
+    """Run the body with this process in a new run group; afterwards move back, end whatever the
+    run left running in the group (its teardown should have; a leak must not outlive the run),
+    and remove the group. With `watch`, a watchdog (this module), started before this
+    process joins so that it is born outside the group, ends the group if this process dies
+    without getting here (SIGKILL); with `leftovers` (a holder of the machine lock, whose run
+    alone can own what carries our prefix) it also removes what the run left, as `catnip clean`."""
+    root, before = run_cgroup.hierarchy(), run_cgroup.own_group()
+    group = None
+    watchdog = None
+    candidate = root / f"{run_cgroup.PREFIX}{os.getpid()}" if root is not None and before is not None else None
+    if candidate is not None:
+        try:
+            if candidate.exists():  # a run of an earlier process with our pid was killed: its leftovers
+                run_cgroup.remove(candidate)
+            candidate.mkdir()
+            watchdog = start(candidate, leftovers) if watch else None
+            (candidate / "cgroup.procs").write_text(str(os.getpid()))
+            group = candidate
+        except OSError as exc:
+            print(f"catnip: no cgroup for this run ({exc.strerror}): cleanup after a kill falls back to"
+                  " command-line markers", file=sys.stderr)
+            try:
+                candidate.rmdir()
+            except OSError:
+                pass
+    if watchdog is None and watch and leftovers and group is None:  # no group: it still removes what the run left
+        watchdog = start(None, leftovers)
+    try:
+        yield group
+    finally:
+        if group is not None:
+            try:
+                (before / "cgroup.procs").write_text(str(os.getpid()))
+            except OSError:
+                (root / "cgroup.procs").write_text(str(os.getpid()))
+            for line in run_cgroup.remove(group):
+                print(f"catnip: {line}", file=sys.stderr)
+        if watchdog is not None:  # the run ended through its own teardown: nothing for it to do
+            watchdog.finished()
 
 
 def _say(text: str) -> None:

@@ -127,7 +127,7 @@ def build() -> None:
 
 def register() -> None:
     """Register every project congestion control (both objects); all or none."""
-    from catnip.testbed.spm import ensure_bpffs
+    from catnip.testbed.kernel_fs import ensure_bpffs
     ensure_bpffs()  # the objects pin their shared maps there; a fresh machine may not have it mounted
     build()
     unregister()  # a killed run may have left them; names must be unique

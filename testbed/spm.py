@@ -18,11 +18,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from catnip.testbed import paths
+from catnip.testbed import kernel_fs, paths
+from catnip.testbed.kernel_fs import BPFFS, cgroup2_root
 
 OBJECT = paths.REPO / "bpf" / "build" / "spm.bpf.o"
 MOD_CATNIP = paths.REPO / "apache" / "build" / "mod_catnip.so"
-BPFFS = Path("/sys/fs/bpf")
 PIN_ROOT = BPFFS / "catnip"
 CGROUP_NAME = "catnip-servers"
 COUNTERS = ("data_high", "data_low", "data_high_bytes", "data_low_bytes", "control_high", "control_low",
@@ -65,16 +65,6 @@ def run_tool(argv: list[str], what: str) -> str:
     return res.stdout
 
 
-def cgroup2_root() -> Path | None:
-    """Where the cgroup-v2 hierarchy is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid)."""
-    with open("/proc/self/mounts") as fh:
-        for line in fh:
-            parts = line.split()
-            if len(parts) > 2 and parts[2] == "cgroup2":
-                return Path(parts[1])
-    return None
-
-
 def build() -> Path:
     """Compile the object and the Apache module if missing (set-up normally did it)."""
     if not OBJECT.exists():
@@ -93,9 +83,11 @@ def joiner(cgroup: Path | None):
 
 
 def ensure_bpffs() -> None:
-    if not os.path.ismount(BPFFS):
-        BPFFS.mkdir(parents=True, exist_ok=True)
-        run_tool(["mount", "-t", "bpf", "bpf", str(BPFFS)], "mounting bpffs")
+    """bpffs mounted (testbed/kernel_fs.py); a failure is an SpmError."""
+    try:
+        kernel_fs.ensure_bpffs()
+    except kernel_fs.MountError as exc:
+        raise SpmError(str(exc)) from None
 
 
 def load_object(obj: Path, pin: Path, own_maps: tuple[str, ...]) -> None:

@@ -13,9 +13,7 @@ import subprocess
 from dataclasses import dataclass
 
 from catnip.testbed.capabilities import probe_qdiscs
-
-
-ETH_HEADER = 14
+from catnip.testbed.ethernet import ETH_HEADER
 
 
 class TcBackendError(RuntimeError):

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from catnip.testbed import netns, rto_init, run_cgroup
+from catnip.testbed import netns, rto_init, run_cgroup, run_watchdog
 from tests.conftest import need_root, wait_until
 
 pytestmark = [pytest.mark.netns]
@@ -42,7 +42,7 @@ def test_a_namespace_given_6_s_starts_its_connections_with_that_rto():
     if run_cgroup.hierarchy() is None:
         pytest.skip("needs a cgroup-v2 hierarchy (the program is attached to the run's cgroup)")
     procs, rto = [], None
-    with run_cgroup.joined() as group:
+    with run_watchdog.joined() as group:
         if group is None:
             pytest.skip("this machine refused a run cgroup")
         try:

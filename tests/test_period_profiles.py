@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from catnip.spec import scenario as s
-from catnip.testbed import netns, rto_init, run_cgroup
+from catnip.testbed import netns, rto_init, run_cgroup, run_watchdog
 from catnip.testbed.paths import REPO
 from tests.conftest import listening, need_root, wait_until
 
@@ -140,7 +140,7 @@ def test_linux_24_sends_its_first_syn_again_after_3_s(pair, tmp_path):
         pytest.skip("needs a cgroup-v2 hierarchy (the initial RTO's program is attached to the run's cgroup)")
     settings, _ = host_tcp("linux-2.4")
     procs, rto = [], None
-    with run_cgroup.joined() as group:
+    with run_watchdog.joined() as group:
         if group is None:
             pytest.skip("this machine refused a run cgroup")
         try:

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from catnip.testbed import cleanup, run_cgroup
+from catnip.testbed import cleanup, run_cgroup, run_watchdog
 from tests.conftest import need_root, wait_until
 
 
@@ -24,7 +24,7 @@ def hierarchy():
 
 def test_a_run_group_holds_what_the_run_starts_and_ends_it(hierarchy):
     before = run_cgroup.own_group()
-    with run_cgroup.joined() as group:
+    with run_watchdog.joined() as group:
         assert group is not None and group.name == f"{run_cgroup.PREFIX}{os.getpid()}"
         assert run_cgroup.own_group() == group and run_cgroup.current_run_group() == group
         # A process with nothing of ours on its command line, and one in a group nested inside.

@@ -164,7 +164,7 @@ def test_a_runner_that_ends_its_run_sends_its_watchdog_away():
     need_root()
     if run_cgroup.hierarchy() is None:
         pytest.skip("no cgroup-v2 hierarchy mounted here")
-    with run_cgroup.joined() as group:
+    with run_watchdog.joined() as group:
         watchdogs = [p for p, cmd in _cmdlines() if f"catnip.testbed.run_watchdog {os.getpid()} " in cmd]
         assert len(watchdogs) == 1 and watchdogs[0] not in run_cgroup.processes(group), "born outside the group"
     assert not Path(f"/proc/{watchdogs[0]}").exists(), "it left with the run"
