@@ -18,7 +18,8 @@ from pathlib import Path
 from catnip.spec import scenario as scenario_mod
 from catnip.results import figures
 from catnip.controller.skeleton import TeardownStack, kernel_resources
-from catnip.testbed import apache, hostconfig, network, spm
+from catnip.testbed import hostconfig, network, spm
+from catnip.workloads import apache
 from catnip.testbed.capabilities import probe
 from catnip.testbed.capture import Capture
 from catnip.testbed.links import EngineBackend

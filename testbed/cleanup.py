@@ -15,7 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from catnip.testbed import apache, machines, paths, run_cgroup, sender, spm
+from catnip.testbed import machines, paths, run_cgroup, sender, spm
+from catnip.workloads import apache
 from catnip.testbed.hostconfig import restore_allowed_congestion_control
 
 PREFIX = paths.PREFIX
@@ -93,7 +94,7 @@ def our_processes() -> list[tuple[int, str]]:
 
 
 def _our_apache(argv: list[str]) -> bool:
-    """An Apache of ours in any namespace: marked -DCATNIP_TESTBED (testbed/apache.py), or, from
+    """An Apache of ours in any namespace: marked -DCATNIP_TESTBED (workloads/apache.py), or, from
     before the mark, configured in a folder named with our prefix (the tests' ctp-apache-*)."""
     if not argv or not argv[0].endswith("apache2"):
         return False

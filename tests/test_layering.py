@@ -15,6 +15,7 @@ LAYERS = [
     ["topologies", "workloads"],    # the topology library; applications and their programs
     ["testbed"],                    # everything that touches the machine
     ["results", "models"],          # the store and what reads it; the latency models
+    ["papers"],                     # each paper's layouts, views, numbers (above results/, spec/)
     ["controller"],                 # runs
     ["webui"],                      # the dashboard
     ["cli"],                        # the `catnip` command
@@ -24,7 +25,6 @@ SAME = {("models", "results")}  # the models are checked against stored runs
 KNOWN = {
     ("spec", "topologies"): "spec/scenario.py builds the topology union from the library",
     ("spec", "workloads"): "spec/scenario.py validates applications through their plug-ins' schemas",
-    ("workloads", "testbed"): "workloads/apps/web.py writes Apache's configuration with testbed/apache.py",
 }
 
 

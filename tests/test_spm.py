@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from catnip.testbed import apache, spm
+from catnip.testbed import spm
+from catnip.workloads import apache
 from tests.conftest import REPO, listening, need_root, wait_until
 
 pytestmark = [pytest.mark.netns]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from catnip.testbed.apache import ApacheServer
+from catnip.workloads.apache import ApacheServer
 from tests.conftest import wait_until
 from catnip.workloads import client as client_mod
 from catnip.workloads.docroot import documents, write_docroot

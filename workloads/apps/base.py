@@ -13,7 +13,7 @@ application of a scenario through the same steps:
 workloads/gate.py; start_clients releases them and starts the rest.)
 
 `stop` runs on every exit path and must be safe to call twice. Plug-ins do not import the
-testbed (web alone uses testbed/apache.py for Apache's configuration): hosts come as `Host` objects whose `node` can `popen(argv, ...)` and `cmd(text)` in the
+testbed (web's Apache and its configuration are workloads/apache.py): hosts come as `Host` objects whose `node` can `popen(argv, ...)` and `cmd(text)` in the
 host's namespace (a Mininet node), so a toy application fits in a few lines (tests/test_plugins.py).
 """
 

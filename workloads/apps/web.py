@@ -1,4 +1,4 @@
-"""Web sessions as an application: one real Apache per server host (testbed/apache.py) and one
+"""Web sessions as an application: one real Apache per server host (workloads/apache.py) and one
 session client per client host (workloads/client.py), each client served by its server's block
 of clients (section IV-A: 10 clients per server).
 
@@ -175,7 +175,7 @@ class Web(Application):
         self.launched: dict[str, Proc] = {}  # client name -> its gated program, waiting for GO
 
     def start_servers(self) -> None:
-        from catnip.testbed import apache
+        from catnip.workloads import apache
         from catnip.workloads.docroot import write_docroot
         sp: WebSpec = self.spec
         if self.ctx.docroot is None:
