@@ -288,7 +288,7 @@ class CatnipLoss(_Policy):
         return {"kind": "catnip_loss", "loss_p": self.loss_p, "loss_p_high": self.loss_p_high}
 
 
-MIN_BUCKET_BYTES = units.MIN_BUCKET_BYTES  # the engine's smallest token bucket (engine/src/edge/mod.rs)
+MIN_BUCKET_BYTES = units.MIN_BUCKET_BYTES  # the engine's smallest token bucket (engine/src/edge/bucket.rs)
 MAX_WRR_WEIGHT = 10**6  # packets per round; the engine holds a weight in 32 bits
 
 

@@ -34,7 +34,7 @@ MAX_RATE = 10**12                  # bit/s: 1000 Gbit/s (links are held to 100 G
 MAX_DURATION = 10**9               # seconds (about 31 years; time limits and intervals are tighter)
 MAX_SIZE_BYTES = 2**40             # 1 TiB: a buffer, bucket, pool or application size
 MAX_BUFFER_PACKETS = 10**9         # a buffer's packets
-MIN_BUCKET_BYTES = 64              # the engine's smallest token bucket: one packet of 64 bytes (engine/src/edge/mod.rs)
+MIN_BUCKET_BYTES = 64              # the engine's smallest token bucket: one packet of 64 bytes (engine/src/edge/bucket.rs)
 
 RATE_HELP = "a number with a unit: bit, kbit, Mbit, Gbit (or bps, kbps, Mbps, Gbps), e.g. '1.5Mbit'"
 TIME_HELP = "a number with a unit: us, ms, s or min, e.g. '5ms'"
