@@ -227,6 +227,7 @@ class Run:
         import pandas
 
         from catnip.results import layouts
+        import catnip.papers  # noqa: F401 (registers the papers' layouts: papers/__init__.py)
         ids = (self.id, *(o.id if isinstance(o, Run) else o for o in others))
         with _store(self.db) as store:
             table = layouts.build(name, store, *ids)

@@ -80,6 +80,7 @@ def build_cmd(files: tuple[str, ...], root: str | None) -> None:
     """Rewrite the generated regions of FILES (default README.md and docs/**/*.md) from the
     archive, through the layouts `catnip report` uses. Exit 1 naming what could not be built."""
     from catnip.results import doc_regions
+    import catnip.papers  # noqa: F401 (registers the papers' layouts: papers/__init__.py)
     base = _root(root)
     outcome = doc_regions.build(base, _files(base, files))
     for doc in outcome.changed:
@@ -96,6 +97,7 @@ def check_cmd(files: tuple[str, ...], root: str | None) -> None:
     archive gives; exit 1 naming the doc, the region and its first differing line, a region that
     cites a run not archived, or an archived file not the one its manifest lists."""
     from catnip.results import doc_regions
+    import catnip.papers  # noqa: F401 (registers the papers' layouts: papers/__init__.py)
     base = _root(root)
     outcome = doc_regions.check(base, _files(base, files))
     _report(outcome, f"{outcome.regions} region(s) in {outcome.docs} doc(s) match {base / 'archive'}")

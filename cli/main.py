@@ -482,6 +482,7 @@ def _check_view_options(views: list[str], view: str | None, pool_only: dict[str,
 def _one_run_report(run_id: str, db: str | None, view: str | None, fmt: str, interval: str) -> None:
     """The page-time table (default), --by-sender or --loss of one run."""
     from catnip.results import layouts
+    import catnip.papers  # noqa: F401 (registers the papers' layouts: papers/__init__.py)
     from catnip.results import report as report_mod
     with _report_store(db) as store:
         _check_run_ids(store, [run_id])
@@ -536,6 +537,7 @@ def _report_store(db: str | None):
 
 def _list_layouts(as_json: bool) -> None:
     from catnip.results import layouts
+    import catnip.papers  # noqa: F401 (registers the papers' layouts: papers/__init__.py)
     found = list(layouts.LAYOUTS.values())
     if as_json:
         click.echo(json.dumps([{"name": x.name, "title": x.title, "paper": x.paper, "min_runs": x.min_runs,
@@ -548,6 +550,7 @@ def _list_layouts(as_json: bool) -> None:
 
 def _layout_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str) -> None:
     from catnip.results import layouts
+    import catnip.papers  # noqa: F401 (registers the papers' layouts: papers/__init__.py)
     try:
         layouts.get(name)
     except layouts.UnknownLayout as exc:

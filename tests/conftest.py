@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+import catnip.papers  # noqa: F401 (the papers' layouts registered, as the CLI and the dashboard do)
 from catnip.testbed import cleanup, paths
 
 REPO = paths.REPO

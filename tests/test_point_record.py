@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from catnip.controller.point_plan import PointPlan
-from catnip.results import layouts, servdiff, tcpf
+from catnip.papers.tcpf import analysis as tcpf
+from catnip.results import layouts, servdiff
 from catnip.results.point_record import record_of
 from catnip.results.store import Store
 from catnip.spec import scenario as s

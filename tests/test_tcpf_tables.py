@@ -11,7 +11,9 @@ import statistics
 
 import pytest
 
-from catnip.results import layouts, tcpf, tcpf_paper
+from catnip.papers.tcpf import analysis as tcpf
+from catnip.papers.tcpf import published as tcpf_paper
+from catnip.results import layouts
 from catnip.results.store import Store
 from catnip.spec import scenario as s
 from catnip.testbed import engine

@@ -5,11 +5,10 @@ controller's run queue, controller/run_queue.py, which it only asks), and only d
 results/ computes: report tables (results/report.py), the Table XI comparison
 (results/compare.py), plot data (results/figures.py), and the applications' per-sample metrics
 (results/samples.py: summaries, CCDFs, per-flow time series, C.O.V.; the `app-metrics` layout of
-results/layouts.py for downloads), and the newCWV paper's reports where a run has bursts
-(results/newcwv.py: the gain grid as heat maps, the cwnd/pipeACK trace and the FTP throughput as
-line charts; every registered layout of a run as CSV, JSON or text), and Nouredine and Tobagi's
-where a run is one of their experiments (results/servdiff.py: CCDFs with the paper's limits, the
-servdiff table, long FTP fair share).
+results/layouts.py for downloads; every registered layout of a run as CSV, JSON or text). A
+paper's own sections of a run page are its views (papers/NAME/: a data function and a partial in
+its folder): this module names no paper, it asks the papers' registry which views apply to a run
+(papers.views_of) and renders each partial, loaded from its paper's folder (`_PaperTemplates`).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterator
 
 import yaml
+from jinja2 import BaseLoader, ChoiceLoader, TemplateNotFound
 from flask import (Flask, Response, abort, current_app, g, jsonify, redirect, render_template, request,
                    send_file, url_for)
 from flask_wtf.csrf import CSRFError, CSRFProtect
@@ -33,17 +33,16 @@ from werkzeug.exceptions import HTTPException
 
 from catnip.controller import recover, skeleton
 from catnip.controller.run_queue import LIVE, RunQueue
+from catnip import papers
+from catnip.papers import registry as paper_registry
 from catnip.spec.record import RecordError
 from catnip.models import validation
 from catnip.results import compare as compare_mod
 from catnip.results import contrast as contrast_mod
 from catnip.results import figures, labels, layouts
-from catnip.results import newcwv as newcwv_mod
 from catnip.results import pooled as pooled_mod
 from catnip.results import report as report_mod
 from catnip.results import samples as samples_mod
-from catnip.results import servdiff as servdiff_mod
-from catnip.results import study as study_mod
 from catnip.results import point_record, run_ids
 from catnip.results.import_schema import MAX_INDEX, STATUSES
 from catnip.results.store import Store, StoreVersionError
@@ -71,6 +70,7 @@ def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue:
     app.extensions["catnip_stopping"] = threading.Event()  # set by the server: live views end
     app.extensions["catnip_pages"] = _PageCache()
     app.extensions["catnip_queue"] = queue or RunQueue(app.config["CATNIP_DB"], paths.data_dir() / "dashboard")
+    app.jinja_env.loader = ChoiceLoader([app.jinja_env.loader, _PaperTemplates()])
     CSRFProtect(app)
     _register(app)
     app.wsgi_app = hosts.HostGuard(app.wsgi_app, allowed_hosts or hosts.allowed_names())
@@ -428,70 +428,21 @@ def _sdev_clipped(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-NEWCWV_LAYOUTS = ("newcwv-gain", "newcwv-loss", "newcwv-trace", "ftp-throughput")
 MAX_STUDY_RUNS = 50  # the seeds (and parts) of one study; as /compare caps its runs
 
 LAYOUT_FORMATS = {"csv": "text/csv", "json": "application/json", "txt": "text/plain"}
 
 
-def _tcpf_rows(store: Store, run_id: str) -> list[dict[str, Any]] | None:
-    """The TCP-friendly marking paper's Tables 4-7 for a run of its experiment (layout
-    tcpf-tables, results/tcpf.py), or None for any other run."""
-    try:
-        return layouts.build("tcpf-tables", store, run_id).records()
-    except layouts.LayoutError:
-        return None
-
-
-def _newcwv_views(store: Store, run_id: str, apps: dict[int, dict[str, Any]]) -> dict[str, Any] | None:
-    """The newCWV paper's charts of a run whose points have burst samples, or None: the gain grid
-    of each comparison as heat maps, the cwnd/pipeACK trace (Fig. 5) and the FTP throughput (Fig.
-    11) where the run has them, and the layouts that apply (for their downloads)."""
-    metrics = {(s["app"], s["metric"]) for a in apps.values() for s in a["summaries"]}
-    if not any(m == "burst_time" for _, m in metrics):
-        return None
-    out: dict[str, Any] = {"gain": [], "trace": [], "ftp": None, "layouts": ["newcwv-gain", "newcwv-loss"],
-                           "notes": []}
-    try:
-        rep = newcwv_mod.gain_report(store, [run_id])
-        out["gain"] = [m for c in rep.comparisons for m in figures.gain_heatmaps(c)]
-        out["notes"] += rep.notes
-    except (newcwv_mod.NoData, KeyError) as exc:
-        out["notes"].append(str(exc.args[0]))
-    if any(a == newcwv_mod.TRACE_APP for a, _ in metrics):
-        out["trace"] = figures.trace_charts(newcwv_mod.trace_report(store, run_id))
-        out["layouts"].append("newcwv-trace")
-    if any(m == "goodput" for _, m in metrics):
-        try:
-            out["ftp"] = figures.ftp_chart(newcwv_mod.ftp_throughput(store, [run_id]))
-            out["layouts"].append("ftp-throughput")
-        except newcwv_mod.NoData:
-            pass  # goodput of another application: no FTP flow of the bulk kind
-    return out
-
-
-def _servdiff_views(store: Store, run_id: str) -> dict[str, Any] | None:
-    """Nouredine and Tobagi's reports of a run of their experiments (results/servdiff.py: a point
-    with telnet or ftp, or on the tree), or None: the CCDFs with the paper's limits, the fair-share
-    figures where it has long FTP flows, and the servdiff table's every-tag rows."""
-    if not servdiff_mod.applies(store, run_id):
-        return None
-    records = servdiff_mod.Records(store)  # each point's samples read once for the table and the figures
-    out: dict[str, Any] = {"figures": [f.spec for f in servdiff_mod.run_figures(store, [run_id], records)],
-                           "rows": [], "notes": [], "layouts": []}
-    try:
-        table = layouts.servdiff_table(servdiff_mod.table(store, [run_id], records))
-        out["rows"] = [r for r in table.records() if r["tag"] == "all"]
-        out["notes"] = list(table.notes)
-        out["layouts"].append("servdiff")
-    except servdiff_mod.NoData as exc:
-        out["notes"].append(str(exc))
-    try:
-        servdiff_mod.fair_share(store, [run_id], records)
-        out["layouts"].append("servdiff-fair")
-    except servdiff_mod.NoData:
-        pass  # no long FTP flows
-    return out
+class _PaperTemplates(BaseLoader):
+    """The partials of the registered papers' views, `papers/PAPER/FILE`, read from each paper's
+    folder (papers/registry.py) when asked, so a paper registered after the app was made is found."""
+    def get_source(self, environment, template):
+        found = paper_registry.template_source(template)
+        if found is None:
+            raise TemplateNotFound(template)
+        text, path = found
+        mtime = path.stat().st_mtime
+        return text, str(path), lambda: path.is_file() and path.stat().st_mtime == mtime
 
 
 def _register(app: Flask) -> None:
@@ -592,10 +543,7 @@ def _register_run_page(app: Flask) -> None:
         ctx["transfers"] = None
         ctx["apps"] = {}
         ctx["app_figures"] = {}
-        ctx["newcwv"] = None
-        ctx["tcpf"] = None
-        ctx["servdiff"] = None
-        ctx["study"] = False
+        ctx["paper_views"] = []
         ctx["realtime_why"] = {}
         ctx["drop_classes"] = {}
         ctx["usability"] = runlist.USABILITY
@@ -629,10 +577,8 @@ def _register_run_page(app: Flask) -> None:
                 ctx["app_figures"] = {n: {"ccdf": [figures.app_ccdf_chart(m) for m in d["ccdf"]],
                                           "goodput": [figures.app_goodput_chart(g) for g in d["goodput"]]}
                                       for n, d in ctx["apps"].items()}
-                ctx["newcwv"] = _newcwv_views(store, run_id, ctx["apps"])
-                ctx["tcpf"] = _tcpf_rows(store, run_id)
-                ctx["servdiff"] = _servdiff_views(store, run_id)
-                ctx["study"] = study_mod.applies(store, run_id)
+                # Each registered paper's views that apply to the run (papers/), drawn by their partials.
+                ctx["paper_views"] = papers.views_of(store, run_id, {"apps": ctx["apps"]})
             ctx["capabilities"] = json.loads(run["capabilities"] or "null")
             ctx["versions"] = json.loads(run["versions"] or "null")
         ctx["live"] = (job is not None and job.state in LIVE) or (run is not None and run["status"] == "running")
@@ -842,10 +788,10 @@ def _register_views(app: Flask) -> None:
         if len(ids) > MAX_STUDY_RUNS:
             return refused(400, f"{len(ids)} runs: a study page takes at most {MAX_STUDY_RUNS}", ids)
         try:
-            table = layouts.study_table(study_mod.study(_store(), ids))
+            table = layouts.build("catnip-study", _store(), *ids)
         except KeyError as exc:
             return refused(404, str(exc.args[0]), ids)
-        except study_mod.NoStudy as exc:
+        except layouts.LayoutError as exc:
             return refused(400, str(exc), ids)
         return render_template("study.html", table=table, rep=table.source, ids=ids, error=None,
                                rows={(r["context"], r["scheme"], r["side"]): r for r in table.records()})

@@ -30,7 +30,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from catnip.results import tcpf_paper
+from catnip.papers.tcpf import published as tcpf_paper
 from catnip.results.samples import ci95
 from catnip.results.point_record import record_of
 from catnip.results.store import Store
