@@ -1,0 +1,103 @@
+"""The CATNIP paper's report layouts (Tables II, IV/VII/X, XI) and the gap study's, moved here from
+results/layouts.py with their names, tables and texts unchanged; the tables themselves are
+results/report.py, compare.py, pooled.py and study.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from catnip.results import compare as compare_mod
+from catnip.results import layouts
+from catnip.results import pooled as pooled_mod
+from catnip.results import report as report_mod
+from catnip.results import study as study_mod
+from catnip.results.store import Store
+from catnip.results.table import Column, Table
+
+from catnip.results.layouts import FRACTION, PKTS, RATIO, SECONDS, LayoutError
+from catnip.results.layouts import estimate_columns as _estimate_columns
+
+
+@layouts.layout("catnip-table-ii", report_mod.TABLE_II_TITLE, report_mod.TABLE_II_PAPER, text=report_mod.render_text)
+def catnip_table_ii(store: Store, run_id: str) -> Table:
+    """Per point and page: connections, bytes, completed pages, min/median/max/mean/sdev and 95%
+    interval of the download time, failed pages, bottleneck loss (what `catnip report RUN` shows)."""
+    run = layouts.one_run(store, run_id, "catnip-table-ii")
+    return report_mod.table_ii_from_report(report_mod.run_report(store, run["id"]))
+
+
+@layouts.layout("catnip-loss", "Packet loss at the bottleneck by priority", "CATNIP Tables IV, VII, X",
+        text=report_mod.render_loss_table)
+def catnip_loss(store: Store, run_id: str) -> Table:
+    """Per point: packets offered to the bottleneck queue, drops and loss, in all and for high
+    (AF11) and low priority. RUN1+RUN2 pools runs of one scenario per sweep point."""
+    if "+" in run_id:
+        rep = pooled_mod.pooled_runs_report(store, compare_mod.split_run_ids(run_id))
+    else:
+        rep = report_mod.run_report(store, layouts.one_run(store, run_id, "catnip-loss")["id"])
+    columns = [Column("point", "int"), Column("label", "str"), Column("sent", **PKTS), Column("drops", **PKTS),
+               Column("loss", **FRACTION), Column("high_sent", **PKTS), Column("high_drops", **PKTS),
+               Column("high_loss", **FRACTION), Column("low_sent", **PKTS), Column("low_drops", **PKTS),
+               Column("low_loss", **FRACTION), Column("realtime_ok", "bool")]
+    rows = [tuple(r[c.name] for c in columns) for r in report_mod.loss_table(rep)]
+    return layouts.make_table("catnip-loss", [rep["run_id"]], columns, rows, source=rep)
+
+
+@layouts.layout("catnip-table-xi", "Page download times relative to a baseline run", "CATNIP Table XI",
+        runs=(2, None), text=compare_mod.render_text)
+def catnip_table_xi(store: Store, baseline: str, *runs: str) -> Table:
+    """Per compared point and page: the page's mean time over the baseline point's, with its 95%
+    interval, and the column's mean and sdev over pages and bottleneck loss (what `catnip compare
+    BASELINE RUNS...` shows; RUN1+RUN2 pools runs per sweep point)."""
+    cmp = compare_mod.compare(store, [baseline, *runs])
+    columns = [Column("run_id", "str"), Column("point", "int"), Column("label", "str"),
+               Column("baseline_run_id", "str"), Column("baseline_point", "int"), Column("baseline_label", "str"),
+               Column("page", "int"), Column("conns", "int"), Column("bytes", "int", "B"),
+               Column("mean_time", **SECONDS), Column("baseline_mean_time", **SECONDS),
+               Column("relative", **RATIO), Column("relative_ci95", **RATIO),
+               Column("relative_mean", **RATIO), Column("relative_mean_ci95", **RATIO),
+               Column("relative_sdev", **RATIO), Column("loss", **FRACTION), Column("baseline_loss", **FRACTION),
+               Column("realtime_ok", "bool"), Column("baseline_realtime_ok", "bool")]
+    base_id = cmp["baseline"]["run_id"]
+    rows = []
+    for c in cmp["columns"]:
+        for pg in cmp["pages"]:
+            page = pg["page"]
+            rows.append((c["run_id"], c["point"], c["label"], base_id, c["baseline_point"], c["baseline_label"],
+                         page, pg["conns"], pg["bytes"], c["mean_time"].get(page), c["baseline_mean_time"].get(page),
+                         c["relative"].get(page), c["relative_ci95"].get(page), c["relative_mean"],
+                         c["relative_mean_ci95"], c["relative_sdev"], c["loss"], c["baseline_loss"],
+                         c["realtime_ok"], c["baseline_realtime_ok"]))
+    return layouts.make_table("catnip-table-xi", [baseline, *runs], columns, rows, source=cmp)
+
+
+# --- the gap study (results/study.py; docs/reproduction.md "The gap, factor by factor") ---------------
+STUDY_COLUMNS = [
+    Column("context", "str"), Column("scheme", "str"), Column("side", "str"), Column("seeds", "int"),
+    Column("left_out", "int"), *_estimate_columns("loss", "1", "%"), *_estimate_columns("high_loss", "1", "%"),
+    *_estimate_columns("low_loss", "1", "%"), *_estimate_columns("page_mean", "s", ".3f"),
+    *_estimate_columns("vs_today", "1", ".3f"), *_estimate_columns("vs_fifo", "1", ".3f")]
+
+
+@layouts.layout("catnip-study", "The gap study: loss and relative page times per factor, side and buffer, over seeds",
+        "CATNIP Tables II-XI against the period TCP (docs/period-tcp.md)", runs=(1, None), text=study_mod.render_text)
+def catnip_study(store: Store, *run_ids: str) -> Table:
+    """Per context (Table XI's buffer), scheme and side (FIFO, CATNIP): the seeds that finished in
+    real time and how many were left out; bottleneck loss in all, high and low; the mean page
+    time; page times against the same side's `today` and, for CATNIP, against FIFO under the same
+    scheme (the mean over pages of the per-page ratio); each a mean with its 95% interval over seeds."""
+    try:
+        rep = study_mod.study(store, run_ids)
+    except study_mod.NoStudy as exc:
+        raise LayoutError(str(exc)) from None
+    return study_table(rep)
+
+
+def study_table(rep: study_mod.StudyReport) -> Table:
+    rows = []
+    for r in rep.rows:
+        row: list[Any] = [r.key.context, r.key.factor, r.key.side, len(r.seeds), len(r.left_out)]
+        for m in study_mod.METRICS:
+            row += [r.est[m].value, r.est[m].ci95]
+        rows.append(row)
+    return layouts.make_table("catnip-study", rep.run_ids, STUDY_COLUMNS, rows, rep.notes, source=rep)
