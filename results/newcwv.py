@@ -2,8 +2,8 @@
 the gain of the newCWV sender over the baseline per (burst size, idle period) cell (Figs 7-8,
 Tables 2-3), retransmissions per burst and bottleneck drops (Fig. 9), cwnd and pipeACK over time
 (Fig. 5) and the FTP flow's throughput (Fig. 11). Plain functions over the store returning
-dataclasses; results/layouts.py turns them into tables (text, CSV, JSON) and webui/app.py into
-charts. docs/reports-newcwv.md says how to read each and gives the formulas.
+dataclasses; papers/newcwv/ turns them into tables (text, CSV, JSON: layouts.py) and the run page's
+charts (views.py). docs/reports-newcwv.md says how to read each and gives the formulas.
 
 Runs. Every function takes one or more runs of ONE scenario: one run per seed, so the runs are
 the repetitions the 95% intervals come from. Points are matched across runs by their sweep

@@ -1,4 +1,4 @@
-"""The TCP-friendly marking paper's Tables 4-7 from runs (results/tcpf.py, layout tcpf-tables):
+"""The TCP-friendly marking paper's Tables 4-7 from runs (papers/tcpf/analysis.py, layout tcpf-tables):
 the paper's numbers as entered, the grid scenario covering every cell of the paper once, the
 metrics of a point against a hand computation, and the engine's window counters interpolated."""
 
