@@ -22,9 +22,13 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SerializeAsA
 from catnip.spec import bounded, senders, units
 from catnip.spec.graph import Graph, kernel_problem, kernel_qdiscs
 from catnip.spec.policy import DropTail, PolicySpec
-from catnip.topologies import LIBRARY
-from catnip.workloads.apps.base import AppSpec, parse_spec
+from catnip.spec import plugins
+from catnip.spec.apps import AppSpec, parse_spec
 
+# The topology library (topologies/) and any other package's, through their entry points: a union
+# discriminated by each entry's `kind`.
+LIBRARY: tuple = tuple(t for found in plugins.load(plugins.TOPOLOGIES)
+                       for t in (found if isinstance(found, (tuple, list)) else (found,)))
 TopologySpec = Annotated[Union[LIBRARY], Field(discriminator="kind")]
 
 

@@ -31,7 +31,8 @@ from tests.test_dashboard_browser import browser  # noqa: F401 - the headless Ch
 from catnip.webui.app import create_app
 from catnip.workloads import burst as burst_proc
 from catnip.workloads import hostprog
-from catnip.workloads.apps.base import AppContext, Host, Proc, parse_spec
+from catnip.spec.apps import parse_spec
+from catnip.workloads.apps.base import AppContext, Host, Proc
 from catnip.workloads.apps.burst import INFINITE_SSTHRESH, Burst, server_stats
 
 RENO = {"congestion_control": "reno"}

@@ -12,7 +12,8 @@ from catnip.results.store import Store
 from catnip.spec import scenario as s
 from catnip.testbed import capabilities, paths
 from tests.conftest import need_engine, need_root
-from catnip.workloads.apps.base import AppResult, AppSpec, Application, register, unregister
+from catnip.spec.apps import AppSpec
+from catnip.workloads.apps.base import AppResult, Application, register, unregister
 
 
 

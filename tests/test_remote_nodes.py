@@ -83,7 +83,8 @@ def test_a_program_on_another_machine_gets_its_files_runs_on_our_clock_and_is_st
     there ends when the application stops it."""
     import time
     from catnip.testbed import paths
-    from catnip.workloads.apps.base import AppContext, Application, AppSpec, Host, read_jsonl, wait_for_line
+    from catnip.spec.apps import AppSpec
+    from catnip.workloads.apps.base import AppContext, Application, Host, read_jsonl, wait_for_line
     with machines.imitated("m2", clock_shift=5000) as m2, _net() as net:
         node = net.addHost("ctpq1", cls=remote.RemoteHost, machine=m2)
         net.build()

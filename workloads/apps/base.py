@@ -31,37 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from catnip.spec import apps as spec_apps
+from catnip.spec.apps import AppSpec
 from catnip.workloads import gate
 from catnip.workloads.apps import elsewhere
 
 
 class AppError(RuntimeError):
     """An application that cannot go on: a server died, a client failed, data went missing."""
-
-
-class AppSpec(BaseModel):
-    """Fields every application has; each plug-in's `Spec` adds its own."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    kind: str
-    name: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_-]{0,31}$",
-                             description="instance name in the results (default: the kind)")
-    clients: str = Field(description="host group whose hosts run the clients (they open the connections)")
-    servers: str | None = Field(default=None, description="host group whose hosts run the servers")
-
-    @property
-    def instance(self) -> str:
-        return self.name or self.kind
-
-    def groups(self) -> list[str]:
-        return [g for g in (self.clients, self.servers) if g]
-
-    def planned_seconds(self) -> tuple[str, float] | None:
-        """(field, seconds) of the work this spec plans, when known in advance: the scenario checks
-        it fits in run.time_limit when it loads."""
-        return None
 
 
 @dataclass
@@ -386,11 +365,13 @@ def register(cls: type[Application]) -> type[Application]:
     if kind in REGISTRY and REGISTRY[kind] is not cls:
         raise TypeError(f"application kind {kind!r} is registered twice")
     REGISTRY[kind] = cls
+    spec_apps.register(cls.Spec)
     return cls
 
 
 def unregister(kind: str) -> None:
     REGISTRY.pop(kind, None)
+    spec_apps.unregister(kind)
 
 
 def lookup(kind: Any) -> type[Application]:
@@ -400,16 +381,6 @@ def lookup(kind: Any) -> type[Application]:
     return REGISTRY[kind]
 
 
-def parse_spec(raw: Any) -> AppSpec:
-    """A scenario's application entry, validated by its plug-in's schema (errors name the field)."""
-    if isinstance(raw, AppSpec):
-        return raw
-    if not isinstance(raw, dict):
-        raise ValueError(f"an application is a mapping with a 'kind', got {raw!r}")
-    cls = lookup(raw.get("kind"))
-    return cls.Spec.model_validate(raw)
-
-
-__all__ = ["AppContext", "AppError", "AppResult", "AppSpec", "Application", "Host", "Proc", "REGISTRY",
-           "ValidationError", "lookup", "parse_spec", "read_jsonl", "register", "tail", "unregister",
+__all__ = ["AppContext", "AppError", "AppResult", "Application", "Host", "Proc", "REGISTRY",
+           "ValidationError", "lookup", "read_jsonl", "register", "tail", "unregister",
            "wait_for_line", "wait_listening"]

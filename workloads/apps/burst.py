@@ -57,7 +57,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from catnip.workloads.apps.base import AppResult, AppSpec, Host, read_jsonl, register
+from catnip.spec.apps import AppSpec
+
+from catnip.workloads.apps.base import AppResult, Host, read_jsonl, register
 from catnip.workloads.apps.common import (
     ClientServerApp,
     Duration,

@@ -32,7 +32,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from catnip.workloads.apps.base import AppSpec, Host, register
+from catnip.spec.apps import AppSpec
+
+from catnip.workloads.apps.base import Host, register
 from catnip.workloads.apps.common import ClientServerApp, Duration, Size, need_servers, sample
 from catnip.workloads.ftp import MAX_SIZE, pareto_scale
 

@@ -21,7 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from catnip.spec import units
-from catnip.workloads.apps.base import Application, AppError, AppResult, AppSpec, Proc, read_jsonl, register
+from catnip.spec.apps import AppSpec
+from catnip.workloads.apps.base import Application, AppError, AppResult, Proc, read_jsonl, register
 from catnip.workloads.apps.common import Duration
 from catnip.workloads.pagepool import PagePoolModel, pool_pages
 from catnip.workloads.pages import Page, catnip_pages, probe_pages
