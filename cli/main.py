@@ -538,10 +538,15 @@ def _report_store(db: str | None):
 def _list_layouts(as_json: bool) -> None:
     from catnip.results import layouts
     import catnip.papers  # noqa: F401 (registers the papers' layouts: papers/__init__.py)
+    from catnip.papers.registry import paper_of_layout
     found = list(layouts.LAYOUTS.values())
     if as_json:
+        # Where a paper registered the layout (papers/): its name, docs page and citation.
+        owners = {x.name: paper_of_layout(x.name) for x in found}
         click.echo(json.dumps([{"name": x.name, "title": x.title, "paper": x.paper, "min_runs": x.min_runs,
-                                "max_runs": x.max_runs} for x in found], indent=2))
+                                "max_runs": x.max_runs, "registered_by": None if (o := owners[x.name]) is None else
+                                {"paper": o.name, "docs": o.docs, "citation": str(o.citation) if o.citation else None}}
+                               for x in found], indent=2))
         return
     for x in found:
         runs = " ".join(["RUN"] * x.min_runs) + ("..." if x.max_runs is None else "")

@@ -5,6 +5,7 @@ with no other file touched; the run page of a run that is not the toy paper's do
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 
@@ -110,6 +111,9 @@ def test_report_lists_and_builds_the_toy_layout(toy, db):
     assert listed.exit_code == 0, listed.output
     line = next(x for x in listed.output.splitlines() if x.split()[0] == "toy")
     assert "Toy paper, Table 1" in line and "Pages fetched per client" in line
+    listed = json.loads(_report(db, "--layouts", "--json").output)
+    assert next(x for x in listed if x["name"] == "toy")["registered_by"] == {
+        "paper": "toy", "docs": "docs/reproduction-toy.md", "citation": 'A. Toy, "Toy results", Toy Workshop, 2026'}
     res = _report(db, TOY_RUN, "--layout", "toy", "--csv")
     assert res.exit_code == 0, res.output
     assert res.output.splitlines() == ["client,pages", "c0,2", "c1,2", "c2,2"]
