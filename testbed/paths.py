@@ -93,7 +93,7 @@ def python() -> str:
     return sys.executable
 
 
-CODE_PACKAGES = ("catnip", "spec", "controller", "testbed", "topologies", "workloads", "results")
+CODE_PACKAGES = ("catnip", "spec", "controller", "testbed", "topologies", "workloads", "results", "papers")
 
 
 def code_fingerprint() -> str:
