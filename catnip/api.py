@@ -14,11 +14,14 @@ both refuse with the same words (controller/validate.py's `Refused`).
 from __future__ import annotations
 
 import hashlib
+import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import click
 import yaml
 
 from catnip.controller import validate as validate_mod
@@ -126,36 +129,52 @@ def run(scenario: Sweep | str | Path | dict[str, Any], *, set: Iterable[str] = (
     with _store(db) as store:
         if store.run(run_id) is not None:
             raise Refused(f"run id {run_id}: already in {store.path}")
-        sink, bar = _progress_sink(progress)
-        with bar:
-            runner.run(sweep, caps, store, progress=sink, run_id=run_id, jobs=jobs)
+        with ProgressDisplay(enabled=progress) as display:
+            runner.run(sweep, caps, store, progress=display.update, run_id=run_id, jobs=jobs)
         return Run(run_id, Path(store.path))
 
 
-class _NoBar:
+class ProgressDisplay:
+    """A rich progress bar per point on standard error (pages done of total, elapsed, bottleneck
+    state), or a plain line every 10 s when standard error is not a terminal; `catnip run` and
+    `run` here draw the same."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.plain = enabled and not self.enabled
+        self._progress = None
+        self._tasks: dict[int, int] = {}
+        self._last_plain = 0.0
+
     def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TextColumn("{task.fields[unit]}"), TimeElapsedColumn(),
+                                      TextColumn("{task.fields[info]}"),
+                                      transient=False)
+            self._progress.__enter__()
         return self
 
     def __exit__(self, *exc):
-        return False
+        if self._progress:
+            self._progress.__exit__(*exc)
 
-
-def _progress_sink(enabled: bool):
-    """(progress callback, context): a rich bar per point, or nothing."""
-    if not enabled:
-        return (lambda p: None), _NoBar()
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[unit]}"),
-                   TimeElapsedColumn(), TextColumn("{task.fields[info]}"))
-    tasks: dict[int, Any] = {}
-
-    def update(p) -> None:
+    def update(self, p) -> None:
         info = p.phase + (f" ({p.detail})" if p.detail else "")
-        if p.point not in tasks:
-            tasks[p.point] = bar.add_task(f"point {p.point + 1}/{p.points} {p.label}", total=p.pages_total or None,
-                                          unit=p.unit, info=info)
-        bar.update(tasks[p.point], completed=p.pages_done, total=p.pages_total or None, unit=p.unit, info=info)
-    return update, bar
+        if p.bottleneck:
+            info += f" | queue {p.bottleneck.get('queue_pkts')} pkts, drops {p.bottleneck.get('dropped')}"
+        if self._progress:
+            if p.point not in self._tasks:
+                self._tasks[p.point] = self._progress.add_task(
+                    f"point {p.point + 1}/{p.points} {p.label}", total=p.pages_total or None, info=info, unit=p.unit)
+            self._progress.update(self._tasks[p.point], completed=p.pages_done, total=p.pages_total or None,
+                                  info=info, unit=p.unit)
+        elif self.plain and time.monotonic() - self._last_plain > 10:
+            self._last_plain = time.monotonic()
+            count = f"{p.pages_done}/{p.pages_total}" if p.pages_total else str(p.pages_done)  # 0: open-ended
+            click.echo(f"  point {p.point + 1}/{p.points} [{p.label}] {count} {p.unit},"
+                       f" {p.elapsed:.0f} s, {info}", err=True)
 
 
 def _frame(columns: list[tuple[str, str]], rows: list[dict[str, Any]]) -> pandas.DataFrame:

@@ -21,6 +21,7 @@ from click.core import ParameterSource
 
 from catnip.controller import validate as validate_mod
 from catnip.spec import bounded
+from catnip import api
 from catnip.testbed import paths
 
 
@@ -156,7 +157,6 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
     run_id = _checked_run_options(run_id, jobs, cluster_address, tls_dir, resume_id)
     scenario_file = scenario_path(scenario_file)
     sweep = validate_mod.load(scenario_file, overrides, seed, only)
-    from catnip import api
     from catnip.controller import runner, skeleton
     from catnip.testbed.hostconfig import HostConfigError
     from catnip.testbed.sender import SenderError
@@ -173,7 +173,7 @@ def run_cmd(scenario_file: str, overrides: tuple[str, ...], seed: int | None, on
                 raise click.ClickException(f"{existing.path} can only be read here (a read-only file system, folder"
                                            " or file): a run cannot be recorded; give another --db")
     store = _store(db)
-    display = _ProgressDisplay(enabled=not as_json)
+    display = api.ProgressDisplay(enabled=not as_json)
     started = time.monotonic()
     click.echo(f"run {run_id}: {sweep.name}, {len(sweep.points)} point(s)"
                + (f", up to {jobs} at once while the CPU is busy less than {room:g}%" if jobs > 1 else ""),
@@ -251,7 +251,7 @@ def _run_on_cluster(sweep, caps, scenario_file: Path, overrides: list[str], seed
             if existing.run(run_id) is not None:
                 raise validate_mod.Refused(f"--run-id {run_id}: already in {existing.path}")
     store = _store(db)
-    display = _ProgressDisplay(enabled=not as_json)
+    display = api.ProgressDisplay(enabled=not as_json)
     started = time.monotonic()
     click.echo(f"run {run_id}: {sweep.name}, {len(sweep.points)} point(s) on the cluster at {address}", err=as_json)
     try:
@@ -270,47 +270,6 @@ def _run_on_cluster(sweep, caps, scenario_file: Path, overrides: list[str], seed
 
 
 scenario_path = validate_mod.scenario_path  # a bare name is looked up in scenarios/
-
-
-class _ProgressDisplay:
-    """A rich progress bar per point: pages done of total, elapsed, bottleneck state."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled and sys.stderr.isatty()
-        self.plain = enabled and not self.enabled
-        self._progress = None
-        self._tasks: dict[int, int] = {}
-        self._last_plain = 0.0
-
-    def __enter__(self):
-        if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TextColumn("{task.fields[unit]}"), TimeElapsedColumn(),
-                                      TextColumn("{task.fields[info]}"),
-                                      transient=False)
-            self._progress.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        if self._progress:
-            self._progress.__exit__(*exc)
-
-    def update(self, p) -> None:
-        info = p.phase + (f" ({p.detail})" if p.detail else "")
-        if p.bottleneck:
-            info += f" | queue {p.bottleneck.get('queue_pkts')} pkts, drops {p.bottleneck.get('dropped')}"
-        if self._progress:
-            if p.point not in self._tasks:
-                self._tasks[p.point] = self._progress.add_task(
-                    f"point {p.point + 1}/{p.points} {p.label}", total=p.pages_total or None, info=info, unit=p.unit)
-            self._progress.update(self._tasks[p.point], completed=p.pages_done, total=p.pages_total or None,
-                                  info=info, unit=p.unit)
-        elif self.plain and time.monotonic() - self._last_plain > 10:
-            self._last_plain = time.monotonic()
-            count = f"{p.pages_done}/{p.pages_total}" if p.pages_total else str(p.pages_done)  # 0: open-ended
-            click.echo(f"  point {p.point + 1}/{p.points} [{p.label}] {count} {p.unit},"
-                       f" {p.elapsed:.0f} s, {info}", err=True)
 
 
 # results.samples.INTERVALS (a test keeps them equal): importing it here would load scipy for every command.
