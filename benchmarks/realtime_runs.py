@@ -78,7 +78,10 @@ def one_run(scenario: str, overrides: list[str], db: Path) -> dict:
     out["points"] = []
     for p in points:
         fid = json.loads(p["fidelity"] or "{}")
+        # What ran, from the point's own record, not from the variant's name: the checkout is live,
+        # so a default changed while the benchmark runs shows here (it did, 2026-11-28).
         out["points"].append({"status": p["status"], "realtime_ok": bool(p["realtime_ok"]),
+                              "keep_awake_cpus": (fid.get("placement") or {}).get("keep_awake_cpus"),
                               **{k: fid.get(k) for k in FIELDS}})
     return out
 
@@ -116,7 +119,8 @@ def main() -> int:
                 pts = r.get("points", [])
                 desc = (f"error: {r['error']}" if r["exit"] else
                         "; ".join(f"kept={p['realtime_ok']} late {p['late_events']}/{p['engine_events']}"
-                                  f" p99 {p['late_p99_us']} us busy {p['cpu_busy_fraction']}" for p in pts))
+                                  f" p99 {p['late_p99_us']} us busy {p['cpu_busy_fraction']}"
+                                  f" awake {p['keep_awake_cpus'] or 'no'}" for p in pts))
                 print(f"[{i + 1}/{args.runs}] {name}: {r['wall_s']} s, {desc}", flush=True)
     print("uptime:", os.getloadavg())
     for name, _ in variants:

@@ -105,3 +105,14 @@ def test_another_machine_keeps_its_cpus_awake_until_the_point_lets_go(no_leftove
         finally:
             problems = helper.close()
         assert problems == [] and helper.proc.returncode == 0 and loops() == []
+
+
+def test_the_loops_are_on_by_default_and_a_scenario_can_turn_them_off():
+    """The default since 2026-11-28 (docs/fidelity.md, "The default run, run after run"): make run's
+    own scenario resolves with the loops on, and `run.keep_awake: false` still turns them off."""
+    from catnip.spec.scenario import load
+    from catnip.testbed import paths
+
+    quick = paths.REPO / "scenarios" / "quick.yaml"
+    assert [sc.run.keep_awake for _, sc in load(quick).points] == [True]
+    assert [sc.run.keep_awake for _, sc in load(quick, overrides=["run.keep_awake=false"]).points] == [False]
