@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from catnip.results.report import point_report
 from catnip.results.samples import summaries
 from catnip.results.table import Column, Table, render_csv, render_generic_text, render_json
 from catnip.results.store import Store
@@ -145,3 +146,61 @@ def app_metrics(store: Store, run_id: str) -> Table:
     if not rows:
         notes.insert(0, f"No application samples recorded in run {run['id']}.")
     return make_table("app-metrics", [run["id"]], columns, rows, notes)
+
+
+# --- two runs against each other's intervals (docs/equivalence.md) ------------------------------
+def _estimates(store: Store, run, point_row) -> dict[tuple, tuple[str, float, float | None, int]]:
+    """Every figure of a point that has a 95% interval over its own samples: each application
+    metric per tag, and each web page's download time (Table II); key -> (unit, mean, ci95, n)."""
+    point = point_row["point"]
+    out: dict[tuple, tuple[str, float, float | None, int]] = {}
+    for s in summaries(store, run["id"], point, by_tag=True):
+        if s.mean is not None:
+            out[(point, s.app, s.metric, s.tag or "")] = (s.unit, s.mean, s.ci95, s.n)
+    for r in point_report(store, run["id"], point_row)["table"]:
+        if r.get("mean") is not None:
+            out[(point, "web", "page_time", f"page {r['page']}")] = ("s", r["mean"], r.get("ci95"), r["n"])
+    return out
+
+
+def _natural(tag: str) -> tuple:
+    """'page 2' before 'page 10'."""
+    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in tag.split())
+
+
+@layout("within-intervals", "Two runs' figures, each mean against the other's 95% interval",
+        "any two runs of one scenario (docs/equivalence.md)", runs=(2, 2))
+def within_intervals(store: Store, run_a: str, run_b: str) -> Table:
+    """Per point (matched by number), application metric and tag, and web page: run A's mean and
+    95% half-width, run B's, and whether each mean lies inside the other's interval. Only figures
+    with an interval on both sides are compared; the notes count them and those left out."""
+    runs = [one_run(store, r, "within-intervals", pages=False) for r in (run_a, run_b)]
+    if runs[0]["id"] == runs[1]["id"]:
+        raise LayoutError(f"layout within-intervals compares two different runs, not {runs[0]['id']} with itself")
+    points = [{p["point"]: p for p in store.points(r["id"])} for r in runs]
+    common = sorted(set(points[0]) & set(points[1]))
+    if not common:
+        raise LayoutError(f"runs {runs[0]['id']} and {runs[1]['id']} have no point number in common")
+    labels = run_labels(runs[0], [points[0][n] for n in common])
+    columns = [Column("point", "int"), Column("label", "str"), Column("app", "str"), Column("metric", "str"),
+               Column("tag", "str"), Column("unit", "str"), Column("a_n", "int"),
+               *(Column(name, "float", unit_from="unit") for name in ("a_mean", "a_ci95", "b_mean", "b_ci95")),
+               Column("b_n", "int"), Column("inside", "bool"), Column("a_realtime_ok", "bool"),
+               Column("b_realtime_ok", "bool")]
+    rows, one_sided = [], 0
+    for n in common:
+        a, b = (_estimates(store, run, pts[n]) for run, pts in zip(runs, points))
+        verdicts = tuple(None if pts[n]["realtime_ok"] is None else bool(pts[n]["realtime_ok"]) for pts in points)
+        for key in sorted(set(a) | set(b), key=lambda k: (*k[:3], _natural(k[3]))):
+            if key not in a or key not in b or a[key][2] is None or b[key][2] is None or a[key][0] != b[key][0]:
+                one_sided += 1
+                continue
+            (unit, ma, ca, na), (_, mb, cb, nb) = a[key], b[key]
+            inside = abs(ma - mb) <= ca and abs(ma - mb) <= cb
+            rows.append((n, labels[n], key[1], key[2], key[3], unit, na, ma, ca, mb, cb, nb, inside, *verdicts))
+    held = sum(r[12] for r in rows)
+    notes = [f"A = {runs[0]['id']}, B = {runs[1]['id']}. {len(rows)} figures compared, {held} with each mean inside"
+             f" the other's 95% interval, {len(rows) - held} not; {one_sided} left out (on one side only, without"
+             " an interval on one side, or in different units). The intervals are each run's own (Student t over"
+             " its samples): they do not include how far a repeat of the same code moves."]
+    return make_table("within-intervals", [r["id"] for r in runs], columns, rows, notes)
