@@ -226,14 +226,8 @@ def validate(run, db, out, fmt, delack, samples, include_late, as_json):
     if not cells:
         raise click.ClickException(f"run {row['id']}: no completed transfers"
                                    + (f" ({len(late)} points excluded as not real time)" if late else ""))
-    pth = scenario["path"]
-    params = dict(mss=pth["mss"], rtt=pth["rtt"], wmax=pth["wmax"], t0=pth["min_rto"], delack=units.parse_duration(delack))
-    preds: dict[tuple, float] = {}
-    for c in cells:
-        path = v.path_for(c, **params)
-        names = ("Partial CATNIP",) if c.p_high is not None else v.MODELS
-        for name in names:
-            preds[(name, c.profile, c.p, c.p_high, c.size)] = v.predict(name, path, samples)
+    from catnip.models.validation_figures import predictions
+    preds = predictions(cells, scenario["path"], units.parse_duration(delack), samples)
     report = {"run": row["id"], "excluded_points_not_real_time": sorted(late), "points": [], "profiles": {}}
     for p in points:
         assignment, fidelity = json.loads(p["assignment"]), json.loads(p["fidelity"] or "{}")
@@ -312,38 +306,11 @@ def _print_validation(report: dict) -> None:
 
 def _figures(cells, preds, out_dir, fmt: str = "svg") -> list[str]:
     """Figs. 3 and 4 (Reno measured against the three models, short and long transfers) and Fig. 6
-    (Partial CATNIP measured and modelled beside Reno) per profile and loss point, through the
-    figure builders (results/figures.py), all in one export session."""
-    from catnip.models import validation as v
-    from catnip.results.figures import Series, latency_chart, save_all
-    items = []
-    groups = {}
-    for c in cells:
-        groups.setdefault((c.profile, c.p, c.p_high), []).append(c)
-    for (profile, p, p_high), group in groups.items():
-        for fig, lo, hi in (("fig3", 0, v.SHORT_MAX_KB), ("fig4", v.LONG_MIN_KB, math.inf)):
-            sel = [c for c in group if lo <= c.kb <= hi]
-            if len(sel) < 2:
-                continue
-            if p_high is None:
-                series = [Series("Reno measured", [(c.kb, c.mean) for c in sel], [c.ci95 for c in sel], measured=True)]
-                series += [Series(m, [(c.kb, preds[(m, profile, p, None, c.size)]) for c in sel], dashed=m != "Hysteresis")
-                           for m in v.MODELS]
-                name, title = f"{fig}-{profile}-p{p:g}", f"Reno, p = {p:g} ({profile}); bars: 95% CI"
-            else:
-                reno = {c.size: c for c in groups.get((profile, p, None), [])}
-                series = [Series("CATNIP measured", [(c.kb, c.mean) for c in sel], [c.ci95 for c in sel], measured=True),
-                          Series("Partial CATNIP", [(c.kb, preds[("Partial CATNIP", profile, p, p_high, c.size)])
-                                                    for c in sel])]
-                if reno:
-                    have = [c for c in sel if c.size in reno]
-                    series.append(Series("Reno measured", [(c.kb, reno[c.size].mean) for c in have],
-                                         [reno[c.size].ci95 for c in have], measured=True))
-                fig = "fig6" if fig == "fig3" else "fig6-long"
-                name = f"{fig}-{profile}-p{p:g}"
-                title = f"Partial CATNIP, p = {p:g}, p' = {p_high:g} ({profile}); bars: 95% CI"
-            items.append((latency_chart(title, series), out_dir / f"{name}.{fmt}"))
-    return [str(path) for path in save_all(items)]
+    (Partial CATNIP measured and modelled beside Reno) per profile and loss point, as
+    models/validation_figures.py builds them (the dashboard draws the same), all in one export session."""
+    from catnip.models.validation_figures import figure_specs
+    from catnip.results.figures import save_all
+    return [str(path) for path in save_all([(spec, out_dir / f"{name}.{fmt}") for name, spec in figure_specs(cells, preds)])]
 
 
 # `catnip model --help` lists these whole (click would cut each docstring at its width).

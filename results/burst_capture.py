@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 import dpkt
 
@@ -23,6 +24,7 @@ from catnip.results.store import Store
 from catnip.spec.record import PointRecord, RecordError
 
 MOD = 2**32
+CaptureOf = Callable[[Any], "Path | None"]  # a point's row -> the capture file to read, None: not to be read
 
 
 @dataclass
@@ -135,16 +137,21 @@ def _burst_of(offsets: list[int], plan: list[tuple[int, float]], rel: int) -> in
     return None
 
 
-def point_bursts(store: Store, run_id: str, point: int) -> list[Burst]:
-    """The bursts of a point whose run captured its bottleneck (run.capture: true)."""
+def point_bursts(store: Store, run_id: str, point: int, capture_of: CaptureOf | None = None) -> list[Burst]:
+    """The bursts of a point whose run captured its bottleneck (run.capture: true). `capture_of`
+    says which file to read for the point's row (the dashboard reads only inside the run's
+    folder); by default the recorded path."""
     row = store.point(run_id, point)
     if row is None:
         raise CaptureError(f"run {run_id} has no point {point}")
     if not row["capture"]:
         raise CaptureError(f"run {run_id} point {point} has no capture (set run.capture: true)")
+    pcap = Path(row["capture"]) if capture_of is None else capture_of(row)
+    if pcap is None:
+        raise CaptureError(f"the capture of run {run_id} point {point} is recorded outside the run's folder: not read")
     warmup, plan, port = plan_of(store, run_id, point)
     mss = int(_record(store, run_id, point).topology.get("mss") or 1460)
-    return bursts_from_capture(Path(row["capture"]), port, warmup, plan, mss=mss)
+    return bursts_from_capture(pcap, port, warmup, plan, mss=mss)
 
 
 def pick(bursts: list[Burst], size: int | None, idle: float | None, nth: int) -> Burst | None:
@@ -164,17 +171,20 @@ def sender_label(store: Store, run_id: str, point: int) -> str:
     return cc if pacing == "off" else f"{cc}, paced ({pacing}, {'the kernel default' if ratio is None else f'{ratio}%'})"
 
 
-def figure_spec(store: Store, run_id: str, size: int | None, idle: float | None, nth: int
-                ) -> tuple[dict, list[tuple[int, str, Burst]]]:
+def figure_spec(store: Store, run_id: str, size: int | None, idle: float | None, nth: int,
+                capture_of: CaptureOf | None = None) -> tuple[dict, list[tuple[int, str, Burst]]]:
     """Fig. 10 as a figure spec (results/figures.py): the chosen burst of every captured point of
     the run, one panel each, in the point's colour. Returns the spec and (point, sender, burst) of
-    each panel."""
+    each panel. `catnip burst-seq` writes it to a file, the dashboard draws it (with `capture_of`:
+    point_bursts)."""
     from catnip.results.figures import sequence_panels
     chosen = []
     for row in store.points(run_id):
         if not row["capture"]:
             continue
-        burst = pick(point_bursts(store, run_id, row["point"]), size, idle, nth)
+        found = (point_bursts(store, run_id, row["point"]) if capture_of is None
+                 else point_bursts(store, run_id, row["point"], capture_of))
+        burst = pick(found, size, idle, nth)
         if burst is None:
             raise CaptureError(f"run {run_id} point {row['point']} has no burst number {nth} of that cell")
         chosen.append((row["point"], sender_label(store, run_id, row["point"]), burst))

@@ -190,27 +190,29 @@ def page_time_distribution(store: Store, run_id: str, points: Iterable[dict[str,
 
 
 # --- web runs: the bottleneck over time (live view) ------------------------------------------------
-def bottleneck_series(samples: list[Any], progress: list[Any], previous: dict[str, Any] | None = None
-                      ) -> dict[str, Any]:
+def bottleneck_series(samples: list[Any], progress: list[Any], previous: dict[str, Any] | None = None,
+                      origin: Any = None) -> dict[str, Any]:
     """Queue occupancy, throughput (Mbit/s) and drops per priority per interval at the bottleneck
     (server->client), and pages completed, from stored samples. `previous` is the last sample
     already sent (live streaming continues from it); the result carries the new one. `color` is
     the point's colour (read from the rows' point) once it has rows: the live charts, drawn as
-    data streams in, take it from here."""
+    data streams in, take it from here. Times are on the engine's clock (samples) and the point's
+    watch loop (progress), or with `origin` (webui/timebase.py's PointClock: `engine(router, t)`
+    and `wall(t)`) all in seconds since the point's start, so charts side by side line up."""
     out: dict[str, Any] = {"t": [], "queue_pkts": [], "throughput_mbps": [], "drops_high": [], "drops_low": [],
                            "progress_t": [], "pages_done": []}
     prev = previous
     for s in samples:
         if prev is not None and s["t"] > prev["t"]:
             dt = s["t"] - prev["t"]
-            out["t"].append(round(s["t"], 3))
+            out["t"].append(round(s["t"] if origin is None else origin.engine(s["router"], s["t"]), 3))
             out["queue_pkts"].append(s["queue_pkts"])
             out["throughput_mbps"].append(round(((s["sent_bytes"] or 0) - (prev["sent_bytes"] or 0)) * 8 / dt / 1e6, 4))
             out["drops_high"].append((s["dropped_high"] or 0) - (prev["dropped_high"] or 0))
             out["drops_low"].append((s["dropped_low"] or 0) - (prev["dropped_low"] or 0))
         prev = {k: s[k] for k in ("t", "sent_bytes", "dropped_high", "dropped_low")}
     for p in progress:
-        out["progress_t"].append(round(p["elapsed"], 2))
+        out["progress_t"].append(round(p["elapsed"] if origin is None else origin.wall(p["t"]), 2))
         out["pages_done"].append(p["pages_done"])
     first = next(iter(samples), None) or next(iter(progress), None)
     if first is not None and "point" in first.keys():
@@ -227,11 +229,17 @@ LIVE_CHARTS = (("queue", "Queue occupancy", "queue_pkts", "packets", "t", "s sin
                ("pages", "Pages completed", "pages_done", "pages", "progress_t", "s since the workload started"))
 
 
-def bottleneck_charts(points: Sequence[dict[str, Any]], series: dict[int, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+POINT_CLOCK = "s since the point's start"
+
+
+def bottleneck_charts(points: Sequence[dict[str, Any]], series: dict[int, dict[str, Any]],
+                      point_clock: bool = False) -> dict[str, dict[str, Any]]:
     """The live view's four charts for export: `points` as the run page lists them (point, label),
-    `series` from bottleneck_series per point number."""
+    `series` from bottleneck_series per point number; `point_clock`: the series were made with an
+    origin, so every chart's time axis is seconds since the point's start."""
     out = {}
     for key, title, field_, ytitle, xf, xtitle in LIVE_CHARTS:
+        xtitle = POINT_CLOCK if point_clock else xtitle
         data = []
         for p in points:
             s = series.get(p["point"]) or {}
@@ -252,6 +260,26 @@ def bottleneck_charts(points: Sequence[dict[str, Any]], series: dict[int, dict[s
             layout["barmode"] = "stack"
         out[key] = {"data": data, "layout": layout}
     return out
+
+
+def series_chart(title: str, ytitle: str, traces: Sequence[dict[str, Any]], xtitle: str = POINT_CLOCK,
+                 markers: bool = False) -> dict[str, Any]:
+    """One series of several runs' points on one chart, Flent's way (the dashboard's plot view):
+    `traces` each with `name`, `x` (seconds since its point's start), `y`, a trace's colour by its
+    position; lines, or markers for samples that are not one line (several flows of an app)."""
+    data = []
+    for i, t in enumerate(traces):
+        trace = {"type": "scatter", "name": _esc(t["name"]), "x": list(t["x"]), "y": list(t["y"])}
+        if markers:
+            trace.update(mode="markers", marker={"color": color(i), "size": 5})
+        else:
+            trace.update(mode="lines", line={"color": color(i), **({"shape": "hv"} if t.get("steps") else {})})
+        data.append(trace)
+    return {"data": data, "layout": {
+        "title": _title(_esc(title)), "margin": {"t": 40, "r": 10, "b": 60, "l": 60},
+        "xaxis": {"title": {"text": xtitle}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": _esc(ytitle)}, "rangemode": "tozero"},
+        "legend": dict(BELOW)}}
 
 
 # --- applications (results/samples.py's numbers, as webui/app.py hands them to the page) -------------

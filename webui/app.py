@@ -47,7 +47,7 @@ from catnip.results import point_record, run_ids
 from catnip.results.import_schema import MAX_INDEX, STATUSES
 from catnip.results.store import Store, StoreVersionError
 from catnip.testbed import paths
-from catnip.webui import forms, hosts, runlist
+from catnip.webui import figure_pages, forms, hosts, plots, runlist, scenario_guide, timebase
 
 
 def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue: RunQueue | None = None,
@@ -69,6 +69,7 @@ def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue:
     app.extensions["catnip_streams"] = threading.BoundedSemaphore(app.config["SSE_MAX_STREAMS"])
     app.extensions["catnip_stopping"] = threading.Event()  # set by the server: live views end
     app.extensions["catnip_pages"] = _PageCache()
+    app.extensions["catnip_guide"] = scenario_guide.SHARED  # the scenario page's groups (issue 48)
     app.extensions["catnip_queue"] = queue or RunQueue(app.config["CATNIP_DB"], paths.data_dir() / "dashboard")
     app.jinja_env.loader = ChoiceLoader([app.jinja_env.loader, _PaperTemplates()])
     CSRFProtect(app)
@@ -456,6 +457,9 @@ def _register(app: Flask) -> None:
     _register_views(app)
     _register_service(app)
     _register_filters(app)
+    # The paper figures the CLI writes (burst-seq, fig2, model validate --out) and the plot view.
+    figure_pages.register(app, _store, _check_run_id, _capture_in_folder)
+    plots.register(app, _store)
 
 
 def _register_errors(app: Flask) -> None:
@@ -482,17 +486,21 @@ def _register_errors(app: Flask) -> None:
 
 def _register_runs(app: Flask) -> None:
     """The scenario page, starting runs and the run list."""
+    def scenarios_page(errors: dict[str, str], form: Any) -> str:
+        # Grouped by paper, with durations, make targets and placeholders (webui/scenario_guide.py).
+        groups = app.extensions["catnip_guide"].get(app.config["CATNIP_SCENARIOS"])
+        return render_template("scenarios.html", groups=groups, jobs=_queue().active(), errors=errors, form=form,
+                               names=[e.file.name for g in groups for e in g.entries if e.runnable])
+
     @app.get("/")
     def scenarios():
-        return render_template("scenarios.html", scenarios=forms.scenario_files(app.config["CATNIP_SCENARIOS"]),
-                               jobs=_queue().active(), errors={}, form={})
+        return scenarios_page({}, {})
 
     @app.post("/runs")
     def start_run():
         req, errors = forms.parse_run_request(request.form, app.config["CATNIP_SCENARIOS"])
         if errors:
-            return render_template("scenarios.html", scenarios=forms.scenario_files(app.config["CATNIP_SCENARIOS"]),
-                                   jobs=_queue().active(), errors=errors, form=request.form), 400
+            return scenarios_page(errors, request.form), 400
         run_id = skeleton.new_run_id(req.sweep.name)
         try:
             _queue().submit(run_id, req.scenario, req.overrides, req.seed, req.jobs)
@@ -544,6 +552,8 @@ def _register_run_page(app: Flask) -> None:
         ctx["apps"] = {}
         ctx["app_figures"] = {}
         ctx["paper_views"] = []
+        ctx["paper_figures"] = []
+        ctx["unanchored"] = []
         ctx["realtime_why"] = {}
         ctx["drop_classes"] = {}
         ctx["usability"] = runlist.USABILITY
@@ -553,9 +563,8 @@ def _register_run_page(app: Flask) -> None:
             rep = report_mod.run_report(store, run_id)
             ctx["report"] = rep
             ctx["points"] = _point_summaries(store, run_id)
-            ctx["series"] = {p["point"]: figures.bottleneck_series(store.queue_samples(run_id, p["point"]),
-                                                                   store.progress(run_id, p["point"]))
-                             for p in ctx["points"]}
+            # Every chart's time in seconds since its point's start (webui/timebase.py), so side by side they line up.
+            ctx["series"], ctx["unanchored"] = plots.run_series(store, run_id, run["status"] == "running")
             # A point that missed real time says why inline, and what that means for its numbers.
             limits = {p["point"]: runlist.max_late_fraction(p["resolved"]) for p in store.points(run_id)}
             ctx["realtime_why"] = {p["point"]: runlist.realtime_reasons(p["fidelity"], limits.get(p["point"], 0.001))
@@ -579,11 +588,12 @@ def _register_run_page(app: Flask) -> None:
                                       for n, d in ctx["apps"].items()}
                 # Each registered paper's views that apply to the run (papers/), drawn by their partials.
                 ctx["paper_views"] = papers.views_of(store, run_id, {"apps": ctx["apps"]})
+            ctx["paper_figures"] = figure_pages.run_links(store, run)  # each with its page, or why it has none
             ctx["capabilities"] = json.loads(run["capabilities"] or "null")
             ctx["versions"] = json.loads(run["versions"] or "null")
         ctx["live"] = (job is not None and job.state in LIVE) or (run is not None and run["status"] == "running")
         # The live charts' layouts; the page fills in the data as it streams (results/figures.py).
-        ctx["live_layouts"] = {k: f["layout"] for k, f in figures.bottleneck_charts([], {}).items()}
+        ctx["live_layouts"] = {k: f["layout"] for k, f in figures.bottleneck_charts([], {}, point_clock=True).items()}
         return render_template("run.html", **ctx)
 
 
@@ -822,6 +832,7 @@ def _register_filters(app: Flask) -> None:
     """Template helpers."""
     # A ratio is coloured faster/slower only where its 95% interval leaves out 1.00 (compare, pooled).
     app.jinja_env.globals["ratio_verdict"] = compare_mod.verdict
+    app.jinja_env.filters["code_spans"] = scenario_guide.code_spans  # `x` in descriptions as <code>x</code>
 
     @app.template_filter("pct")
     def pct(v: Any, digits: int = 2) -> str:
@@ -861,6 +872,7 @@ def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: fl
     store = Store(db)
     last: dict[int, Any] = {}
     last_progress: dict[int, float] = {}
+    clocks: dict[int, timebase.PointClock] = {}
     started = time.monotonic()
     first = True
     try:
@@ -873,9 +885,13 @@ def _event_stream(db: Path, queue: RunQueue, run_id: str, poll: float, limit: fl
             points = _point_summaries(store, run_id) if run is not None else []
             for p in points:
                 n = p["point"]
+                if n not in clocks or not clocks[n].anchored:
+                    clocks[n] = timebase.clock_of(store.point(run_id, n))
+                if not clocks[n].recorded and p["status"] == "running":
+                    continue  # its clock anchor comes with its environment, before the workload: held till then
                 prog = store.progress(run_id, n, last_progress.get(n))
                 s = figures.bottleneck_series(store.queue_samples(run_id, n, (last.get(n) or {}).get("t")),
-                                              prog, last.get(n))
+                                              prog, last.get(n), origin=clocks[n])
                 last[n] = s.pop("last")
                 if prog:
                     last_progress[n] = prog[-1]["t"]

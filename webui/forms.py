@@ -55,6 +55,23 @@ def scenario_files(directory: Path) -> list[ScenarioFile]:
     return out
 
 
+def transfer_files(directory: Path) -> list[ScenarioFile]:
+    """The transfer measurements (scenarios/transfers/*.yaml: `catnip model measure`, not the
+    form's `catnip run`), each with what the scenario page shows or why it does not validate."""
+    from catnip.spec import transfer
+    out = []
+    for path in sorted(directory.glob("*.yaml")):
+        try:
+            sc = transfer.load(path)
+            out.append(ScenarioFile(path.stem, path, sc.description, sc.paper, len(sc.points()), None))
+        except scenario_mod.ScenarioError as exc:
+            out.append(ScenarioFile(path.stem, path, _description(path), "", 0, bounded.shorten(str(exc))))
+        except Exception as exc:  # noqa: BLE001 - one file's bug must not take the page down
+            out.append(ScenarioFile(path.stem, path, "", "", 0, bounded.shorten(
+                f"could not be checked ({type(exc).__name__}: {exc})")))
+    return out
+
+
 def _description(path: Path) -> str:
     """The description of a file the schema refused, if it can be read within the bounds."""
     try:
