@@ -1,7 +1,10 @@
 """Queue policies of a link direction: one schema class per policy, the Python half of the typed
 contract whose other half is the engine's tagged enum (docs/engine.md).
 
-Each class checks its own parameters and writes its own engine block (`engine_config`). Adding a
+Each class checks its own parameters and writes its own engine block (`engine_config`), every
+parameter the engine's kind takes, defaults applied: the engine has none of its own, so a
+parameter's default is declared here once (tests/test_kinds_match.py holds each block to the
+parameters `catnip-engine kinds` lists). Adding a
 policy is one class here, registered (`register`), and one Rust file in engine/src/policy/ with
 its variant in the engine's config enum (tests/test_plugins.py adds a toy one).
 
@@ -163,9 +166,16 @@ def _min_q(v: Any) -> Any:
     raise ValueError(f"{short(v)}: min_q is a packet count (2) or a size ('3KB')")
 
 
-def _min_q_block(min_q: Any, byte_thresholds: bool) -> dict:
+# FRED's min_q when a scenario gives none: 2 packets, Lin and Morris's value for small buffers
+# (D. Lin and R. Morris, "Dynamics of Random Early Detection", SIGCOMM 1997); with byte thresholds
+# 2 mean_pkt_bytes. Was the engine's own default (engine/src/policy/fred.rs) until issue 43.
+FRED_MIN_Q_PACKETS = 2
+
+
+def _min_q_block(min_q: Any, byte_thresholds: bool, mean_pkt_bytes: int) -> dict:
+    """The engine's `min_q`, always written (the engine has no defaults: docs/engine.md)."""
     if min_q is None:
-        return {}
+        return {"min_q": {"bytes": FRED_MIN_Q_PACKETS * mean_pkt_bytes} if byte_thresholds else FRED_MIN_Q_PACKETS}
     if byte_thresholds != isinstance(min_q, dict):
         raise ValueError("min_q must be a size ('3KB') when the thresholds are sizes, and a packet count otherwise")
     return {"min_q": min_q}
@@ -175,12 +185,14 @@ class Fred(_Red):
     """FRED (Lin and Morris 1997; TCP-friendly marking paper, section 5)."""
     kind: Literal["fred"] = "fred"
     min_q: Any = Field(default=None, description="packets (or a size, with byte thresholds) a flow may queue"
-                                                 " without a random drop (engine default 2 packets)")
+                                                 " without a random drop (default 2 packets, or 2 mean_pkt_bytes"
+                                                 " with byte thresholds)")
 
     _mq = field_validator("min_q", mode="before")(lambda cls, v: _min_q(v))
 
     def engine_config(self, buffer):
-        return {**super().engine_config(buffer), **_min_q_block(self.min_q, isinstance(self.min_th, dict))}
+        return {**super().engine_config(buffer),
+                **_min_q_block(self.min_q, isinstance(self.min_th, dict), self.mean_pkt_bytes)}
 
 
 class Level(BaseModel):
@@ -240,7 +252,7 @@ class Frio(_Levels):
 
     def engine_config(self, buffer):
         return {**super().engine_config(buffer),
-                **_min_q_block(self.min_q, isinstance(self.levels[0].min_th, dict))}
+                **_min_q_block(self.min_q, isinstance(self.levels[0].min_th, dict), self.mean_pkt_bytes)}
 
 
 class Wrr(_Policy):

@@ -128,10 +128,14 @@ def test_every_engine_bound_has_its_counterpart_in_the_schema_within_it():
 
 LINK = {"name": "l", "queue_num": 0, "rate_bps": 1_000_000, "delay_us": 0, "buffer": {"packets": 10},
         "policy": {"kind": "droptail"}}
-RED = {"kind": "red", "min_th": 2, "max_th": 6, "w_q": 0.1, "max_p": 0.1}
+# Every parameter given: the engine has none of its own (docs/engine.md); the markers' as the schema writes them.
+RED = {"kind": "red", "min_th": 2, "max_th": 6, "w_q": 0.1, "max_p": 0.1, "mean_pkt_bytes": 1000}
 BUCKET = {"rate_bps": 1000, "bucket_bytes": 6000}
-SCHED = {"kind": "source_scheduler", "high": dict(BUCKET), "med": dict(BUCKET), "classes": [[[80, 80]]]}
-TCPF = {"kind": "tcpf"}
+SCHED = {"kind": "source_scheduler", "high": dict(BUCKET), "med": dict(BUCKET), "classes": [[[80, 80]]],
+         "downgrade_after_us": 200_000}
+TCPF = edge.Tcpf().engine_config({})
+TOKENS = edge.TokenMarker().engine_config({})
+MARK = {"kind": "mark", "default": None}
 
 
 def _config(top: dict | None = None, **link: Any) -> dict:
@@ -154,11 +158,11 @@ def _at(key: str) -> Callable[[Any], dict]:
         "link.delay_us": lambda v: _config(delay_us=v),
         "buffer.packets": lambda v: _config(buffer={"packets": v}),
         "buffer.bytes": lambda v: _config(buffer={"bytes": v}),
-        "loss.p": lambda v: _config(loss={"p": v}),
+        "loss.p": lambda v: _config(loss={"p": v, "p_high": 0}),
         "loss.p_high": lambda v: _config(loss={"p": 0, "p_high": v}),
         "policy.loss_p": lambda v: _config(policy={"kind": "bernoulli", "loss_p": v}),
         "policy.loss_p_high": lambda v: _config(policy={"kind": "catnip_loss", "loss_p": 0, "loss_p_high": v}),
-        "policy.levels.max_p": lambda v: _config(policy={"kind": "rio", "w_q": 0.1, "levels": [
+        "policy.levels.max_p": lambda v: _config(policy={"kind": "rio", "w_q": 0.1, "mean_pkt_bytes": 1000, "levels": [
             {"min_th": 2, "max_th": 6, "max_p": v}, {"min_th": 2, "max_th": 6, "max_p": 0.1}]}),
         "policy.w_q": lambda v: _config(policy={**RED, "w_q": v}),
         "policy.max_p": lambda v: _config(policy={**RED, "max_p": v}),
@@ -169,16 +173,18 @@ def _at(key: str) -> Callable[[Any], dict]:
         "policy.min_q": lambda v: _config(policy={**RED, "kind": "fred", "min_q": v}),
         "policy.weights": lambda v: _config(buffer=None, policy={"kind": "wrr", "weights": [v, 1]}),
         "policy.weights.count": lambda v: _config(buffer=None, policy={"kind": "wrr", "weights": [1] * v}),
-        "policy.levels.count": lambda v: _config(policy={"kind": "rio" if v == 2 else "red3", "w_q": 0.1, "levels": [
+        "policy.levels.count": lambda v: _config(policy={"kind": "rio" if v == 2 else "red3", "w_q": 0.1,
+                                                         "mean_pkt_bytes": 1000, "levels": [
             {"min_th": 2, "max_th": 6, "max_p": 0.1}] * v}),
         "policy.downgrade_after_us": lambda v: _config(policy={**SCHED, "downgrade_after_us": v}),
-        "bucket.rate_bps": lambda v: _config(edge=[{"kind": "shape", "rate_bps": v, "bucket_bytes": 6000}]),
+        "bucket.rate_bps": lambda v: _config(edge=[{"kind": "shape", "rate_bps": v, "bucket_bytes": 6000,
+                                                    "buffer": None}]),
         "bucket.bucket_bytes": lambda v: _config(policy={**SCHED, "med": {**BUCKET, "bucket_bytes": v}}),
-        "port": lambda v: _config(edge=[{"kind": "mark", "rules": [{"dport": [0, v], "dscp": 10}]}]),
-        "dscp": lambda v: _config(edge=[{"kind": "mark", "rules": [{"dscp": v}]}]),
-        "edge.proto": lambda v: _config(edge=[{"kind": "mark", "rules": [{"proto": v, "dscp": 10}]}]),
-        "edge.interval_us": lambda v: _config(edge=[{"kind": "token_marker", "interval_us": v}]),
-        "edge.pool_bytes": lambda v: _config(edge=[{"kind": "token_marker", "pool_bytes": v}]),
+        "port": lambda v: _config(edge=[{**MARK, "rules": [{"dport": [0, v], "dscp": 10}]}]),
+        "dscp": lambda v: _config(edge=[{**MARK, "rules": [{"dscp": v}]}]),
+        "edge.proto": lambda v: _config(edge=[{**MARK, "rules": [{"proto": v, "dscp": 10}]}]),
+        "edge.interval_us": lambda v: _config(edge=[{**TOKENS, "interval_us": v}]),
+        "edge.pool_bytes": lambda v: _config(edge=[{**TOKENS, "pool_bytes": v}]),
         "edge.tiny_window": lambda v: _config(edge=[{**TCPF, "tiny_window": v}]),
         "edge.mss_bytes": lambda v: _config(edge=[{**TCPF, "mss_bytes": v}]),
         "edge.w_gain": lambda v: _config(edge=[{**TCPF, "w_gain": v}]),

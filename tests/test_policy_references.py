@@ -350,11 +350,12 @@ def test_police_and_shape_hypothesis(tmp_path, rows, police, shaper):
 # --- FRED and FRIO in byte mode (tests/reference/fred_ref.py) --------------------------------
 
 def fred_policy(kind, levels, w_q, mean=1000):
+    min_q = {"bytes": 2 * mean}  # the reference's (fred_ref.check); the engine takes every parameter
     if kind == "fred":
         lv = levels[0]
         return {"kind": "fred", "min_th": {"bytes": lv.min_th}, "max_th": {"bytes": lv.max_th}, "w_q": w_q,
-                "max_p": lv.max_p, "mean_pkt_bytes": mean}
-    return multired_policy("frio", levels, w_q, mean)
+                "max_p": lv.max_p, "mean_pkt_bytes": mean, "min_q": min_q}
+    return {**multired_policy("frio", levels, w_q, mean), "min_q": min_q}
 
 
 FRED_DET = {"fred": [red_ref.Level(20001, 20002, 0.1)],

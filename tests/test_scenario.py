@@ -152,7 +152,7 @@ def test_fred_and_frio_resolve_to_packets():
         "router.policy={kind: frio, w_q: 0.002, levels: [{min_th: 40%, max_th: 70%, max_p: 0.02},"
         " {min_th: 10, max_th: 50}]}"]).points[0][1].router.policy
     assert frio.engine_config({"bytes": 100_000}) == {
-        "kind": "frio", "w_q": 0.002, "mean_pkt_bytes": 1000,
+        "kind": "frio", "w_q": 0.002, "mean_pkt_bytes": 1000, "min_q": 2,  # the schema's default, written out
         "levels": [{"min_th": 40.0, "max_th": 70.0, "max_p": 0.02}, {"min_th": 10.0, "max_th": 50.0, "max_p": 0.1}]}
 
 

@@ -26,7 +26,7 @@ def engine_marks(tmp_path, trace, *, interval_us=400_000, pool=300_000, protect_
     cfg = {"seed": 1, "links": [{"name": "m", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": None,
                                  "policy": {"kind": "droptail"},
                                  "edge": [{"kind": "tcpf", "interval_us": interval_us, "pool_bytes": pool,
-                                           "tiny_window": tiny_window, "mss_bytes": mss,
+                                           "in_dscp": 10, "out_dscp": 12, "tiny_window": tiny_window, "mss_bytes": mss,
                                            "protect_retransmissions": protect_retransmissions,
                                            "retransmissions_use_tokens": retransmissions_use_tokens,
                                            "w_gain": w_gain, "e_gain": e_gain, "flow_idle_us": flow_idle_us}]}]}
@@ -182,7 +182,8 @@ def test_reference_status_lists_every_mechanism_and_finds_missing_tests(monkeypa
 def engine_tb_marks(tmp_path, trace, interval_us, pool):
     cfg = {"seed": 1, "links": [{"name": "m", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": None,
                                  "policy": {"kind": "droptail"},
-                                 "edge": [{"kind": "token_marker", "interval_us": interval_us, "pool_bytes": pool}]}]}
+                                 "edge": [{"kind": "token_marker", "interval_us": interval_us, "pool_bytes": pool,
+                                           "in_dscp": 10, "out_dscp": 12}]}]}
     return _marks(tmp_path, cfg, trace)
 
 

@@ -17,4 +17,6 @@ pub mod policy;
 pub mod replay;
 pub mod stats;
 pub mod stats_writer;
+#[doc(hidden)]
+pub mod testkit;
 pub mod verdicts;

@@ -342,7 +342,7 @@ mod tests {
             r#"{{"seed": 4, "links": [{{"name": "l", "queue_num": 0, "rate_bps": 100000000, "delay_us": 1000,
                 {buffer} {json}}}]}}"#
         );
-        let config = crate::config::Config::parse(&text).unwrap();
+        let config = crate::config::Config::parse(&crate::testkit::filled(&text)).unwrap();
         Link::new(&config.links[0], config.seed).unwrap()
     }
 
@@ -468,7 +468,7 @@ mod tests {
              "policy": {"kind": "droptail"}, "edge": [{"kind": "tcpf", "pool_bytes": 20000}]},
             {"name": "r1>s1", "queue_num": 1, "rate_bps": 0, "delay_us": 0, "buffer": null,
              "policy": {"kind": "droptail"}}]}"#;
-        let config = crate::config::Config::parse(text).unwrap();
+        let config = crate::config::Config::parse(&crate::testkit::filled(text)).unwrap();
         let mut links: Vec<Link<usize>> = config.links.iter().map(|l| Link::new(l, 0).unwrap()).collect();
         let feed = AckFeed::of(&links);
         let (s1, d1) = (0x0a01_0001, 0x0a02_0001);
@@ -547,7 +547,7 @@ mod tests {
         assert_eq!(deliveries(&out), want);
         // The loss wrapper would hide the wake-up time: refused.
         let config = crate::config::LinkConfig {
-            loss: Some(crate::policy::LossConfig { p: 0.1, p_high: None }),
+            loss: Some(crate::policy::LossConfig { p: 0.1, p_high: 0.1 }),
             ..config_of(json)
         };
         assert!(Link::<usize>::new(&config, 0).err().unwrap().starts_with("loss: policy source_scheduler cannot take"));
@@ -558,7 +558,7 @@ mod tests {
         let text = format!(
             r#"{{"links": [{{"name": "l", "queue_num": 0, "rate_bps": 100000000, "delay_us": 1000, "buffer": null, {json}}}]}}"#
         );
-        crate::config::Config::parse(&text).unwrap().links.remove(0)
+        crate::config::Config::parse(&crate::testkit::filled(&text)).unwrap().links.remove(0)
     }
 
     #[test]

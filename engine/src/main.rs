@@ -37,7 +37,8 @@ enum Command {
         #[arg(long)]
         link: Option<String>,
     },
-    /// Print the policy and edge function kinds this engine has, as JSON (`catnip check`).
+    /// Print the policy and edge function kinds this engine has, and the parameters each takes
+    /// (all required: the engine has no defaults), as JSON (`catnip check`, tests/test_kinds_match.py).
     Kinds,
     /// Print every bound the engine checks when it loads a configuration, as JSON.
     Limits,
@@ -60,9 +61,18 @@ fn main() {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Kinds => {
+            let params = |list: Vec<(&str, &[&str])>| {
+                list.into_iter()
+                    .map(|(kind, p)| (kind.to_string(), serde_json::json!(p)))
+                    .collect::<serde_json::Map<_, _>>()
+            };
             let kinds = serde_json::json!({
                 "policies": catnip_engine::policy::KINDS,
                 "edge": catnip_engine::edge::KINDS,
+                "parameters": {
+                    "policies": params(catnip_engine::policy::parameters()),
+                    "edge": params(catnip_engine::edge::parameters()),
+                },
             });
             println!("{kinds}");
             Ok(())

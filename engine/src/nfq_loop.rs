@@ -513,7 +513,8 @@ mod tests {
             link(3, &police(r#"{"action": "remark", "dscp": 12}"#)),
             link(4, &police(r#"{"action": "drop"}"#)),
         ];
-        let config = Config::parse(&format!(r#"{{"links": [{}]}}"#, links.join(", "))).unwrap();
+        let config =
+            Config::parse(&crate::testkit::filled(&format!(r#"{{"links": [{}]}}"#, links.join(", ")))).unwrap();
         assert_eq!(copy_ranges(&config), vec![(2, 80), (4, 80), (1, 65535), (3, 65535)]);
     }
 

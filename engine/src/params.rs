@@ -101,3 +101,46 @@ pub fn deep_error<T: DeserializeOwned>(value: &serde_json::Value) -> Option<Stri
     let path = e.path().to_string();
     Some(if path == "." { format!(": {}", e.into_inner()) } else { format!(".{path}: {}", e.into_inner()) })
 }
+
+/// A parameter that may be null but must be given: `#[serde(deserialize_with = "crate::params::nullable")]`
+/// on an `Option` field. (Serde's derive reads a missing `Option` field as None; with this it is
+/// an error naming the field, `missing field `buffer``, as for every other parameter: the engine
+/// has no defaults, the controller's schema writes every parameter; docs/engine.md.)
+pub fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> std::result::Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(d)
+}
+
+/// The fields a struct's derived `Deserialize` reads (a kind's parameters, for `catnip-engine
+/// kinds`): serde's derive hands them to the deserializer's `deserialize_struct`, which this one
+/// records and then stops. A `#[serde(transparent)]` wrapper gives its inner struct's. Empty for
+/// anything not a struct.
+pub fn fields_of<T: DeserializeOwned>() -> &'static [&'static str] {
+    struct Fields<'a>(&'a mut &'static [&'static str]);
+
+    impl<'de> Deserializer<'de> for Fields<'_> {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> std::result::Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> std::result::Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("fields read"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Fields(&mut fields));
+    fields
+}

@@ -337,12 +337,12 @@ mod tests {
         let trace = read_trace(trace.as_bytes()).unwrap();
         assert_eq!((trace[0].proto, trace[0].src, trace[0].ports), (6, 0x0a00_0001, Some((4000, 80))));
         assert_eq!((trace[3].proto, trace[3].ports), (1, None));
-        let config = crate::config::Config::parse(
+        let config = crate::config::Config::parse(&crate::testkit::filled(
             r#"{"seed": 2, "links": [{"name": "l", "queue_num": 0, "rate_bps": 1000000, "delay_us": 0,
                 "buffer": null, "policy": {"kind": "droptail"}, "loss": {"p": 0.999999, "p_high": 0},
                 "edge": [{"kind": "mark", "rules": [{"proto": 6, "dport": [80, 80], "dscp": 10}]},
                          {"kind": "police", "rate_bps": 8000, "bucket_bytes": 1000, "dscp": [10], "exceed": {"action": "drop"}}]}]}"#,
-        )
+        ))
         .unwrap();
         let mut link: Link<usize> = Link::new(&config.links[0], 2).unwrap();
         let fates = replay(&mut link, &trace).unwrap();
@@ -378,10 +378,10 @@ mod tests {
         let trace = read_trace(trace.as_bytes()).unwrap();
         assert_eq!(trace[2].tcp.map(|t| t.ack), Some(1100));
         assert!(trace[2].reverse && !trace[1].reverse);
-        let config = crate::config::Config::parse(
+        let config = crate::config::Config::parse(&crate::testkit::filled(
             r#"{"links": [{"name": "l", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": null,
                 "policy": {"kind": "droptail"}, "edge": [{"kind": "tcpf", "pool_bytes": 1000}]}]}"#,
-        )
+        ))
         .unwrap();
         let mut link: Link<usize> = Link::new(&config.links[0], 0).unwrap();
         let fates = replay(&mut link, &trace).unwrap();

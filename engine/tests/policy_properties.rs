@@ -83,10 +83,11 @@ fn config(policy: &str, extra: &str, buffer: Buffer, seed: u64) -> Config {
         Buffer::Packets(n) => format!(r#"{{"packets": {n}}}"#),
         Buffer::Bytes(n) => format!(r#"{{"bytes": {n}}}"#),
     };
-    Config::parse(&format!(
+    // The engine has no defaults: testkit writes in the parameters a policy here leaves out.
+    Config::parse(&catnip_engine::testkit::filled(&format!(
         r#"{{"seed": {seed}, "links": [{{"name": "p", "queue_num": 0, "rate_bps": {RATE}, "delay_us": 3000,
             "buffer": {buffer}, "policy": {policy}{extra}}}]}}"#
-    ))
+    )))
     .unwrap_or_else(|e| panic!("{policy}{extra}: {e:#}"))
 }
 

@@ -25,7 +25,9 @@ def engine_marks(binary: str, trace, interval_us=400_000, pool=300_000, flow_idl
         cfg = {"seed": 1, "links": [{"name": "m", "queue_num": 0, "rate_bps": 0, "delay_us": 0, "buffer": None,
                                      "policy": {"kind": "droptail"},
                                      "edge": [{"kind": "tcpf", "interval_us": interval_us, "pool_bytes": pool,
-                                               "flow_idle_us": flow_idle_us}]}]}
+                                               "in_dscp": 10, "out_dscp": 12, "tiny_window": 4, "mss_bytes": 1460,
+                                               "protect_retransmissions": True, "retransmissions_use_tokens": True,
+                                               "w_gain": 0.125, "e_gain": 0.5, "flow_idle_us": flow_idle_us}]}]}
         (d / "cfg.json").write_text(json.dumps(cfg))
         tcp_traces.write_trace(d / "t.csv", trace)
         subprocess.run([binary, "replay", "--config", str(d / "cfg.json"), "--trace", str(d / "t.csv"),

@@ -10,14 +10,14 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MarkConfig {
-    #[serde(default)]
     pub rules: Vec<MarkRule>,
-    /// DSCP of a packet no rule matches; null leaves it unchanged.
-    #[serde(default)]
+    /// DSCP of a packet no rule matches; null leaves it unchanged (given, as every parameter).
+    #[serde(deserialize_with = "crate::params::nullable")]
     pub default: Option<u8>,
 }
 
-/// A classifier rule: every field given must match (null or absent: any).
+/// A classifier rule: every field given must match (null or absent: any; this is the rule's
+/// language, not a default: the schema writes each field, null where a scenario gives none).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MarkRule {

@@ -9,7 +9,8 @@
 //! ([`EdgeParams`]), the function keeps its own counters ([`EdgeFunction`]); those traits live
 //! in edge/api.rs, below this file, so a function's file never imports the list that registers
 //! it. Adding one is that file plus one line in the `edge_functions!` list below (and its `mod`), which makes the `kind` enum of the
-//! config, the list of kinds and the dispatch (as policy/mod.rs does for queue policies).
+//! config, the list of kinds, each kind's parameters and the dispatch (as policy/mod.rs does for
+//! queue policies). No parameter has a default here: the schema (spec/edge.py) writes them all.
 //!
 //! Token buckets (edge/bucket.rs) are exact integers on the engine's virtual clock (a credit in units of 1e-9
 //! bit, to which a rate of r bit/s adds r per ns), so a shaper's releases, like the
@@ -47,6 +48,11 @@ macro_rules! edge_functions {
 
         /// Every edge function kind, in the order error messages list them.
         pub const KINDS: &[&str] = &[$($kind),*];
+
+        /// Every kind with the parameters it takes (`catnip-engine kinds`), each one required.
+        pub fn parameters() -> Vec<(&'static str, &'static [&'static str])> {
+            vec![$(($kind, crate::params::fields_of::<$params>()),)*]
+        }
 
         impl EdgeConfig {
             pub fn kind(&self) -> &'static str {
@@ -134,7 +140,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     fn edge(json: &str) -> Result<Stage<u64>, String> {
-        let c: EdgeConfig = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        let c: EdgeConfig = serde_json::from_str(&crate::testkit::filled(json)).map_err(|e| e.to_string())?;
         c.build()
     }
 

@@ -9,10 +9,9 @@ use serde::Deserialize;
 use std::collections::HashMap;
 
 /// What a policer keys its buckets by.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Per {
-    #[default]
     Link,
     Src,
     Flow,
@@ -42,9 +41,8 @@ pub struct PoliceConfig {
     pub rate_bps: u64,
     pub bucket_bytes: u64,
     /// The DSCPs it meters (null: every packet); others pass untouched and uncounted.
-    #[serde(default)]
+    #[serde(deserialize_with = "crate::params::nullable")]
     pub dscp: Option<Vec<u8>>,
-    #[serde(default)]
     pub per: Per,
     pub exceed: ExceedConfig,
 }

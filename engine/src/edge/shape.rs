@@ -15,7 +15,7 @@ pub struct ShapeConfig {
     pub rate_bps: u64,
     pub bucket_bytes: u64,
     /// The shaper's own buffer (tail drop); null: unlimited.
-    #[serde(default)]
+    #[serde(deserialize_with = "crate::params::nullable")]
     pub buffer: Option<Buffer>,
 }
 

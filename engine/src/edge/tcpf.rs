@@ -25,75 +25,31 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-fn default_interval_us() -> u64 {
-    400_000
-}
-// Section 6.1's 300 KB, as the schema writes it (spec/edge.py: 300 * 1024); the engine's own
-// default is for configurations written by hand (replay, tests).
-fn default_pool_bytes() -> u64 {
-    300 * 1024
-}
-fn default_tiny_window() -> u32 {
-    4
-}
-fn default_mss() -> u32 {
-    1460
-}
-fn default_in_dscp() -> u8 {
-    crate::packet::DSCP_AF11
-}
-fn default_out_dscp() -> u8 {
-    crate::packet::DSCP_AF12
-}
-fn yes() -> bool {
-    true
-}
-fn default_w_gain() -> f64 {
-    0.125
-}
-fn default_e_gain() -> f64 {
-    0.5
-}
-fn default_flow_idle_us() -> u64 {
-    MIN_MEMORY_US
-}
-
 /// `{"kind": "tcpf", "interval_us": T, "pool_bytes": M, "tiny_window": K, "mss_bytes": MSS,
 /// "in_dscp": 10, "out_dscp": 12, "protect_retransmissions": true,
 /// "retransmissions_use_tokens": true, "w_gain": 0.125, "e_gain": 0.5, "flow_idle_us": 120000000}`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpfConfig {
-    #[serde(default = "default_interval_us")]
     pub interval_us: u64,
-    #[serde(default = "default_pool_bytes")]
     pub pool_bytes: u64,
     /// K: a flow whose window estimate is below K * MSS is tiny.
-    #[serde(default = "default_tiny_window")]
     pub tiny_window: u32,
-    #[serde(default = "default_mss")]
     pub mss_bytes: u32,
-    #[serde(default = "default_in_dscp")]
     pub in_dscp: u8,
-    #[serde(default = "default_out_dscp")]
     pub out_dscp: u8,
     /// Algorithm 2 (b): a retransmission is IN. False: TCPF(O).
-    #[serde(default = "yes")]
     pub protect_retransmissions: bool,
     /// A protected retransmission is charged to the flow's tokens when it has enough (it is IN
     /// in any case).
-    #[serde(default = "yes")]
     pub retransmissions_use_tokens: bool,
     /// EWMA gain of W(i) per sample (one sample per data packet once an ACK was seen).
-    #[serde(default = "default_w_gain")]
     pub w_gain: f64,
     /// EWMA gain of E(i) per interval.
-    #[serde(default = "default_e_gain")]
     pub e_gain: f64,
     /// A flow with no packet either way for this long is forgotten; at least [`MIN_MEMORY_US`]
     /// (refused below it at load, never raised in silence). A reset, or the ACK of the flow's FIN,
     /// ends it sooner.
-    #[serde(default = "default_flow_idle_us")]
     pub flow_idle_us: u64,
 }
 
@@ -101,13 +57,9 @@ pub struct TcpfConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenMarkerConfig {
-    #[serde(default = "default_interval_us")]
     pub interval_us: u64,
-    #[serde(default = "default_pool_bytes")]
     pub pool_bytes: u64,
-    #[serde(default = "default_in_dscp")]
     pub in_dscp: u8,
-    #[serde(default = "default_out_dscp")]
     pub out_dscp: u8,
 }
 
@@ -666,7 +618,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn tcpf(json: &str) -> Tcpf {
-        let c: TcpfConfig = serde_json::from_str(json).unwrap();
+        let c: TcpfConfig = serde_json::from_str(&crate::testkit::params("tcpf", json)).unwrap();
         c.marker().unwrap()
     }
 
@@ -897,7 +849,8 @@ mod tests {
 
     #[test]
     fn the_token_marker_refills_exactly_each_interval() {
-        let c: TokenMarkerConfig = serde_json::from_str(r#"{"interval_us": 400000, "pool_bytes": 5000}"#).unwrap();
+        let json = crate::testkit::params("token_marker", r#"{"interval_us": 400000, "pool_bytes": 5000}"#);
+        let c: TokenMarkerConfig = serde_json::from_str(&json).unwrap();
         let mut tb = c.marker().unwrap();
         // 1000-byte packets every 10 ms from t = 7 ms: 5 IN per interval, then OUT until the
         // boundary at 7 + 400 k ms, whatever the flow (no TCP awareness).
@@ -990,7 +943,7 @@ mod tests {
             (r#"{"flow_idle_us": 0}"#, "flow_idle_us: at least 120000000"),
             (r#"{"flow_idle_us": 800000}"#, "flow_idle_us: at least 120000000"),
         ] {
-            let c: TcpfConfig = serde_json::from_str(json).unwrap();
+            let c: TcpfConfig = serde_json::from_str(&crate::testkit::params("tcpf", json)).unwrap();
             let e = c.marker().err().unwrap();
             assert!(e.starts_with(want), "{json}: {e}");
         }

@@ -25,7 +25,7 @@
 use super::fifo::{Admission, Buffered, FifoPolicy};
 use super::multired::{level_params, update_levels, Level, LevelConfig};
 use super::red::{early_drop, red_params, RedParams};
-use super::{default_mean_pkt_bytes, Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
+use super::{Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
 use crate::packet::Class;
 use crate::params::{Buffer, Threshold, Unit};
 use rand::SeedableRng;
@@ -41,12 +41,11 @@ pub struct FredConfig {
     pub max_th: Threshold,
     pub w_q: f64,
     pub max_p: f64,
-    #[serde(default = "default_mean_pkt_bytes")]
     pub mean_pkt_bytes: u32,
-    /// What a flow may queue between the thresholds without a random drop (default 2 packets,
-    /// Lin and Morris's value for small buffers; 2 mean_pkt_bytes in byte mode).
-    #[serde(default)]
-    pub min_q: Option<Threshold>,
+    /// What a flow may queue between the thresholds without a random drop, in the thresholds'
+    /// unit (the schema's default is Lin and Morris's 2 packets for small buffers, 2
+    /// mean_pkt_bytes in byte mode: spec/policy.py).
+    pub min_q: Threshold,
 }
 
 /// `{"kind": "frio", "w_q": w, "levels": [IN, OUT], "mean_pkt_bytes": 1000, "min_q": T}`.
@@ -55,16 +54,12 @@ pub struct FredConfig {
 pub struct FrioConfig {
     pub w_q: f64,
     pub levels: Vec<LevelConfig>,
-    #[serde(default = "default_mean_pkt_bytes")]
     pub mean_pkt_bytes: u32,
-    #[serde(default)]
-    pub min_q: Option<Threshold>,
+    pub min_q: Threshold,
 }
 
 /// min_q in the policy's unit, checked.
-fn min_q(given: Option<Threshold>, unit: Unit, mean_pkt_bytes: u32) -> Result<f64, String> {
-    let per_packet = if unit == Unit::Bytes { f64::from(mean_pkt_bytes) } else { 1.0 };
-    let Some(t) = given else { return Ok(2.0 * per_packet) };
+fn min_q(t: Threshold, unit: Unit) -> Result<f64, String> {
     if t.unit != unit {
         return Err(format!(
             "min_q: in {} but the thresholds are in {}; one policy's thresholds take one unit",
@@ -84,7 +79,7 @@ impl PolicyParams for FredConfig {
     fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
         let thresholds = [("min_th", self.min_th), ("max_th", self.max_th)];
         let (params, unit) = red_params(&thresholds, self.w_q, self.max_p, self.mean_pkt_bytes, env.rate_bps)?;
-        let q = min_q(self.min_q, unit, self.mean_pkt_bytes)?;
+        let q = min_q(self.min_q, unit)?;
         Ok(Box::new(Fred::<H>::classic(params, q, env.buffer, env.seed).measured_in(unit, self.mean_pkt_bytes)))
     }
 }
@@ -92,7 +87,7 @@ impl PolicyParams for FredConfig {
 impl PolicyParams for FrioConfig {
     fn build<H: 'static>(&self, env: &LinkEnv) -> Result<Box<dyn QueuePolicy<H>>, String> {
         let (params, unit) = level_params("frio", &self.levels, 2, self.w_q, self.mean_pkt_bytes, env.rate_bps)?;
-        let q = min_q(self.min_q, unit, self.mean_pkt_bytes)?;
+        let q = min_q(self.min_q, unit)?;
         let fred = Fred::<H>::frio([params[0], params[1]], q, env.buffer, env.seed);
         Ok(Box::new(fred.measured_in(unit, self.mean_pkt_bytes)))
     }
@@ -404,16 +399,17 @@ mod tests {
     #[test]
     fn frio_takes_table_1_in_bytes() {
         // Table 1 (good), as the config gives it; w_q = 1 so the averages are the queued bytes.
-        let c: FrioConfig = serde_json::from_str(
+        let c: FrioConfig = serde_json::from_str(&crate::testkit::params(
+            "frio",
             r#"{"w_q": 1.0, "levels": [
                 {"min_th": {"bytes": 51200}, "max_th": {"bytes": 501760}, "max_p": 0.005},
                 {"min_th": {"bytes": 10240}, "max_th": {"bytes": 204800}, "max_p": 0.25}]}"#,
-        )
+        ))
         .unwrap();
         let (params, unit) = level_params("frio", &c.levels, 2, c.w_q, c.mean_pkt_bytes, 10_000_000).unwrap();
         assert_eq!(unit, Unit::Bytes);
-        let mut q: Fred<u64> = Fred::frio([params[0], params[1]], min_q(None, unit, 1000).unwrap(), None, 1)
-            .measured_in(Unit::Bytes, 1000);
+        let mut q: Fred<u64> =
+            Fred::frio([params[0], params[1]], min_q(c.min_q, unit).unwrap(), None, 1).measured_in(Unit::Bytes, 1000);
         // 30 IN packets and 180 OUT packets of 1000 bytes, one per flow (no per-flow limit bites).
         (0..30).for_each(|f| stuff(&mut q, pkt(f, f, DSCP_AF11)));
         (30..210).for_each(|f| stuff(&mut q, pkt(f, f, 0)));

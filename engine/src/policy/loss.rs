@@ -16,19 +16,20 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 
-/// A link's `loss`: `{"p": p, "p_high": p'}`; p_high (for AF11 packets) defaults to p.
+/// A link's `loss`: `{"p": p, "p_high": p'}`, both given (the schema writes p_high as p when a
+/// scenario gives only p: spec/graph.py).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LossConfig {
     pub p: f64,
-    #[serde(default)]
-    pub p_high: Option<f64>,
+    /// For AF11 packets.
+    pub p_high: f64,
 }
 
 impl LossConfig {
     pub fn validate(&self) -> Result<(), String> {
         check("p", self.p)?;
-        check("p_high", self.p_high.unwrap_or(self.p))
+        check("p_high", self.p_high)
     }
 
     /// Wrap `policy` (stream 1 of `seed`).
@@ -38,7 +39,7 @@ impl LossConfig {
         seed: u64,
     ) -> Result<Box<dyn QueuePolicy<H>>, String> {
         self.validate()?;
-        Ok(Box::new(Lossy::new(policy, self.p, self.p_high.unwrap_or(self.p), seed, 1)))
+        Ok(Box::new(Lossy::new(policy, self.p, self.p_high, seed, 1)))
     }
 }
 
@@ -163,7 +164,7 @@ mod tests {
         assert!((loss_rate(&mut c, DSCP_AF12, 100_000) - 0.08).abs() < 0.004);
         let env = LinkEnv { buffer: None, rate_bps: 0, seed: 1 };
         assert!(BernoulliConfig { loss_p: 1.0 }.build::<u64>(&env).is_err());
-        assert!(LossConfig { p: 0.1, p_high: Some(-0.1) }.validate().unwrap_err().starts_with("p_high must be"));
+        assert!(LossConfig { p: 0.1, p_high: -0.1 }.validate().unwrap_err().starts_with("p_high must be"));
     }
 
     #[test]
@@ -184,7 +185,7 @@ mod tests {
             q.dequeue(0);
         }
         // A link's `loss` draws from stream 1 instead.
-        let mut wrapped = LossConfig { p: 0.3, p_high: None }.wrap(Box::new(droptail::<u64>(None)), 42).unwrap();
+        let mut wrapped = LossConfig { p: 0.3, p_high: 0.3 }.wrap(Box::new(droptail::<u64>(None)), 42).unwrap();
         let mut stream1 = ChaCha8Rng::seed_from_u64(42);
         stream1.set_stream(1);
         for i in 0..1000 {

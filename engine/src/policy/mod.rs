@@ -11,7 +11,9 @@
 //! the policy and says what the link must know of it ([`PolicyParams`]: whether it rewrites DSCPs,
 //! whether it idles while holding packets). Adding a policy is one file here plus one line in the
 //! `policies!` list below, which makes the `kind` enum of the config, the list of kinds and the
-//! dispatch.
+//! dispatch. A policy's parameters have no defaults here: every one must be given (a missing
+//! one is a config error naming it); the controller's schema (spec/policy.py) is where a
+//! scenario's defaults live, and it writes them all (docs/engine.md, "Parameters").
 
 mod droptail;
 pub mod fifo;
@@ -76,6 +78,12 @@ macro_rules! policies {
 
         /// Every policy kind, in the order error messages list them.
         pub const KINDS: &[&str] = &[$($kind),*];
+
+        /// Every kind with the parameters it takes (`catnip-engine kinds`): each one must be
+        /// given, the engine has no defaults (the controller's schema writes them all).
+        pub fn parameters() -> Vec<(&'static str, &'static [&'static str])> {
+            vec![$(($kind, crate::params::fields_of::<$params>()),)*]
+        }
 
         impl PolicyConfig {
             pub fn kind(&self) -> &'static str {
@@ -207,8 +215,4 @@ pub fn typical_tx_ns(mean_pkt_bytes: u32, rate_bps: u64) -> f64 {
     } else {
         mean_pkt * 8e9 / rate_bps as f64
     }
-}
-
-pub(crate) fn default_mean_pkt_bytes() -> u32 {
-    1000
 }

@@ -11,7 +11,7 @@
 
 use super::fifo::{Admission, Buffered, Fifo, FifoPolicy};
 use super::red::{early_drop, next_average, red_params, RedParams};
-use super::{default_mean_pkt_bytes, Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
+use super::{Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
 use crate::packet::Class;
 use crate::params::{one_unit, Buffer, Threshold, Unit};
 use rand::SeedableRng;
@@ -34,7 +34,6 @@ pub struct LevelsConfig {
     pub w_q: f64,
     /// Highest precedence first: 2 for RIO, 3 for 3-level RED.
     pub levels: Vec<LevelConfig>,
-    #[serde(default = "default_mean_pkt_bytes")]
     pub mean_pkt_bytes: u32,
 }
 

@@ -15,7 +15,7 @@
 
 use super::fifo::{Admission, Buffered, FifoPolicy};
 use super::pushout::{is_high, is_low, push_out};
-use super::{default_mean_pkt_bytes, typical_tx_ns, Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
+use super::{typical_tx_ns, Dropped, LinkEnv, PolicyParams, QueuePolicy, Queued};
 use crate::params::{one_unit, Buffer, Threshold, Unit};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -30,7 +30,6 @@ pub struct RedConfig {
     pub w_q: f64,
     pub max_p: f64,
     /// Bytes of a typical packet, for the idle-time correction.
-    #[serde(default = "default_mean_pkt_bytes")]
     pub mean_pkt_bytes: u32,
 }
 
@@ -271,7 +270,7 @@ mod tests {
     /// is all but impossible, at max_th certain).
     fn accepted(thresholds: &str, n: u64, len: u32) -> usize {
         let json = format!(r#"{{{thresholds}, "w_q": 1, "max_p": 1e-9}}"#);
-        let config: RedConfig = serde_json::from_str(&json).unwrap();
+        let config: RedConfig = serde_json::from_str(&crate::testkit::params("red", &json)).unwrap();
         let env = LinkEnv { buffer: None, rate_bps: 1_000_000, seed: 1 };
         let mut red = config.build::<u64>(&env).unwrap();
         let mut d = Vec::new();

@@ -58,18 +58,13 @@ pub struct SourceSchedulerConfig {
     pub med: BucketConfig,
     /// Each class's port ranges, highest scheduling priority first.
     pub classes: Vec<Vec<[u32; 2]>>,
-    #[serde(default = "default_downgrade_after_us")]
+    /// A head queued this long at HIGH is remarked MED, as long again at MED LOW (footnote 7's
+    /// 200 ms is the schema's default: spec/policy.py).
     pub downgrade_after_us: u64,
 }
 
 /// Longer than any run: a bound that keeps deadlines far from overflowing the ns clock.
 const MAX_DOWNGRADE_AFTER_US: u64 = 3_600_000_000;
-
-/// Footnote 7: "200 ms before downgrading from HIGH to MED, and another 200 ms for downgrading
-/// from MED to LOW".
-fn default_downgrade_after_us() -> u64 {
-    200_000
-}
 
 impl SourceSchedulerConfig {
     /// The port ranges of each class, checked.
@@ -424,12 +419,12 @@ mod tests {
     const FTP: u16 = 2121;
 
     fn config(high: (u64, u64), med: (u64, u64), classes: &str) -> SourceSchedulerConfig {
-        serde_json::from_str(&format!(
+        let text = format!(
             r#"{{"high": {{"rate_bps": {}, "bucket_bytes": {}}}, "med": {{"rate_bps": {}, "bucket_bytes": {}}},
                 "classes": {classes}}}"#,
             high.0, high.1, med.0, med.1
-        ))
-        .unwrap()
+        );
+        serde_json::from_str(&crate::testkit::params("source_scheduler", &text)).unwrap()
     }
 
     fn scheduler(high: (u64, u64), med: (u64, u64), buffer: Option<Buffer>) -> SourceScheduler<u64> {
@@ -467,7 +462,7 @@ mod tests {
             r#"{{"links": [{{"name": "h1>r1", "queue_num": 0, "rate_bps": {rate_bps}, "delay_us": 0,
                 "buffer": null, "policy": {{"kind": "source_scheduler", {policy}}}}}]}}"#
         );
-        Link::new(&Config::parse(&text).unwrap().links[0], 0).unwrap()
+        Link::new(&Config::parse(&crate::testkit::filled(&text)).unwrap().links[0], 0).unwrap()
     }
 
     /// A delivery: (seq, time, dscp it left with).
