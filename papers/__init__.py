@@ -19,3 +19,4 @@ register("catnip.papers.catnip")    # CATNIP (Williamson and Wu), Tables II-XI, 
 register("catnip.papers.newcwv")    # newCWV (Hossain and Fairhurst), Figs 5-11, Tables 2-3
 register("catnip.papers.tcpf")      # TCP-friendly marking (Lo Monaco et al.), Tables 4-7
 register("catnip.papers.servdiff")  # service differentiation (Nouredine and Tobagi)
+register("catnip.papers.hysteresis")  # the hysteresis model (Li and Williamson): its transfers' runs

@@ -1,7 +1,8 @@
 """The papers' registry: what a paper folder declares (`Paper`), and registering one.
 
 A paper folder (papers/NAME/, or any folder with an `__init__.py`) defines `PAPER`, a `Paper`:
-its name, title, citation, its docs pointer, which scenario files are its experiments, the names
+its name, title, citation, its docs pointer, which scenario files are its experiments (and how
+their `paper:` field starts, with the short name the dashboard's runs page lists them by), the names
 of its report layouts (registered in results/layouts.py when the folder's module imports its
 `layouts.py`) and its dashboard views. A view is a data function `(store, run_id, page) -> dict |
 None` (None: the view does not apply to that run; `page` holds what the run page already read,
@@ -54,12 +55,19 @@ class Paper:
     layouts: tuple[str, ...] = ()  # names of its layouts (results/layouts.py LAYOUTS)
     views: tuple[View, ...] = ()
     published: str | None = None  # the module holding its published numbers, if entered as data
+    short: str = ""  # the name the dashboard's runs page lists its runs by (default: `name`)
+    paper_field: tuple[str, ...] = ()  # how a scenario's `paper:` field naming it starts (any case)
     scenario_dir: Path | None = None  # default: the repository's scenarios/
     folder: Path = field(default=Path("."), compare=False)  # set by register()
 
     def scenario_files(self) -> list[Path]:
         where = self.scenario_dir or paths.REPO / "scenarios"
         return sorted({p for pattern in self.scenarios for p in where.glob(pattern) if p.is_file()})
+
+    @property
+    def short_name(self) -> str:
+        """The name the runs page lists its runs by."""
+        return self.short or self.name
 
 
 PAPERS: dict[str, Paper] = {}
@@ -120,6 +128,13 @@ def unregister(name: str) -> None:
 
 def paper_of_layout(name: str) -> Paper | None:
     return next((p for p in PAPERS.values() if name in p.layouts), None)
+
+
+def paper_of_field(text: str) -> Paper | None:
+    """The registered paper a scenario's `paper:` field names: the first whose `paper_field` starts
+    it, in any case (the runs page, webui/runlist.py); None for any other text."""
+    text = text.strip().lower()
+    return next((p for p in PAPERS.values() if text and any(text.startswith(s.lower()) for s in p.paper_field)), None)
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,13 @@
 """A paper is a plug-in folder (papers/registry.py; issue 43, item 4): a toy sixth paper, made in a
 temporary folder with one scenario, one layout and one dashboard view, registered with one line,
-is found by `catnip report --layouts`, `catnip report RUN --layout toy` and a run's dashboard page,
-with no other file touched; the run page of a run that is not the toy paper's does not show it."""
+is found by `catnip report --layouts`, `catnip report RUN --layout toy`, a run's dashboard page
+and the runs page's paper column and filter (by its `paper:` field's start and short name), with no
+other file touched; the run page of a run that is not the toy paper's does not show it."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 
@@ -22,7 +24,7 @@ from catnip.spec import scenario as scenario_mod
 from catnip.testbed.paths import REPO
 from catnip.webui.app import create_app
 from tests.test_web import _record_run
-from tests.test_web_runlist import PAGE_RUN, _record_page_run
+from tests.test_web_runlist import PAGE_RUN, _cells, _record_page_run
 
 TOY_RUN = "20260201-000000-toy-ffff"
 
@@ -56,7 +58,7 @@ def toy_view(store, run_id, page):
 
 PAPER = Paper(name="toy", title="Toy paper", citation=Citation("A. Toy", "Toy results", "Toy Workshop", 2026),
               docs="docs/reproduction-toy.md", scenarios=("toy-*.yaml",), layouts=("toy",),
-              views=(View("pages", "view.html", toy_view),), scenario_dir=FOLDER)
+              views=(View("pages", "view.html", toy_view),), scenario_dir=FOLDER, short="Toy", paper_field=("Toy,",))
 '''
 TOY_VIEW = '''<section id="toy"><h2>Toy paper ({{ paper.citation.authors }}, {{ paper.citation.year }})</h2>
 {% for r in view.rows %}<p class="toy-row">{{ r.client }} fetched {{ r.pages }} pages</p>{% endfor %}</section>
@@ -69,6 +71,7 @@ def _toy_folder(tmp_path):
     (folder / "__init__.py").write_text(textwrap.dedent(TOY_INIT))
     (folder / "view.html").write_text(TOY_VIEW)
     scenario = (REPO / "scenarios" / "quick.yaml").read_text().replace("name: quick", "name: toy-one", 1)
+    scenario = re.sub(r"(?m)^paper: .*$", 'paper: "Toy, Table 1"', scenario, count=1)
     (folder / "toy-one.yaml").write_text(scenario)
     return folder
 
@@ -138,12 +141,31 @@ def test_run_page_shows_the_toy_view_only_for_its_runs(toy, db, tmp_path):
         queue.shutdown(timeout=5)
 
 
+def _runs_page(db, tmp_path, query=""):
+    queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
+    try:
+        return create_app(db=db, scenarios_dir=tmp_path, queue=queue).test_client().get(f"/runs{query}")
+    finally:
+        queue.shutdown(timeout=5)
+
+
+def test_the_runs_page_lists_and_filters_by_the_toy_paper(toy, db, tmp_path):
+    # The toy run stored no `paper:` field: its scenario file's ("Toy, Table 1") names the toy paper.
+    page = _runs_page(db, tmp_path).get_data(as_text=True)
+    assert _cells(page)[TOY_RUN]["paper"] == "Toy" and _cells(page)[PAGE_RUN]["paper"] == "none"
+    assert '<option value="Toy">Toy</option>' in page  # the filter offers it
+    page = _runs_page(db, tmp_path, "?paper=Toy")
+    assert page.status_code == 200 and set(_cells(page.get_data(as_text=True))) == {TOY_RUN}
+
+
 def test_unregistered_the_toy_paper_is_nowhere(tmp_path, db):
     _toy_folder(tmp_path)  # its folder alone registers nothing
     assert "toy" not in papers.PAPERS and "toy" not in layouts.LAYOUTS
     assert all(x.split()[0] != "toy" for x in _report(db, "--layouts").output.splitlines())
     res = _report(db, TOY_RUN, "--layout", "toy")
     assert res.exit_code != 0 and "unknown layout 'toy'" in res.output
+    assert _cells(_runs_page(db, tmp_path).get_data(as_text=True))[TOY_RUN]["paper"] == "other"
+    assert _runs_page(db, tmp_path, "?paper=Toy").status_code == 400
 
 
 def test_a_folder_that_is_no_paper_is_refused(tmp_path):
@@ -159,7 +181,7 @@ def test_a_folder_that_is_no_paper_is_refused(tmp_path):
 
 def test_every_paper_cites_and_points_to_docs_and_scenarios_that_exist():
     citing = " ".join((REPO / "docs" / "citing.md").read_text().split())
-    assert list(papers.PAPERS)[:4] == ["catnip", "newcwv", "tcpf", "servdiff"]
+    assert list(papers.PAPERS)[:5] == ["catnip", "newcwv", "tcpf", "servdiff", "hysteresis"]
     for paper in papers.PAPERS.values():
         assert (REPO / paper.docs).is_file(), paper.name
         assert paper.scenario_files(), f"{paper.name}: no scenario file matches {paper.scenarios}"

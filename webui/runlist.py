@@ -2,7 +2,9 @@
 uses for a point that did not keep real time (item 10).
 
 A run is listed with the paper it reproduces (a short name from its scenario's `paper:` field: the
-one the run stored, else the one of the scenario file of its name), its point count, how many of
+one the run stored, else the one of the scenario file of its name; the papers, their short names
+and how their `paper:` fields start are the paper registry's, catnip.papers `Paper.short` and
+`Paper.paper_field`, so a paper registered later is listed too), its point count, how many of
 its points kept real time (each point's verdict, from its fidelity record: controller/fidelity.py),
 and whether it was imported (`runs.imported`, as `catnip list` marks it). The filter is three query
 parameters, each checked against a closed list before anything is read.
@@ -15,18 +17,37 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import yaml
 
+from catnip import papers
 from catnip.results.import_schema import STATUSES
 from catnip.spec import bounded
 
-# The start of a `paper:` field -> the short name the runs page shows (README's "Papers reproduced").
-PAPERS = (("CATNIP", "CATNIP"), ("Hossain", "newCWV"), ("Lo Monaco", "TCP-friendly marking"),
-          ("Nouredine", "service differentiation"), ("hysteresis", "hysteresis"), ("Li and Williamson", "hysteresis"))
-OTHER, NONE = "other", "none"  # a `paper:` field naming none of the five; no `paper:` field at all
-PAPER_NAMES = tuple(dict.fromkeys([*(short for _, short in PAPERS), OTHER, NONE]))
+OTHER, NONE = "other", "none"  # a `paper:` field naming no registered paper; no `paper:` field at all
+
+
+def paper_names() -> tuple[str, ...]:
+    """The runs page's paper names: each registered paper's short name, then `other` and `none`."""
+    return tuple(dict.fromkeys([*(p.short_name for p in papers.PAPERS.values()), OTHER, NONE]))
+
+
+class _PaperNames:
+    """`paper_names()` read when used, so a paper registered after this module was imported (a
+    test's toy paper) is a filter value and a column value too."""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(paper_names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in paper_names()
+
+    def __len__(self) -> int:
+        return len(paper_names())
+
+
+PAPER_NAMES = _PaperNames()
 REALTIME = {"kept": "every judged point kept real time", "missed": "a point missed real time",
             "unjudged": "no point judged"}
 FILTER_KEYS = ("paper", "status", "realtime")
@@ -35,10 +56,10 @@ SCENARIO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 def paper_name(field: str) -> str:
     """The short name of the paper a scenario's `paper:` field names."""
-    text = field.strip()
-    if not text:
+    if not field.strip():
         return NONE
-    return next((short for start, short in PAPERS if text.lower().startswith(start.lower())), OTHER)
+    paper = papers.registry.paper_of_field(field)
+    return paper.short_name if paper else OTHER
 
 
 def _file_paper(scenarios: Path, name: str, cache: dict[str, str]) -> str:

@@ -14,7 +14,7 @@ PAPER = Paper(
     title="CATNIP, Tables II-XI",
     citation=Citation("C. Williamson, Q. Wu", "A Case for Context-Aware TCP/IP",
                       "ACM SIGMETRICS Performance Evaluation Review 29(4)", 2002),
-    docs="docs/reproduction.md",
+    docs="docs/reproduction.md", short="CATNIP", paper_field=("CATNIP",),
     scenarios=("catnip-*.yaml",),
     layouts=("catnip-table-ii", "catnip-loss", "catnip-table-xi", "catnip-study"),
     views=(View("study-seed", "view.html", views.study_seed),),

@@ -14,7 +14,7 @@ PAPER = Paper(
     citation=Citation("Z. Hossain, G. Fairhurst",
                       "Enhancing HTTP Web Protocol Performance with Updated Transport Layer Techniques",
                       "International Journal of Computer Networks & Communications (IJCNC) 15(4)", 2023),
-    docs="docs/reproduction-newcwv.md",
+    docs="docs/reproduction-newcwv.md", short="newCWV", paper_field=("Hossain",),
     scenarios=("newcwv-*.yaml",),
     layouts=("newcwv-gain", "newcwv-loss", "newcwv-trace", "ftp-throughput"),
     views=(View("charts", "view.html", views.charts),),

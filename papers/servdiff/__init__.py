@@ -14,7 +14,7 @@ PAPER = Paper(
     citation=Citation("W. Nouredine, F. Tobagi",
                       "Improving the performance of interactive TCP applications using service differentiation",
                       "Computer Networks 40(1), 19-43", 2002),
-    docs="docs/reproduction-service-differentiation.md",
+    docs="docs/reproduction-service-differentiation.md", short="service differentiation", paper_field=("Nouredine",),
     scenarios=("sd-*.yaml", "tree-*.yaml"),
     layouts=("servdiff", "servdiff-fair"),
     views=(View("reports", "view.html", views.reports),),

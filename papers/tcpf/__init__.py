@@ -14,7 +14,7 @@ PAPER = Paper(
     citation=Citation("G. Lo Monaco, A. Feroz, S. Kalyanaraman, Y. Xia",
                       "TCP-Friendly Marking for Scalable Best-Effort Services on the Internet",
                       "ACM SIGCOMM Computer Communication Review 31(5)", 2001),
-    docs="docs/reproduction-tcpf.md",
+    docs="docs/reproduction-tcpf.md", short="TCP-friendly marking", paper_field=("Lo Monaco",),
     scenarios=("tcpf-*.yaml",),
     layouts=("tcpf-tables",),
     views=(View("tables", "view.html", views.tables),),
