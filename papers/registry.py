@@ -38,11 +38,15 @@ class Citation:
 
 @dataclass(frozen=True)
 class View:
-    """A run page's section: `data(store, run_id, page)` returns the template's `view`, or None
-    where the view does not apply to the run; `template` is a file of the paper's folder."""
+    """A page's section: `data(store, run_id, page)` returns the template's `view`, or None
+    where the view does not apply to the run; `template` is a file of the paper's folder. `where`
+    is the page it belongs to: "run" (a run's page), "compare" (`page["compare"]` holds the
+    comparison, run_id is the baseline) or "study" (`page["study"]` the study's report, run_id its
+    first seed)."""
     name: str
     template: str
     data: Callable[[Store, str, dict[str, Any]], dict[str, Any] | None]
+    where: str = "run"
 
 
 @dataclass(frozen=True)
@@ -149,10 +153,11 @@ class RunView:
         return f"papers/{self.paper.name}/{self.view.template}"
 
 
-def views_of(store: Store, run_id: str, page: dict[str, Any]) -> list[RunView]:
-    """Every registered paper's views that apply to a run, in registration order."""
+def views_of(store: Store, run_id: str, page: dict[str, Any], where: str = "run") -> list[RunView]:
+    """Every registered paper's views of a page (`where`, View.where) that apply to a run, in
+    registration order."""
     return [RunView(paper, view, data) for paper in PAPERS.values() for view in paper.views
-            if (data := view.data(store, run_id, page)) is not None]
+            if view.where == where and (data := view.data(store, run_id, page)) is not None]
 
 
 def template_source(name: str) -> tuple[str, Path] | None:

@@ -587,7 +587,7 @@ def _register_run_page(app: Flask) -> None:
                                           "goodput": [figures.app_goodput_chart(g) for g in d["goodput"]]}
                                       for n, d in ctx["apps"].items()}
                 # Each registered paper's views that apply to the run (papers/), drawn by their partials.
-                ctx["paper_views"] = papers.views_of(store, run_id, {"apps": ctx["apps"]})
+                ctx["paper_views"] = papers.views_of(store, run_id, {"apps": ctx["apps"], "report": ctx["report"]})
             ctx["paper_figures"] = figure_pages.run_links(store, run)  # each with its page, or why it has none
             ctx["capabilities"] = json.loads(run["capabilities"] or "null")
             ctx["versions"] = json.loads(run["versions"] or "null")
@@ -754,7 +754,8 @@ def _register_views(app: Flask) -> None:
         except ValueError as exc:  # runs of different scenarios pooled, or transfer runs
             abort(400, description=str(exc))
         return render_template("compare.html", cmp=table, sides=sides, base=base, oldest=sides[0],
-                               specs=[s["spec"] for s in sides], realtime_only=req.realtime_only)
+                               specs=[s["spec"] for s in sides], realtime_only=req.realtime_only,
+                               paper_views=papers.views_of(store, base["spec"], {"compare": table}, "compare"))
 
     @app.get("/pooled")
     def pooled_view():
@@ -804,7 +805,8 @@ def _register_views(app: Flask) -> None:
         except layouts.LayoutError as exc:
             return refused(400, str(exc), ids)
         return render_template("study.html", table=table, rep=table.source, ids=ids, error=None,
-                               rows={(r["context"], r["scheme"], r["side"]): r for r in table.records()})
+                               rows={(r["context"], r["scheme"], r["side"]): r for r in table.records()},
+                               paper_views=papers.views_of(_store(), ids[0], {"study": table.source}, "study"))
 
 
 def _register_service(app: Flask) -> None:

@@ -1,7 +1,10 @@
 """The CATNIP paper (Williamson and Wu, 2002): Tables II, IV/VII/X and XI as layouts, and the gap
-study against the period TCP (layouts.py); the run page's link from a study seed to its table
-(views.py, view.html); docs/reproduction.md. Its tables' numbers are results/report.py,
-compare.py, pooled.py and study.py, which the CLI's own views (report, --loss, compare) share."""
+study against the period TCP (layouts.py); the paper's tables entered as data (published.py); the
+dashboard's views (views.py): the paper's table beside each point of a run (beside.html), Table
+XI's ratios on the compare page (table_xi.html), the study's targets (targets.html) and a study
+seed's link to its table (view.html); docs/reproduction.md. Its tables' numbers are
+results/report.py, compare.py, pooled.py and study.py, which the CLI's own views (report, --loss,
+compare) share."""
 
 from __future__ import annotations
 
@@ -17,5 +20,9 @@ PAPER = Paper(
     docs="docs/reproduction.md", short="CATNIP", paper_field=("CATNIP",),
     scenarios=("catnip-*.yaml",),
     layouts=("catnip-table-ii", "catnip-loss", "catnip-table-xi", "catnip-study"),
-    views=(View("study-seed", "view.html", views.study_seed),),
+    views=(View("study-seed", "view.html", views.study_seed),
+           View("beside-paper", "beside.html", views.beside_paper),
+           View("table-xi", "table_xi.html", views.table_xi, where="compare"),
+           View("study-targets", "targets.html", views.study_targets, where="study")),
+    published="catnip.papers.catnip.published",
 )

@@ -1,5 +1,6 @@
 """The newCWV paper (Hossain and Fairhurst, 2023): its layouts (layouts.py: Figs 5, 7-9, 11,
-Tables 2-3) and the run page's charts (views.py, view.html); the reports are results/newcwv.py;
+Tables 2-3), the numbers its text gives (published.py) and the run page's charts with them beside
+ours (views.py, view.html); the reports are results/newcwv.py;
 docs/reproduction-newcwv.md, how to read them docs/reports-newcwv.md."""
 
 from __future__ import annotations
@@ -18,4 +19,5 @@ PAPER = Paper(
     scenarios=("newcwv-*.yaml",),
     layouts=("newcwv-gain", "newcwv-loss", "newcwv-trace", "ftp-throughput"),
     views=(View("charts", "view.html", views.charts),),
+    published="catnip.papers.newcwv.published",
 )

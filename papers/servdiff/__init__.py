@@ -1,5 +1,6 @@
 """Nouredine and Tobagi's service differentiation (2002): the layouts servdiff and servdiff-fair
-(layouts.py) and the run page's reports (views.py, view.html); the reports are results/servdiff.py;
+(layouts.py), what the paper's text gives per figure (published.py) and the run page's reports with it
+beside ours (views.py, view.html); the reports are results/servdiff.py;
 docs/reproduction-service-differentiation.md, how to read them docs/reports-servdiff.md."""
 
 from __future__ import annotations
@@ -18,4 +19,5 @@ PAPER = Paper(
     scenarios=("sd-*.yaml", "tree-*.yaml"),
     layouts=("servdiff", "servdiff-fair"),
     views=(View("reports", "view.html", views.reports),),
+    published="catnip.papers.servdiff.published",
 )
