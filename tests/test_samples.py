@@ -193,9 +193,9 @@ def test_cov_across_flows(store):
 # --- layouts --------------------------------------------------------------------------------
 def test_registry_and_unknown_names():
     # The layouts of any run (results/layouts.py) first, then each paper's in registration order (papers/).
-    assert list(layouts.LAYOUTS)[:5] == ["app-metrics", "catnip-table-ii", "catnip-loss", "catnip-table-xi",
-                                         "catnip-study"]
-    with pytest.raises(layouts.UnknownLayout, match="app-metrics, catnip-table-ii, catnip-loss, catnip-table-xi"):
+    assert list(layouts.LAYOUTS)[:6] == ["app-metrics", "within-intervals", "catnip-table-ii", "catnip-loss",
+                                         "catnip-table-xi", "catnip-study"]
+    with pytest.raises(layouts.UnknownLayout, match="app-metrics, within-intervals, catnip-table-ii, catnip-loss"):
         layouts.get("table-ii")
     with pytest.raises(ValueError, match="registered twice"):
         layouts.layout("app-metrics", "again", "none")(lambda store, run: None)
@@ -353,7 +353,7 @@ def test_cli_lists_layouts():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["r1", "--layout", "nope"], "unknown layout 'nope'; the layouts are: app-metrics, catnip-table-ii, catnip-loss,"),
+    (["r1", "--layout", "nope"], "unknown layout 'nope'; the layouts are: app-metrics, within-intervals, catnip-table-ii,"),
     (["r1", "--apps", "--loss"], "--loss and --apps: choose one view"),
     (["r1", "--apps", "--layout", "catnip-loss"], "--apps is --layout app-metrics"),
     (["r1", "r1"], "one RUN_ID, not 2"),
