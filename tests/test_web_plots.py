@@ -132,6 +132,7 @@ def test_scenarios_are_grouped_by_paper_with_citation_duration_and_make_target(e
             assert html.escape(str(papers.PAPERS[name].citation), quote=False) in group[name].replace("&#34;", '"')
     assert "Hossain, G. Fairhurst" in group["newcwv"] and "IJCNC" in group["newcwv"]
     assert 'id="scenario-parking-lot"' in group["other"] and 'id="scenario-hysteresis-validation"' in page
+    assert 'id="scenario-quick"' in group["catnip"]  # make run's scenario is CATNIP's (Fig. 3, Table II)
 
     def entry(name: str) -> str:
         start = page.index(f'id="scenario-{name}"')
