@@ -6,15 +6,10 @@ paper-figures-burst-seq.png, scenarios-grouped.png)."""
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
 
 import pytest
 
-from tests.conftest import REPO
-from tests.test_dashboard_browser import _shot, _wait, browser  # noqa: F401 - the fixture, by import
+from tests.test_dashboard_browser import _shot, _wait, browser, catnip_web  # noqa: F401 - the fixture, by import
 from tests.test_web_plots import HV, NEWCWV, QUICK, _capture, _import, _transfers
 
 
@@ -28,20 +23,8 @@ def plots_server(isolated_data):
             _import(store, run_id)
         _transfers(store)
         _capture(store, db)
-    proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "catnip"), "web", "--port", "0", "--db", str(db)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
-    try:
-        line = proc.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert match, f"catnip web did not announce its address: {line!r}"
-        yield f"http://127.0.0.1:{match.group(1)}"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            pytest.fail("catnip web did not stop within 30 s of SIGTERM")
+    with catnip_web("--db", str(db)) as url:
+        yield url
 
 
 def _overlap(a: dict, b: dict) -> bool:
