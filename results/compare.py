@@ -116,7 +116,7 @@ def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> di
             relative_mean = statistics.fmean(values) if values else None
             columns.append({
                 "run_id": rep["run_id"], "name": rep["name"], "point": p["point"],
-                "label": point_name(rep, p),
+                "assignment": p["assignment"], "label": point_name(rep, p),
                 "baseline_point": None if base is None else base["point"],
                 "baseline_label": None if base is None else point_name(baseline, base),
                 "mean_time": mine, "baseline_mean_time": theirs, "relative": relative,
@@ -147,18 +147,23 @@ def render_text(cmp: dict[str, Any]) -> str:
     out = [f"Relative download times: each run's page mean over the baseline's ({cmp['baseline']['run_id']});"
            " below 1.00 the compared run is faster (CATNIP Table XI)"]
     # Columns are numbered: a legend (catnip compare, the catnip-table-xi layout) gives each number's
-    # whole run id and point label, which do not fit a 12-character column.
-    out += ["", f"{'Web':>4} {'Total':>5} {'Total':>8} " + " ".join(f"{'#' + str(i):>12}" for i, _ in enumerate(cols, 1)),
-            f"{'Page':>4} {'Conns':>5} {'Bytes':>8} " + " ".join(f"{c['label'][-12:]:>12}" for c in cols)]
+    # whole run id and point label. A column is as wide as its label up to 24 characters, and a
+    # longer label is cut with a mark: cut silently ("28 KB buffer" for 128 KB) it names another point.
+    labels = [c["label"] if len(c["label"]) <= 24 else c["label"][:23] + "~" for c in cols]
+    widths = [max(12, len(label)) for label in labels]
+
+    def row(head: str, cells: list[str]) -> str:
+        return head + " " + " ".join(f"{v:>{w}}" for v, w in zip(cells, widths))
+
+    out += ["", row(f"{'Web':>4} {'Total':>5} {'Total':>8}", [f"#{i}" for i, _ in enumerate(cols, 1)]),
+            row(f"{'Page':>4} {'Conns':>5} {'Bytes':>8}", labels)]
     for pg in cmp["pages"]:
-        vals = " ".join(f"{_with_ci(c['relative'].get(pg['page']), c['relative_ci95'].get(pg['page'])):>12}"
-                        for c in cols)
-        out.append(f"{pg['page']:>4} {pg['conns']:>5} {pg['bytes']:>8,} {vals}")
-    out.append(f"{'Mean':<19} " + " ".join(f"{_with_ci(c['relative_mean'], c['relative_mean_ci95']):>12}"
-                                           for c in cols))
-    out.append(f"{'StdDev':<19} " + " ".join(f"{_num(c['relative_sdev']):>12}" for c in cols))
-    out.append(f"{'TCP Pkt Loss':<19} " + " ".join(f"{_pct(c['loss']):>12}" for c in cols))
-    out.append(f"{'Baseline Pkt Loss':<19} " + " ".join(f"{_pct(c['baseline_loss']):>12}" for c in cols))
+        out.append(row(f"{pg['page']:>4} {pg['conns']:>5} {pg['bytes']:>8,}",
+                       [_with_ci(c["relative"].get(pg["page"]), c["relative_ci95"].get(pg["page"])) for c in cols]))
+    out.append(row(f"{'Mean':<19}", [_with_ci(c["relative_mean"], c["relative_mean_ci95"]) for c in cols]))
+    out.append(row(f"{'StdDev':<19}", [_num(c["relative_sdev"]) for c in cols]))
+    out.append(row(f"{'TCP Pkt Loss':<19}", [_pct(c["loss"]) for c in cols]))
+    out.append(row(f"{'Baseline Pkt Loss':<19}", [_pct(c["baseline_loss"]) for c in cols]))
     out.append("(+- : 95% confidence interval of the ratio of page means, delta method over the clients' pages)")
     if cmp.get("pooled"):
         out.append("Runs joined by '+' are pooled per sweep point")

@@ -210,7 +210,9 @@ def _render_layout(region: Region, db: docs_archive.RunsDB) -> list[str]:
             f"{'runs' if len(ids) > 1 else 'run'} {runs}. Points: {points}, {kept} kept real time.")
     verdicts = _verdict_columns(table)
     late_points = _late_points(db, ids)
-    if late == "omit" and late_points and (view == "text" or not verdicts):
+    if late == "omit" and late_points and layouts.get(table.layout).realtime_only:
+        head += f" Left out by the layout, which uses only points that kept real time: {', '.join(late_points)}."
+    elif late == "omit" and late_points and (view == "text" or not verdicts):
         raise RegionError(f"{region.where()}: {', '.join(late_points)} did not keep real time and this"
                           f" {'text' if view == 'text' else 'layout'} cannot leave it out: late=mark shows it marked")
     if late == "mark" and late_points:

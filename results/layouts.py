@@ -35,6 +35,7 @@ class Layout:
     min_runs: int
     max_runs: int | None
     text: Callable[[Any], str] | None
+    realtime_only: bool = False  # it uses only points that kept real time (the docs say which it left out)
 
 
 LAYOUTS: dict[str, Layout] = {}
@@ -49,13 +50,14 @@ class LayoutError(ValueError):
 
 
 def layout(name: str, title: str, paper: str, runs: tuple[int, int | None] = (1, 1),
-           text: Callable[[Any], str] | None = None):
+           text: Callable[[Any], str] | None = None, realtime_only: bool = False):
     """Registers a layout function (store, *run_ids) -> Table; `runs` the least and most run ids
-    it takes (None: no most); `text` renders the table's `source` in the paper's own layout."""
+    it takes (None: no most); `text` renders the table's `source` in the paper's own layout;
+    `realtime_only`: the layout itself leaves out every point that did not keep real time."""
     def register(fn: Callable[..., Table]) -> Callable[..., Table]:
         if name in LAYOUTS:
             raise ValueError(f"layout {name!r} registered twice")
-        LAYOUTS[name] = Layout(name, title, paper, fn, runs[0], runs[1], text)
+        LAYOUTS[name] = Layout(name, title, paper, fn, runs[0], runs[1], text, realtime_only)
         return fn
     return register
 

@@ -193,8 +193,8 @@ def test_cov_across_flows(store):
 # --- layouts --------------------------------------------------------------------------------
 def test_registry_and_unknown_names():
     # The layouts of any run (results/layouts.py) first, then each paper's in registration order (papers/).
-    assert list(layouts.LAYOUTS)[:6] == ["app-metrics", "within-intervals", "catnip-table-ii", "catnip-loss",
-                                         "catnip-table-xi", "catnip-study"]
+    assert list(layouts.LAYOUTS)[:7] == ["app-metrics", "within-intervals", "catnip-table-ii", "catnip-loss",
+                                         "catnip-table-xi", "catnip-table-xi-beside", "catnip-study"]
     with pytest.raises(layouts.UnknownLayout, match="app-metrics, within-intervals, catnip-table-ii, catnip-loss"):
         layouts.get("table-ii")
     with pytest.raises(ValueError, match="registered twice"):

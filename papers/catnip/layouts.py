@@ -4,6 +4,7 @@ results/report.py, compare.py, pooled.py and study.py."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from catnip.results import compare as compare_mod
@@ -11,6 +12,8 @@ from catnip.results import layouts
 from catnip.results import pooled as pooled_mod
 from catnip.results import report as report_mod
 from catnip.results import study as study_mod
+from catnip.papers.catnip import published
+from catnip.results.point_record import record_of
 from catnip.results.store import Store
 from catnip.results.table import Column, Table
 
@@ -69,6 +72,45 @@ def catnip_table_xi(store: Store, baseline: str, *runs: str) -> Table:
                          c["relative_mean_ci95"], c["relative_sdev"], c["loss"], c["baseline_loss"],
                          c["realtime_ok"], c["baseline_realtime_ok"]))
     return layouts.make_table("catnip-table-xi", [baseline, *runs], columns, rows, source=cmp)
+
+
+@layouts.layout("catnip-table-xi-beside", "Table XI's Mean, StdDev and loss rows per compared point, beside"
+        " the paper's", "CATNIP Table XI", runs=(2, None), text=compare_mod.render_text, realtime_only=True)
+def catnip_table_xi_beside(store: Store, baseline: str, *runs: str) -> Table:
+    """Per compared point: its run's name, the bottleneck buffer it ran with (from the point's
+    resolved record), Table XI's Mean (with its 95% interval) and StdDev rows, its own and the
+    baseline's bottleneck loss; beside them the paper's Mean, StdDev and TCP Pkt Loss for that
+    buffer (papers/catnip/published.py, Table XI), None for a buffer the paper did not run. Its
+    text is `catnip compare --realtime-only`'s (the per-page Table XI). Only points that kept real time are used (issue 46: a claim rests on none that missed it):
+    RUN1+RUN2 pools a run with a re-run of its late points, and a point with no member in real
+    time (its own or its baseline's) has no value and realtime_ok not yes."""
+    cmp = compare_mod.compare(store, [baseline, *runs], realtime_only=True)
+    columns = [Column("run_name", "str"), Column("label", "str"), Column("buffer_kb", "int", "KB"),
+               Column("relative_mean", **RATIO), Column("relative_mean_ci95", **RATIO),
+               Column("paper_mean", **RATIO), Column("relative_sdev", **RATIO), Column("paper_sdev", **RATIO),
+               Column("loss", **FRACTION), Column("baseline_loss", **FRACTION), Column("paper_loss", **FRACTION),
+               Column("realtime_ok", "bool"), Column("baseline_realtime_ok", "bool")]
+    rows = []
+    for c in cmp["columns"]:
+        kb = _buffer_kb(store, c["run_id"], c["assignment"])
+        paper = published.table_xi_column(kb) if kb is not None else None
+        rows.append((c["name"], c["label"], kb, c["relative_mean"], c["relative_mean_ci95"],
+                     paper and paper["mean"], c["relative_sdev"], paper and paper["sdev"], c["loss"],
+                     c["baseline_loss"], paper and paper["loss"], c["realtime_ok"], c["baseline_realtime_ok"]))
+    return layouts.make_table("catnip-table-xi-beside", [baseline, *runs], columns, rows, source=cmp)
+
+
+def _buffer_kb(store: Store, run_id: str, assignment: dict[str, Any]) -> int | None:
+    """Table XI's buffer column (64-512 KB) of the point of `run_id` (its first id where runs are
+    pooled) with this sweep assignment: the buffer its bottleneck was built with (the point's
+    resolved record, 'bottleneck-data'), None for another buffer."""
+    first = compare_mod.split_run_ids(run_id)[0]
+    run = store.run(first)
+    for p in store.points(first):
+        if json.loads(p["assignment"]) == assignment:
+            direction = record_of(run, p).direction("bottleneck-data")
+            return published.buffer_kb(direction.buffer) if direction and direction.buffer else None
+    return None
 
 
 # --- the gap study (results/study.py; docs/reproduction.md "The gap, factor by factor") ---------------
