@@ -107,6 +107,17 @@ def log_axis(title: str, values: Iterable[float] = (), unit: str = "") -> dict[s
 
 # Legends under the x axis title, across.
 BELOW = {"orientation": "h", "y": -0.3, "yanchor": "top"}
+# Legends at the chart's foot, across, for the run page's small boxes (640 x 300 px), whose
+# legends may take several rows: anchored to the bottom of the whole figure (yref "container"),
+# Plotly reserves the legend's height below the plot, and the x axis (FOOT_X: automargin) takes
+# the room its tick labels and title need above it, however many rows the legend has. BELOW's
+# fraction of the plot's height puts a legend of two rows or more over the x axis title once the
+# plot shrinks (tests/test_dashboard_browser.py measures it).
+FOOT = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"}
+FOOT_X = {"automargin": True}
+# A goodput chart names its flows in a legend up to this many; more (a legend of 50 flows took the
+# whole box) are named on hover, and the title gives their number.
+MAX_LEGEND_FLOWS = 10
 
 
 def _title(text: str, size: int | None = None) -> dict[str, Any]:
@@ -253,9 +264,9 @@ def bottleneck_charts(points: Sequence[dict[str, Any]], series: dict[int, dict[s
                 line = {"color": c, **({"shape": "hv"} if key in ("queue", "pages") else {})}
                 data.append({"type": "scatter", "mode": "lines", "name": name, "x": s.get(xf, []),
                              "y": s.get(field_, []), "line": line})
-        layout = {"title": _title(title), "margin": {"t": 36, "r": 10, "b": 70, "l": 50},
-                  "xaxis": {"title": {"text": xtitle}}, "yaxis": {"title": {"text": ytitle}, "rangemode": "tozero"},
-                  "legend": {"orientation": "h", "y": -0.32}}
+        layout = {"title": _title(title), "margin": {"t": 36, "r": 10, "b": 10, "l": 50},
+                  "xaxis": {"title": {"text": xtitle}, **FOOT_X},
+                  "yaxis": {"title": {"text": ytitle}, "rangemode": "tozero"}, "legend": dict(FOOT)}
         if key == "drops":
             layout["barmode"] = "stack"
         out[key] = {"data": data, "layout": layout}
@@ -296,23 +307,29 @@ def app_ccdf_chart(metric: dict[str, Any]) -> dict[str, Any]:
     units = ", ".join(_esc(u) for u in metric["units"] if u is not None)
     return {"data": data, "layout": {
         "title": _title(f"{_esc(metric['app'])}: {_esc(metric['metric'])} CCDF"),
-        "xaxis": {"title": {"text": units or "value"}}, "yaxis": log_axis("fraction of samples greater", ys),
-        "margin": {"t": 36, "r": 10, "b": 70, "l": 50}, "legend": {"orientation": "h", "y": -0.32}}}
+        "xaxis": {"title": {"text": units or "value"}, **FOOT_X},
+        # Short: the y title is centred on the plot and must stay below the chart's title when the
+        # plot is 150-200 px tall ("fraction of samples greater (log)" reached it).
+        "yaxis": log_axis("fraction greater", ys),
+        "margin": {"t": 36, "r": 10, "b": 10, "l": 50}, "legend": dict(FOOT)}}
 
 
 def app_goodput_chart(goodput: dict[str, Any]) -> dict[str, Any]:
-    """An application's goodput per flow over time, with the C.O.V. across flows in the title."""
+    """An application's goodput per flow over time, with the C.O.V. across flows in the title; the
+    flows named in the legend, or on hover only when there are more than MAX_LEGEND_FLOWS."""
     data = [{"type": "scatter", "mode": "lines", "x": f["t"], "y": f["value"],
              "name": "(no flow)" if f["flow"] is None else "flow " + _esc(f["flow"]),
              "line": {"color": color("(no flow)" if f["flow"] is None else f"flow {f['flow']}")}}
             for f in goodput["series"]]
     cov = "" if goodput["cov"] is None else f" (C.O.V. across flows {goodput['cov']:.3f})"
     units = ", ".join(_esc(u) for u in goodput["units"] if u is not None)
+    many = len(data) > MAX_LEGEND_FLOWS
     return {"data": data, "layout": {
-        "title": _title(f"{_esc(goodput['app'])}: goodput per flow{cov}"),
-        "xaxis": {"title": {"text": "s since the first sample"}},
+        "title": _title(f"{_esc(goodput['app'])}: goodput of {len(data)} flows{cov}" if many
+                        else f"{_esc(goodput['app'])}: goodput per flow{cov}"),
+        "xaxis": {"title": {"text": "s since the first sample"}, **FOOT_X},
         "yaxis": {"title": {"text": units or "goodput"}, "rangemode": "tozero"},
-        "margin": {"t": 36, "r": 10, "b": 70, "l": 50}, "legend": {"orientation": "h", "y": -0.32}}}
+        "margin": {"t": 36, "r": 10, "b": 10, "l": 50}, "legend": dict(FOOT), **({"showlegend": False} if many else {})}}
 
 
 # --- Nouredine and Tobagi's service differentiation (results/servdiff.py) ------------------------------
