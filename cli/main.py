@@ -629,8 +629,9 @@ FIG2_OUT = "fig2-senders.svg"  # in the current folder: never a tracked file by 
 @click.option("--rtt", type=click.FloatRange(10, 1000), default=100.0, show_default=True, help="round-trip time, ms")
 def fig2_cmd(out: str, rtt: float) -> None:
     """CATNIP Fig. 2: a 14-segment document sent by Reno, RBPLW, ECA and ECA+RBPLW (BPF senders);
-    writes a sequence-number plot (./fig2-senders.svg unless --out) and prints each sender's
-    bursts per round trip."""
+    writes a sequence-number plot (./fig2-senders.svg unless --out), the series it drew beside it
+    (the same name with .json, which the dashboard's /figures/fig2 draws from) and prints each
+    sender's bursts per round trip."""
     from catnip.controller import fig2, skeleton
     from catnip.results.figures import ExportError
     try:
@@ -644,6 +645,7 @@ def fig2_cmd(out: str, rtt: float) -> None:
         click.echo(f"{name:<16} bursts (segments over ms): "
                    + ", ".join(f"{n} over {1000 * span:.1f}" for n, span in b) + f"; {sum(n for n, _ in b)} segments")
     click.echo(f"plot: {out}")
+    click.echo(f"data: {fig2.data_path(Path(out))}")
 
 
 @main.command(name="burst-seq", short_help="newCWV Fig. 10: one burst's segments against time (a plot).")

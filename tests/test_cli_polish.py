@@ -171,6 +171,7 @@ def test_fig2_writes_into_the_current_folder_by_default(tmp_path, monkeypatch):
     res = CliRunner().invoke(main, ["fig2"])
     assert res.exit_code == 0, res.output
     assert written == [Path("fig2-senders.svg")] and "plot: fig2-senders.svg" in res.output
+    assert "data: fig2-senders.json" in res.output  # the series beside it, which the dashboard draws
     tracked = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True, check=True)
     assert cli.FIG2_OUT not in tracked.stdout.split()  # run from the repository, it is still no tracked file
     res = CliRunner().invoke(main, ["fig2", "--out", "docs.svg"])

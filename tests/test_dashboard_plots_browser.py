@@ -2,13 +2,16 @@
 headless Chromium through Selenium, the fixtures of tests/test_dashboard_browser.py), at 1400 px,
 against `catnip web` serving archived runs imported into a temporary database (no network, no
 root). Screenshots in tests/artifacts/dashboard/ (plots-view.png, paper-figures-models.png,
-paper-figures-burst-seq.png, scenarios-grouped.png)."""
+paper-figures-burst-seq.png, paper-figures-fig2.png, scenarios-grouped.png)."""
 
 from __future__ import annotations
 
 
 import pytest
 
+from catnip.controller import fig2
+from catnip.testbed.paths import REPO
+from catnip.webui import figure_pages
 from tests.test_dashboard_browser import _shot, _wait, browser, catnip_web  # noqa: F401 - the fixture, by import
 from tests.test_web_plots import HV, NEWCWV, QUICK, _capture, _import, _transfers
 
@@ -76,6 +79,14 @@ def test_paper_figures_are_drawn_from_the_clis_functions(plots_server, browser):
     # A run without the data says why, in the page.
     browser.get(f"{base}/runs/{QUICK}/figures/burst-seq")
     assert "has no captured point" in browser.find_element(By.ID, "figure-note").text
+    # CATNIP Fig. 2 from the series `catnip fig2` kept: a panel per sender, a mark per stored segment.
+    browser.get(f"{base}/figures/fig2")
+    assert _wait("Fig. 2 drawn", lambda: browser.execute_script(drawn) == 1, 30)
+    results, _ = fig2.read_data(REPO / figure_pages.FIG2_DATA)
+    marks = browser.execute_script("return [...document.querySelectorAll('#figures .scatterlayer .trace')]"
+                                   ".map(t => t.querySelectorAll('.point').length)")
+    assert marks == [len(results[name]) for name, _ in fig2.SENDERS] and sum(marks) >= 4 * 14, marks
+    _shot(browser, "paper-figures-fig2")
 
 
 def test_scenario_page_grouped_by_paper(plots_server, browser):  # noqa: F811

@@ -18,6 +18,7 @@ import re
 import pytest
 
 from catnip import papers
+from catnip.controller import fig2
 from catnip.controller.run_queue import RunQueue
 from catnip.models import validation
 from catnip.models.validation_figures import figure_specs, predictions
@@ -25,7 +26,7 @@ from catnip.results import archive, burst_capture
 from catnip.results.store import Store
 from catnip.testbed import paths
 from catnip.testbed.paths import REPO
-from catnip.webui import forms, scenario_guide
+from catnip.webui import figure_pages, forms, scenario_guide
 from catnip.webui.app import create_app
 from tests.test_burst_capture import _packet, _pcap
 
@@ -272,7 +273,10 @@ def test_model_figures_of_a_run_that_is_no_transfer_measurement_say_why(env):
 def test_fig2_page_and_the_figures_index(env):
     _, client = env
     page = client.get("/figures/fig2").get_data(as_text=True)
-    assert "catnip fig2 --out docs/figures/fig2-senders.svg" in page and 'id="fig2-image"' in page
+    assert "catnip fig2 --out docs/figures/fig2-senders.svg" in page and 'href="/figures/fig2.svg"' in page
+    # Drawn from the series kept in docs/figures/ by the function that drew the file.
+    results, rtt = fig2.read_data(REPO / "docs/figures/fig2-senders.json")
+    assert _spec(page) == [["fig2", json.loads(json.dumps(fig2.figure(results, rtt)))]]
     svg = client.get("/figures/fig2.svg")
     assert svg.status_code == 200 and svg.mimetype == "image/svg+xml"
     assert svg.data == (REPO / "docs/figures/fig2-senders.svg").read_bytes()
@@ -281,6 +285,53 @@ def test_fig2_page_and_the_figures_index(env):
     assert f'/runs/{QUICK}/figures' not in index
     nav = client.get("/").get_data(as_text=True)
     assert 'href="/plot">Plot</a>' in nav and 'href="/figures">Paper figures</a>' in nav
+
+
+# Hand-made series of `catnip fig2` (s since the sender's first data segment, segment index), 100 ms
+# RTT: Reno's bursts 1, 2, 4, 7, the 7 over 6 ms; RBPLW's last 7 paced over 60 ms; ECA 1, 2, 4, 4, 3;
+# ECA+RBPLW one segment.
+FIG2_SERIES = {
+    "catnip_reno": [(0.0, 0), (0.1, 1), (0.1002, 2), (0.2, 3), (0.2001, 4), (0.2002, 5), (0.2003, 6)]
+    + [(0.3 + k / 1000, 7 + k) for k in range(7)],
+    "catnip_rbplw": [(0.0, 0), (0.1, 1), (0.1002, 2), (0.2, 3), (0.2001, 4), (0.2002, 5), (0.2003, 6)]
+    + [(0.3 + k / 100, 7 + k) for k in range(7)],
+    "catnip_eca": [(0.0, 0), (0.1, 1), (0.1002, 2), (0.2, 3), (0.2001, 4), (0.2002, 5), (0.2003, 6),
+                   (0.3, 7), (0.3001, 8), (0.3002, 9), (0.3003, 10), (0.4, 11), (0.4001, 12), (0.4002, 13)],
+    "catnip_ecarbplw": [(0.0, 0)]}
+
+
+def test_fig2_page_draws_the_series_catnip_fig2_kept(env, tmp_path, monkeypatch):
+    """The Fig. 2 page is drawn from the data file `catnip fig2` writes beside its figure: each
+    sender's panel is its stored segments (ms, index), and its bursts are counted from them."""
+    _, client = env
+    data = fig2.write_data(tmp_path / "fig2.json", FIG2_SERIES, 80.0, tmp_path / "fig2.svg")
+    assert data == fig2.data_path(tmp_path / "fig2.svg")
+    monkeypatch.setattr(figure_pages, "FIG2_DATA", data)
+    page = client.get("/figures/fig2").get_data(as_text=True)
+    (name, spec), = _spec(page)
+    assert name == "fig2" and [t["name"] for t in spec["data"]] == ["(a) Reno", "(b) RBPLW", "(c) ECA", "(d) ECA+RBPLW"]
+    reno, rbplw, eca, both = spec["data"]
+    assert reno["x"] == [0.0, 100.0, 100.2, 200.0, 200.1, 200.2, 200.3, 300.0, 301.0, 302.0, 303.0, 304.0, 305.0, 306.0]
+    assert reno["y"] == list(range(14)) and rbplw["x"][-7:] == [300.0, 310.0, 320.0, 330.0, 340.0, 350.0, 360.0]
+    assert eca["y"] == list(range(14)) and both["x"] == [0.0] and both["y"] == [0]
+    assert "RTT 80 ms" in spec["layout"]["title"]["text"]
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(\d+)</td><td>(.*?)</td><td>(.*?)</td></tr>", page)
+    assert rows == [("(a) Reno", "14", "1, 2 (0.2 ms), 4 (0.3 ms), 7 (6.0 ms)", "1, 2, 4, 7"),
+                    ("(b) RBPLW", "14", "1, 2 (0.2 ms), 4 (0.3 ms), 7 (60.0 ms)", "1, 2, 4, then the last 7 paced"),
+                    ("(c) ECA", "14", "1, 2 (0.2 ms), 4 (0.3 ms), 4 (0.3 ms), 3 (0.2 ms)", "1, 2, 4, 4, 3"),
+                    ("(d) ECA+RBPLW", "1", "1", "1, 2, 4, 4, then the last 3 paced")]
+    assert "half the round trip (40 ms)" in page and 'id="figure-note"' not in page
+
+    # No data file, or one that is not fig2's: no figure, and the page says why.
+    monkeypatch.setattr(figure_pages, "FIG2_DATA", tmp_path / "none.json")
+    page = client.get("/figures/fig2").get_data(as_text=True)
+    assert _spec(page) == [] and "none.json is not in this checkout" in html.unescape(page)
+    doc = json.loads(data.read_text())
+    doc["senders"][0]["points"][0] = [-1, 0]
+    data.write_text(json.dumps(doc))
+    monkeypatch.setattr(figure_pages, "FIG2_DATA", data)
+    page = html.unescape(client.get("/figures/fig2").get_data(as_text=True))
+    assert _spec(page) == [] and "catnip_reno's points must be [seconds >= 0, segment index] pairs" in page
 
 
 # --- the plot view (finding 4, Flent's plots) ----------------------------------------------------

@@ -9,8 +9,10 @@ the function the CLI calls:
   Transfer Latency", IEEE MASCOTS 2004): `catnip model validate RUN --out DIR` ->
   models/validation_figures (predictions, figure_specs), for a transfer measurement;
 * CATNIP's Fig. 2 (C. Williamson, Q. Wu, "A Case for Context-Aware TCP/IP", ACM SIGMETRICS PER
-  29(4), 2002): `catnip fig2` is an experiment of its own that stores no run; the page shows the
-  file it wrote (docs/figures/fig2-senders.svg, controller/fig2.py `figure`).
+  29(4), 2002, section III-B, Fig. 2): `catnip fig2` is an experiment of its own that stores no
+  run; it keeps the series it drew beside its figure (docs/figures/fig2-senders.json), and the
+  page draws them with controller/fig2.py `figure`, the function that drew the file, beside each
+  sender's bursts, ours and the paper's.
 
 A run without the data a figure needs gets the page with a note saying what is missing.
 """
@@ -33,6 +35,7 @@ from catnip.spec import units
 from catnip.testbed import paths
 
 FIG2_FILE = Path("docs/figures/fig2-senders.svg")  # `catnip fig2 --out docs/figures/fig2-senders.svg` (docs/spm.md)
+FIG2_DATA = Path("docs/figures/fig2-senders.json")  # what that run drew FIG2_FILE from (fig2.data_path)
 MAX_MODEL_SAMPLES = 20_000  # the CLI takes up to 1,000,000; a page is asked for by a browser
 NEWCWV = "Z. Hossain, G. Fairhurst, IJCNC 15(4), 2023"
 HYSTERESIS = 'Y. Li, C. Williamson, "A Hysteresis Model for Web/TCP Transfer Latency", IEEE MASCOTS 2004'
@@ -133,6 +136,26 @@ def model_specs(store: Store, run_id: str, delack: float, samples: int, include_
     return specs, None if specs else "no loss point has two transfer sizes or more in a figure's range"
 
 
+def fig2_view(path: Path) -> tuple[list[tuple[str, dict]], list[dict[str, str]], str | None, float | None]:
+    """CATNIP Fig. 2 from the series `catnip fig2` kept (controller/fig2.py write_data): the
+    figure as that command drew it, and per sender its bursts (a burst ends at a silence of more
+    than half the RTT, as the command prints them) beside the paper's; or why there is none."""
+    from catnip.controller import fig2
+    if not path.is_file():
+        return [], [], f"{FIG2_DATA} is not in this checkout; `catnip fig2 --out {FIG2_FILE}` writes it", None
+    try:
+        results, rtt = fig2.read_data(path)
+    except ValueError as exc:
+        return [], [], str(exc), None
+    rows = []
+    for name, title in fig2.SENDERS:
+        found = fig2.bursts([t for t, _ in results[name]], gap=rtt / 1000 / 2)
+        rows.append({"sender": title, "segments": str(sum(n for n, _ in found)),
+                     "ours": ", ".join(f"{n} ({1000 * span:.1f} ms)" if n > 1 else "1" for n, span in found),
+                     "paper": fig2.PAPER_BURSTS[name]})
+    return [("fig2", fig2.figure(results, rtt))], rows, None, rtt
+
+
 def register(app: Flask, store_of: Callable[[], Store], check_run_id: Callable[[str], str],
              capture_in_folder: Callable[[Any, str, Path], Path | None]) -> None:
     """The figures' routes; the app's store, run-id check and capture-path rule are passed in."""
@@ -205,8 +228,10 @@ def _register_models(app: Flask, store_of: Callable[[], Store], known: Callable[
 def _register_index(app: Flask, store_of: Callable[[], Store]) -> None:
     @app.get("/figures/fig2")
     def fig2_figure():
+        specs, rows, note, rtt = fig2_view(paths.REPO / FIG2_DATA)
         found = (paths.REPO / FIG2_FILE).is_file()
-        return render_template("fig2.html", found=found, file=str(FIG2_FILE))
+        return render_template("fig2.html", found=found, file=str(FIG2_FILE), data=str(FIG2_DATA), specs=specs,
+                               rows=rows, note=note, rtt=rtt)
 
     @app.get("/figures/fig2.svg")
     def fig2_file():
