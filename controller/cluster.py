@@ -42,7 +42,8 @@ from catnip.controller.point_plan import PointPlan, plan_points
 from catnip.controller.recover import close_abandoned_runs
 from catnip.controller.skeleton import Progress, ProgressSink, RunCancelled
 from catnip.results import archive
-from catnip.results.store import Store, _dumps
+from catnip.results.store import Store
+from catnip.results.store_runs import dumps
 from catnip.spec import scenario as scenario_mod
 from catnip.spec.scenario import Sweep
 from catnip.testbed import paths, processes
@@ -376,7 +377,7 @@ def run(sweep: Sweep, caps: Capabilities, store: Store, address: str, scenario_f
             raise ClusterError(f"--resume {run_id}: no such run in {store.path}")
         if row["status"] == "running":
             raise ClusterError(f"--resume {run_id}: the run is still running (its coordinator is alive)")
-        if row["sweep"] != _dumps(sweep.sweep) or row["scenario"] != _dumps(sweep.raw):
+        if row["sweep"] != dumps(sweep.sweep) or row["scenario"] != dumps(sweep.raw):
             raise ClusterError(f"--resume {run_id}: that run was started from another scenario, overrides or seed")
         done = {p["point"] for p in store.points(run_id) if p["status"] == "done"}
         tasks = [t for t in tasks if not all(p.index in done for p in t.plans)]

@@ -24,7 +24,7 @@ from catnip.testbed import paths
 
 def resolved_hash(sc: scenario_mod.Scenario) -> str:
     """What the coordinator and the worker compare: the point's resolved scenario, as the store
-    records it (results/store.py _dumps)."""
+    records it (results/store_runs.py dumps)."""
     import hashlib
     return hashlib.sha256(json.dumps(sc.model_dump(), sort_keys=True, default=str).encode()).hexdigest()
 

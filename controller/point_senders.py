@@ -21,6 +21,7 @@ from typing import Any
 
 from catnip.controller.point_machines import OtherMachines
 from catnip.controller.skeleton import TeardownStack
+from catnip.spec import senders
 from catnip.spec.scenario import Scenario
 from catnip.testbed import hostconfig, netns, rto_init, sender, spm, tcpds
 from catnip.workloads.apps.base import AppError
@@ -76,7 +77,7 @@ class SenderSide:
         """Everything the scenario asks of the senders' kernel, each with its teardown on `stack`."""
         sc = self.sc
         self._set_sender_params(net, stack)
-        if sc.marking.spm or sc.tcp.all_cc() & set(sender.NEED_DOCUMENTS):
+        if sc.marking.spm or sc.tcp.all_cc() & set(senders.NEED_DOCUMENTS):
             phase("loading the SPM marker" if sc.marking.spm else "loading the document-size program")
             web = sc.app("web")
             self._load_marker(net.hosts_of(web.servers) if web and web.servers else [], stack)

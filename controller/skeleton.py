@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from catnip.results.store import Store
+from catnip.spec import senders
 from catnip.testbed import cleanup, hostconfig, paths, run_watchdog, sender, spm
 
 
@@ -179,7 +180,7 @@ def kernel_resources(ccs: Iterable[str]) -> Iterator[None]:
     restored even after a SIGKILL. Runs, transfer measurements and `catnip fig2` all use this."""
     ccs = set(ccs)
     with TeardownStack() as stack:
-        if ccs & set(sender.NAMES):
+        if ccs & set(senders.NAMES):
             stack.callback(_unregister_senders)
             sender.register()
         for cc in sorted(ccs):

@@ -39,7 +39,7 @@ FORMAT = "catnip-run-export"
 FORMAT_VERSION = 1
 SUFFIX = ".catnip.json.gz"
 
-# Columns the store writes as JSON text (results/store.py: _dumps, i.e. json.dumps(sort_keys=True)):
+# Columns the store writes as JSON text (results/store_runs.py: dumps, i.e. json.dumps(sort_keys=True)):
 # an export may carry them decoded (json_columns), no other column.
 JSON_COLUMNS = import_schema.JSON_COLUMNS
 # What reading an export may cost (issue 47: a 4.2 MB gzip bomb of 4 GiB, /dev/zero, a FIFO). The

@@ -38,7 +38,7 @@ MAX_TIME = 1e11                # seconds since 1970: the year 5138
 STATUSES = ("done", "failed", "cancelled", "interrupted", "recovered", "running", "queued")
 LIVE_STATUSES = ("running", "queued")
 
-# Columns the store writes as JSON text, by table (results/store.py: _dumps).
+# Columns the store writes as JSON text, by table (results/store_runs.py: dumps).
 JSON_COLUMNS = {
     "runs": ("scenario", "sweep", "versions", "capabilities", "imported"),
     "points": ("assignment", "resolved", "fidelity", "sysctls", "offloads", "marking", "environment",

@@ -25,10 +25,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from catnip.results.store_queries import Queries
-from catnip.results.store_runs import CLASSES, SAMPLE_KEYS, RunRecords, _dumps
-
-__all__ = ["CLASSES", "MIGRATIONS", "RUN_ID", "SAMPLE_KEYS", "SCHEMA", "SCHEMA_VERSION", "Store", "StoreFull",
-           "StoreReadOnly", "StoreVersionError", "_dumps"]
+from catnip.results.store_runs import RunRecords
 
 # Version 0, created where missing. Later tables and columns are MIGRATIONS, never edits here.
 SCHEMA = """

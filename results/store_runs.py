@@ -16,7 +16,8 @@ SAMPLE_KEYS = ("app", "metric", "host", "peer", "flow", "tag", "t", "value", "un
 CLASSES = ("high", "low", "lowest", "other")
 
 
-def _dumps(value: Any) -> str:
+def dumps(value: Any) -> str:
+    """A value as the store writes it into a JSON text column (sorted keys; str() of what JSON lacks)."""
     return json.dumps(value, sort_keys=True, default=str)
 
 
@@ -34,8 +35,8 @@ class RunRecords:
             self.db.execute(
                 "INSERT INTO runs (id, name, source, scenario, sweep, seed, git_rev, versions, capabilities,"
                 " started, status, runner) VALUES (?,?,?,?,?,?,?,?,?,?, 'running', ?)",
-                (run_id, name, source, _dumps(scenario), _dumps(sweep), seed, git_rev, _dumps(versions),
-                 _dumps(capabilities), time.time(), runner))
+                (run_id, name, source, dumps(scenario), dumps(sweep), seed, git_rev, dumps(versions),
+                 dumps(capabilities), time.time(), runner))
 
     def reopen_run(self, run_id: str, runner: str) -> None:
         """A run that ended taken up again by a new runner (`catnip run --cluster --resume`): it runs
@@ -75,8 +76,8 @@ class RunRecords:
             self.db.execute(
                 "INSERT INTO points (run_id, point, rep, assignment, resolved, seed, started, status, record)"
                 " VALUES (?,?,?,?,?,?,?, 'running', ?)",
-                (run_id, point, rep, _dumps(assignment), _dumps(resolved), seed, time.time(),
-                 None if record is None else _dumps(record)))
+                (run_id, point, rep, dumps(assignment), dumps(resolved), seed, time.time(),
+                 None if record is None else dumps(record)))
 
     def update_point(self, run_id: str, point: int, **fields: Any) -> None:
         allowed = {"switch_kind", "link_backend", "finished", "status", "error", "realtime_ok",
@@ -86,7 +87,7 @@ class RunRecords:
         if bad:
             raise ValueError(f"unknown point fields: {sorted(bad)}")
         cols = ", ".join(f"{k}=?" for k in fields)
-        values = [v if isinstance(v, (str, int, float, type(None))) else _dumps(v) for v in fields.values()]
+        values = [v if isinstance(v, (str, int, float, type(None))) else dumps(v) for v in fields.values()]
         self._essential(lambda: self.db.execute(f"UPDATE points SET {cols} WHERE run_id=? AND point=?",
                                                 (*values, run_id, point)))
 
@@ -114,7 +115,7 @@ class RunRecords:
             role = roles.get(link, "")
             for cls in CLASSES:
                 a, t, d = (s.get(k, {}).get(cls, [0, 0]) for k in ("arrived", "sent", "dropped"))
-                rows.append((run_id, point, router, link, role, _dumps(configs.get(link, {})), cls,
+                rows.append((run_id, point, router, link, role, dumps(configs.get(link, {})), cls,
                              a[0], a[1], t[0], t[1], d[0], d[1]))
             k = kernel.get(link, {})
             summary.append((run_id, point, router, link, role, s.get("max_queue_pkts"), s.get("max_queue_bytes"),

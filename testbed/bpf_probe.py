@@ -8,6 +8,7 @@ import subprocess
 import uuid
 
 from catnip.testbed import sender, spm
+from catnip.testbed.kernel_fs import BPFFS
 
 
 def _attempt(argv: list[str]) -> str:
@@ -36,7 +37,7 @@ def probe_programs() -> dict:
     except sender.SenderError:
         pass  # each missing object is named below
     spm.ensure_bpffs()
-    before = set(spm.BPFFS.glob("catnip_*"))
+    before = set(BPFFS.glob("catnip_*"))
     pin = spm.PIN_ROOT / f"probe-{uuid.uuid4().hex[:6]}"
     ccs: dict[str, str] = {}
     try:
@@ -54,7 +55,7 @@ def probe_programs() -> dict:
         sender.unregister()
     finally:
         subprocess.run(["rm", "-rf", str(pin)], capture_output=True)
-        for p in set(spm.BPFFS.glob("catnip_*")) - before:
+        for p in set(BPFFS.glob("catnip_*")) - before:
             p.unlink(missing_ok=True)
         try:
             spm.PIN_ROOT.rmdir()

@@ -31,7 +31,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from catnip.spec.senders import CATNIP, NAMES, NEED_DOCUMENTS, NEWCWV, PACING_LAST_WINDOW  # noqa: F401 (NAMES, NEED_DOCUMENTS: re-exported)
+from catnip.spec.senders import CATNIP, NAMES, NEWCWV, PACING_LAST_WINDOW
 from catnip.testbed import paths
 
 BPF_DIR = paths.REPO / "bpf"

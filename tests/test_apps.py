@@ -13,13 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from catnip.results.store import SAMPLE_KEYS
+from catnip.results.store_runs import SAMPLE_KEYS
 from catnip.testbed.netline import NetLine, NsNode
 from catnip.workloads import ftp as ftp_proc
 from catnip.workloads.apps import base
 from catnip.spec.apps import parse_spec
-from catnip.workloads.apps.base import AppContext, AppError, Host, ValidationError
+from catnip.workloads.apps.base import AppContext, AppError, Host
 from catnip.workloads.apps.bulk import parse_flow
 from catnip.workloads.apps.burst import cell_tag, plan
 from catnip.workloads.apps.common import host_seed, parse_size

@@ -17,11 +17,12 @@ LAYERS = [
     ["results", "models"],          # the store and what reads it; the latency models
     ["papers"],                     # each paper's layouts, views, numbers (above results/, spec/)
     ["controller"],                 # runs
-    ["webui"],                      # the dashboard
+    ["webui", "api"],               # the dashboard; the researcher's API (catnip/api.py)
     ["cli"],                        # the `catnip` command
     ["benchmarks"],
 ]
 SAME = {("models", "results")}  # the models are checked against stored runs
+FILES = {"api": ["catnip/api.py"]}  # a layer that is a module of the package folder, not a folder
 KNOWN: dict[tuple[str, str], str] = {}
 
 
@@ -35,17 +36,24 @@ def _imports() -> dict[tuple[str, str], set[str]]:
     packages = {p for names in LAYERS for p in names}
     found: dict[tuple[str, str], set[str]] = {}
     for package in packages:
-        for path in (REPO / package).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text())):
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                         else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
-                         else [])
-                for name in names:
-                    parts = name.split(".")
-                    top = parts[1] if parts[0] == "catnip" and len(parts) > 1 else parts[0]
-                    if top in packages and top != package:
-                        found.setdefault((package, top), set()).add(str(path.relative_to(REPO)))
+        paths = [REPO / f for f in FILES[package]] if package in FILES else (REPO / package).rglob("*.py")
+        for path in paths:
+            for top in imported(ast.parse(path.read_text())) & packages - {package}:
+                found.setdefault((package, top), set()).add(str(path.relative_to(REPO)))
     return found
+
+
+def imported(tree: ast.AST) -> set[str]:
+    """The project packages a module imports, however it is written: `import catnip.results.x`,
+    `from catnip.results.x import y`, `from catnip import results` (a package as a name of
+    catnip), `from catnip.api import run`."""
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names += [f"{node.module}.{a.name}" for a in node.names]
+    return {parts[1] if parts[0] == "catnip" and len(parts) > 1 else parts[0] for parts in (n.split(".") for n in names)}
 
 
 def climbing(found: dict[tuple[str, str], set[str]]) -> dict[tuple[str, str], set[str]]:
@@ -74,3 +82,10 @@ def test_a_climbing_import_is_caught():
     assert climbing({("results", "controller"): {"results/x.py"}}) == {("results", "controller"): {"results/x.py"}}
     assert climbing({("controller", "results"): {"controller/x.py"}}) == {}
     assert climbing({("topologies", "workloads"): {"topologies/x.py"}})  # same layer, not in SAME
+
+
+def test_every_way_of_writing_an_import_is_read():
+    """`from catnip import papers` names the papers package as surely as `import catnip.papers`."""
+    code = ("import catnip.spec.units\nfrom catnip.results.store import Store\nfrom catnip import papers\n"
+            "from catnip.api import run\nimport catnip\nfrom pydantic import Field\ndef f():\n    from catnip import webui\n")
+    assert imported(ast.parse(code)) == {"spec", "results", "papers", "api", "webui", "pydantic", "catnip"}

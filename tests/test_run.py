@@ -274,11 +274,12 @@ def test_missing_link_backend_fails_before_building(tmp_path, monkeypatch):
     from catnip.controller import point as point_mod
     from catnip.controller.point_plan import PointPlan
     from catnip.spec import scenario as s
+    from catnip.testbed import network
     from catnip.testbed.capabilities import Capabilities
 
     sc = s.load(REPO / "scenarios" / "quick.yaml", ["run.link_backend=kernel"]).points[0][1]
     caps = Capabilities(root=True, qdiscs={"htb": True, "pfifo": True, "netem": False}, linux_bridge=True)
-    monkeypatch.setattr(point_mod.network, "build", lambda *a, **k: pytest.fail("built a network"))
+    monkeypatch.setattr(network, "build", lambda *a, **k: pytest.fail("built a network"))
     plan = PointPlan(0, 0, {}, sc, "", 1, tmp_path)
     run = point_mod.PointRun("r", plan, caps, store=None, artifacts=tmp_path, progress=lambda *a: None,
                              cancelled=lambda: False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from catnip.spec import scenario as scenario_mod
+from catnip.spec import senders
 from catnip.testbed import sender
 from tests.conftest import REPO, need_engine, need_root
 
@@ -26,12 +27,12 @@ def test_register_and_unregister_leave_nothing(no_leftovers):
     sender.register()
     try:
         available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
-        assert set(sender.NAMES) <= set(available)
+        assert set(senders.NAMES) <= set(available)
     finally:
-        assert sorted(sender.unregister()) == sorted(sender.NAMES)
+        assert sorted(sender.unregister()) == sorted(senders.NAMES)
         sender.release_shared_map()
     available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
-    assert not set(sender.NAMES) & set(available)
+    assert not set(senders.NAMES) & set(available)
     assert not [p for p in sender.PINS if p.exists()]  # documents, per-host parameters, newCWV's trace
 
 

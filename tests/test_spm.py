@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from catnip.testbed import spm
+from catnip.testbed.kernel_fs import cgroup2_root
 from catnip.workloads import apache
 from tests.conftest import REPO, listening, need_root, wait_until
 
@@ -48,7 +49,7 @@ def link():
     for tool in ("bpftool", "clang", "apxs", "tcpdump", "nsenter"):
         if not shutil.which(tool):
             pytest.skip(f"needs {tool} (scripts/setup.sh installs it)")
-    if spm.cgroup2_root() is None:
+    if cgroup2_root() is None:
         pytest.skip("needs a cgroup-v2 hierarchy for the document-size program")
     try:
         for ns in (SRV, CLI):

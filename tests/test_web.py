@@ -317,11 +317,10 @@ def test_compare_text_has_table_xi_layout(env):
 
 
 def test_confidence_intervals_by_hand():
-    from catnip.results import report as report_mod
     from catnip.results import samples
     # Student t from a printed table: t(0.975, 15) = 2.1314, t(0.975, 16) = 2.1199.
-    assert report_mod.ci95(2.0, 16) == pytest.approx(2.1314 * 2 / 4, abs=1e-4)
-    assert report_mod.ci95(2.0, 1) is None
+    assert samples.ci95(2.0, 16) == pytest.approx(2.1314 * 2 / 4, abs=1e-4)
+    assert samples.ci95(2.0, 1) is None
     # ratio 2 of means of 11 samples each, squared coefficients of variation of the means 0.01 and
     # 0.03: variance 4 (0.01 + 0.03) = 0.16, Welch df 0.16^2 / ((0.04^2 + 0.12^2) / 10) = 16
     assert samples.ratio_ci95(2.0, 0.01, 11, 0.03, 11) == pytest.approx(2.1199 * 0.4, abs=1e-4)

@@ -19,6 +19,7 @@ from catnip.workloads import client as client_mod
 from catnip.workloads import pagepool as pp
 from catnip.workloads.apps.web import ThinkTimeSpec, WebSpec
 from catnip.workloads.docroot import html_floor, write_docroot
+from catnip.workloads.ftp import pareto_scale
 from catnip.workloads.pages import catnip_pages, probe_pages
 from catnip.workloads.thinktime import sampler
 
@@ -86,7 +87,7 @@ def test_pool_sizes_follow_the_model():
     model = pp.PagePoolModel(pool_size=5000)
     pages = pp.pool_pages(model)
     images = [x for p in pages for x in p.images]
-    xm = pp.pareto_scale(model.object_mean, model.object_shape)
+    xm = pareto_scale(model.object_mean, model.object_shape)
     assert min(images) >= round(xm) and max(images) <= model.max_object
     assert max(len(p.images) for p in pages) <= model.max_objects
     assert all(p.html_bytes >= html_floor(p.number, len(p.images), p.folder) for p in pages)
@@ -118,7 +119,7 @@ def test_mean_formula_counts_the_html_floor_and_the_cap():
     fixed = pp.PagePoolModel(pool_size=10, objects_model="fixed", objects_mean=8, html_model="fixed", html_mean="1B")
     assert {p.html_bytes for p in pp.pool_pages(fixed)} == {html_floor(1001, 8, fixed.folder)}
     # The cap: E[min(X, c)] by numerical integration of P(X > x) = (xm / x)^a.
-    xm, a, c = pp.pareto_scale(10240, 1.2), 1.2, 1 << 20
+    xm, a, c = pareto_scale(10240, 1.2), 1.2, 1 << 20
     steps = 200_000
     ratio = (c / xm) ** (1 / steps)
     integral = xm + sum((xm / (xm * ratio ** (i + 0.5))) ** a * xm * (ratio ** (i + 1) - ratio ** i)

@@ -13,5 +13,4 @@ from catnip.topologies.tree import AggregationTree
 
 LIBRARY: tuple[type[TopologyBase], ...] = (Dumbbell, TwoPairDumbbell, EdgeBottleneck, AggregationTree, ExplicitGraph)
 
-__all__ = ["LIBRARY", "TopologyBase", "Dumbbell", "TwoPairDumbbell", "EdgeBottleneck", "AggregationTree",
-           "ExplicitGraph"]
+__all__ = ["LIBRARY"]  # the entry point (pyproject.toml); each class is its own module's

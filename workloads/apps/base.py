@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import ValidationError
-
 from catnip.spec import apps as spec_apps
 from catnip.spec.apps import AppSpec
 from catnip.workloads import gate
@@ -382,5 +380,5 @@ def lookup(kind: Any) -> type[Application]:
 
 
 __all__ = ["AppContext", "AppError", "AppResult", "Application", "Host", "Proc", "REGISTRY",
-           "ValidationError", "lookup", "read_jsonl", "register", "tail", "unregister",
+           "lookup", "read_jsonl", "register", "tail", "unregister",
            "wait_for_line", "wait_listening"]

@@ -55,11 +55,11 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from catnip.spec.apps import AppSpec
 from catnip.workloads.apps.base import (
     AppError,
     Application,
     AppResult,
-    AppSpec,
     Host,
     Proc,
     read_jsonl,

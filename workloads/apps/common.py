@@ -15,13 +15,13 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BeforeValidator
 
 from catnip.spec import units
+from catnip.spec.apps import AppSpec
 from catnip.spec.units import parse_duration
 from catnip.workloads.apps.base import (
     AppContext,
     AppError,
     Application,
     AppResult,
-    AppSpec,
     Host,
     Proc,
     read_jsonl,
