@@ -39,9 +39,9 @@ def describe(net: network.Network) -> str:
     lines.append("routers: " + ", ".join(f"{short} -> {node.name}" for short, node in net.routers.items()))
     lines.append("link directions (engine on the router named first):")
     for d in net.directions:
-        rate = f"{d.rate_bps / 1e6:g} Mbit/s" if d.rate_bps else "no rate limit"
-        policy = (d.policy or {}).get("kind", "droptail")
-        lines.append(f"  {d.name:<16} {d.role:<16} {rate}, {d.delay_s * 1000:g} ms, {policy}")
+        rate = (f"{d.rate_bps / 1e6:g} Mbit/s" if d.rate_bps
+                else f"{d.host_rate_bps / 1e6:g} Mbit/s by the host's htb" if d.host_rate_bps else "no rate limit")
+        lines.append(f"  {d.name:<16} {d.role:<16} {rate}, {d.delay_s * 1000:g} ms, {d.policy['kind']}")
     return "\n".join(lines)
 
 

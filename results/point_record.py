@@ -42,9 +42,9 @@ def _derived(run: Any, point: Any) -> PointRecord:
                           f"{str(exc).splitlines()[0][:200]}") from None
 
 
-def _rate(bps: int) -> str:
+def _rate(bps: int, host_bps: int | None = None) -> str:
     if not bps:
-        return "host's own"
+        return f"{_rate(host_bps)} (the host's htb)" if host_bps else "host's own"
     for unit, scale in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
         if bps >= scale:
             return f"{bps / scale:g} {unit}"
@@ -61,7 +61,7 @@ def summary(record: PointRecord) -> dict[str, Any]:
     counted once, with how many), each group's hosts' TCP as applied, its applications."""
     links: dict[str, dict[str, Any]] = {}
     for d in record.links:
-        shown = {"where": d.where, "role": d.role, "rate": _rate(d.rate_bps), "delay": f"{d.delay_s * 1000:g} ms",
+        shown = {"where": d.where, "role": d.role, "rate": _rate(d.rate_bps, d.host_rate_bps), "delay": f"{d.delay_s * 1000:g} ms",
                  "buffer": ", ".join(f"{v} {k}" for k, v in (d.buffer or {}).items()) or "-",
                  "policy": _policy(d.policy), "loss": json.dumps(d.loss) if d.loss else "-",
                  "edge": "; ".join(_policy(e) for e in d.edge) or "-", "backend": d.backend}

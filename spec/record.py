@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: a host uplink's rate (DirectionRecord.host_rate_bps)
 
 
 class RecordError(ValueError):
@@ -42,7 +42,8 @@ class DirectionRecord(_Record):
     host: str | None = None      # the host of an access direction (short name)
     hook: Literal["egress", "ingress"]
     interface: str
-    rate_bps: int                # 0: serialized elsewhere (the host's own qdisc)
+    rate_bps: int                # 0: serialized elsewhere (the host's own qdisc, at host_rate_bps)
+    host_rate_bps: int | None = None  # an uplink the host's own htb serializes: at this rate (None: the engine does)
     delay_s: float
     buffer: dict[str, int] | None
     policy: dict[str, Any]       # the engine's policy block, defaults applied

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from catnip.spec.graph import Graph, RouterLink, resolve
+from catnip.spec.graph import Graph, RouterLink
 from catnip.spec.record import PointRecord
 from catnip.spec.scenario import HostTcp, Scenario
 from catnip.testbed import hostconfig
@@ -84,11 +84,11 @@ def _check_split(graph: Graph, split: dict[str, Machine], switch_kind: str) -> N
         raise ValueError(f"split: the access switches of another machine are Linux bridges; {switch_kind} was asked")
 
 
-def _check_tunnel_speed(record: dict, link: RouterLink, policy: Any) -> None:
-    """A tunnel carries the emulated link: an underlay slower than the link's rate would decide the
-    rate itself, unseen. Checked where the underlay's driver gives a nominal speed."""
-    rate = max(resolve(link, d, policy).rate for d in (link.forward, link.reverse))
-    for end in record["ends"]:
+def _check_tunnel_speed(tunnel: dict, link: RouterLink, rate: int) -> None:
+    """A tunnel carries the emulated link: an underlay slower than the link's rate (the faster of
+    its directions, as the record has them) would decide the rate itself, unseen. Checked where the
+    underlay's driver gives a nominal speed."""
+    for end in tunnel["ends"]:
         speed = end.get("underlay_speed_mbps")
         if speed is not None and rate > speed * 1e6:
             raise ValueError(f"links {link.a}-{link.b}: its {rate / 1e6:g} Mbit/s would cross machine {end['machine']}'s"
@@ -147,7 +147,8 @@ def build(scenario: Scenario, switch_kind: str, split: dict[str, Machine] | None
             tunnel = {"vni": k + 1, "machines": ends, "mtu": n.mtu} if split else {}  # the VNI names the link
             made = net.addLink(n.routers[link.a], n.routers[link.b], intfName1=ia, intfName2=ib, **link_cls, **tunnel)
             if getattr(made, "tunnel_record", None):
-                _check_tunnel_speed(made.tunnel_record, link, scenario.router.policy)
+                rate = max(d.rate_bps for d in record.links if d.where.startswith(f"links.{k} ("))
+                _check_tunnel_speed(made.tunnel_record, link, rate)
                 n.tunnels.append({"link": f"{PREFIX}{link.a}-{PREFIX}{link.b}", "routers": [link.a, link.b],
                                   "link_addresses": list(core_ips(k)[:2]), **made.tunnel_record})
         net.build()
@@ -197,9 +198,9 @@ def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: l
                 run(router, "ip", "route", "add", str(group_net(gi)), "via", addr[f"{name}>{hops[group.router]}"])
     n.tcp = scenario.host_tcp()
     hosts = {h.name: h for h in n.record.hosts}
+    uplinks = {d.host: d for d in n.record.links if d.host and d.hook == "ingress"}  # each host's, as planned
     for gi, group in enumerate(graph.groups):
         net = group_net(gi)
-        up = resolve(group.link, group.link.up, scenario.router.policy)
         for short in group.host_names():
             h = n.hosts[short]
             intf = f"{h.name}-eth0"
@@ -211,8 +212,8 @@ def _configure(n: Network, scenario: Scenario, lan: dict[str, str], core_intf: l
             settings = n.tcp[short]  # the `tcp` defaults with the host's group's and web server's own
             run(h.node, "ip", "route", "add", "default", "via", host_ip(net, 0), *settings.route_options())
             hostconfig.set_sysctls(h.node, hosts[short].sysctls)  # the record's: the common ones and its own
-            if not group.link.source_queue():  # else the engine serializes it, the host's queues in the scheduler
-                hostconfig.shape_egress(h.node, intf, up.rate, n.mtu)
+            if uplinks[short].host_rate_bps:  # else the engine serializes it, the host's queues in the scheduler
+                hostconfig.shape_egress(h.node, intf, uplinks[short].host_rate_bps, n.mtu)
             if settings.pacing == "fq":  # the machine has fq: checked before the run (controller/runner.py)
                 hostconfig.pace_with_fq(h.node, intf)
 

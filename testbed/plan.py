@@ -89,15 +89,17 @@ def _directions(sc: Scenario, graph: Graph, kernel: bool) -> list[DirectionRecor
             if group.link.source_queue():
                 # The sending host's own queues and scheduler (Nouredine-Tobagi 6.2): the engine serializes the
                 # uplink at its rate; the host has no shaper of its own, so its backlog waits here.
-                up_rate, up_buffer = up.rate, group.link.up.buffer
+                up_rate, up_buffer, host_rate = up.rate, group.link.up.buffer, None
                 up_policy = _engine_policy(group.link.up.policy, up_buffer, f"{where}.up")
                 role = f"source-{group.role or group.name}"
             else:
                 # The host's htb serializes its uplink; the router adds its delay and edge functions.
                 up_rate, up_buffer, up_policy, role = 0, None, {"kind": "droptail"}, "ingress-delay"
+                host_rate = up.rate
             out.append(DirectionRecord(
                 name=f"{PREFIX}{short}>{rname}", where=f"{where}.up", role=role, router=group.router, host=short,
-                hook="ingress", interface=lan[group.name], rate_bps=up_rate, delay_s=up.delay, buffer=up_buffer,
+                hook="ingress", interface=lan[group.name], rate_bps=up_rate, host_rate_bps=host_rate, delay_s=up.delay,
+                buffer=up_buffer,
                 policy=up_policy, loss=up.loss.engine_config() if up.loss else None,
                 edge=[e.engine_config(subnets) for e in up.edge], match_src=ip))
     for k, (link, (ia, ib)) in enumerate(zip(graph.links, core)):

@@ -27,8 +27,8 @@ class TcLink:
     delay_us: int = 0
     buffer_packets: int | None = None
     buffer_bytes: int | None = None
-    policy: str = "droptail"  # droptail or red (red needs min_th/max_th in packets)
-    red: dict | None = None
+    policy: str = "droptail"  # droptail or red
+    red: dict | None = None   # red's min_th, max_th (packets), max_p, mean_pkt_bytes: the record's, as given
     mtu: int = 1500
 
     def needed(self) -> list[str]:
@@ -54,16 +54,22 @@ class TcLink:
                  "htb", "default", "1"],
                 ["tc", "class", "add", *dev, "parent", "1:", "classid", "1:1", "htb", "rate", f"{self.rate_bps}bit",
                  "ceil", f"{self.rate_bps}bit", "burst", burst, "cburst", burst]]
+        if not (self.buffer_bytes or self.buffer_packets):
+            raise TcBackendError(f"{self.intf}: a buffer in packets or bytes is needed (the record's; no default here)")
         if self.policy == "droptail" and self.buffer_bytes:
             leaf = ["bfifo", "limit", str(self.buffer_bytes)]
         elif self.policy == "droptail":
-            leaf = ["pfifo", "limit", str(self.buffer_packets or 1000)]
+            leaf = ["pfifo", "limit", str(self.buffer_packets)]
         else:
+            # Every parameter as the record gives it (spec/policy.py applied the defaults).
             r = self.red or {}
-            avpkt = int(r.get("mean_pkt_bytes", 1000))
-            limit = self.buffer_bytes or (self.buffer_packets or 1000) * avpkt
+            missing = [k for k in ("min_th", "max_th", "max_p", "mean_pkt_bytes") if k not in r]
+            if missing:
+                raise TcBackendError(f"{self.intf}: red needs {', '.join(missing)} (the record's; no default here)")
+            avpkt = int(r["mean_pkt_bytes"])
+            limit = self.buffer_bytes or self.buffer_packets * avpkt
             leaf = ["red", "limit", str(limit), "min", str(int(r["min_th"] * avpkt)),
-                    "max", str(int(r["max_th"] * avpkt)), "avpkt", str(avpkt), "probability", str(r.get("max_p", 0.1)),
+                    "max", str(int(r["max_th"] * avpkt)), "avpkt", str(avpkt), "probability", str(r["max_p"]),
                     "bandwidth", f"{self.rate_bps}bit", "burst", str(max(1, int(r["min_th"])))]
         cmds.append(["tc", "qdisc", "add", *dev, "parent", "1:1", "handle", "10:", *leaf])
         if self.delay_us:

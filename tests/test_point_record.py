@@ -11,7 +11,7 @@ import pytest
 from catnip.controller.point_plan import PointPlan
 from catnip.papers.tcpf import analysis as tcpf
 from catnip.results import layouts, servdiff
-from catnip.results.point_record import record_of
+from catnip.results.point_record import record_of, summary
 from catnip.results.store import Store
 from catnip.spec import scenario as s
 from catnip.spec.record import RECORD_VERSION, RecordError, parse
@@ -88,6 +88,51 @@ def test_the_record_is_the_engines_configuration(tmp_path):
         assert [link["name"] for link in config["links"]] == [d.name for d in record.links if d.router == short]
     assert record.seed == 7 and record.host("s1").sysctls["net.ipv4.tcp_sack"] == 1
 
+
+
+def _two_routers(**link) -> dict:
+    """Two routers, a group of two hosts on each, one router link with `link`'s fields."""
+    base = {"rate": "10Mbit", "delay": "1ms", "buffer": "10p"}
+    return {"name": "g", "topology": {"kind": "graph", "routers": ["r1", "r2"], "groups": [
+                {"name": "a", "count": 2, "router": "r1", "prefix": "a", "link": {**base, "up": {"rate": "2Mbit"}}},
+                {"name": "b", "count": 2, "router": "r2", "prefix": "b", "link": base}],
+            "links": [{"a": "r1", "b": "r2", **base, **link}]},
+            "applications": [{"kind": "bulk", "clients": "a", "servers": "b", "duration": "5s"}]}
+
+
+def test_the_kernel_backends_red_is_the_records_red():
+    """The tc leaf of a kernel-backend direction has the record's RED parameters, the scenario's
+    mean packet size and max_p included (no default applied outside spec/), and the record's buffer."""
+    from catnip.testbed.links import KernelBackend
+    raw = _two_routers(buffer="30p", policy={"kind": "red", "min_th": 5, "max_th": 15, "w_q": 0.002, "max_p": 0.05,
+                                             "mean_pkt_bytes": 500})
+    raw["run"] = {"link_backend": "kernel"}
+    kernel = [d for d in plan(s.validate(raw)).links if d.point_to_point]
+    assert [d.policy["mean_pkt_bytes"] for d in kernel] == [500, 500]
+    for d in kernel:
+        leaf = KernelBackend({}, None).plan(LinkDirection(d, None), 1500).commands()[2]
+        red = leaf[leaf.index("red"):]
+        assert dict(zip(red[1::2], red[2::2])) == {"limit": "15000", "min": "2500", "max": "7500", "avpkt": "500",
+                                                   "probability": "0.05", "bandwidth": "10000000bit", "burst": "5"}
+
+
+def test_a_host_uplinks_rate_is_in_the_record():
+    """The rate a host's own htb serializes its uplink at is the record's (the network shapes it
+    from there), shown on the run page; an uplink the engine serializes (a source queue) has its
+    rate on the engine and none for the host."""
+    record = plan(s.validate(_two_routers()))
+    uplinks = {d.host: d for d in record.links if d.hook == "ingress"}
+    assert {h: (d.rate_bps, d.host_rate_bps) for h, d in uplinks.items()} == {
+        "a1": (0, 2_000_000), "a2": (0, 2_000_000), "b1": (0, 10_000_000), "b2": (0, 10_000_000)}
+    shown = {row["where"]: row["rate"] for row in summary(record)["links"]}
+    assert shown["groups.a.link.up"] == "2 Mbit/s (the host's htb)"
+    raw = _two_routers()
+    raw["topology"]["groups"][0]["link"]["up"] = {
+        "rate": "2Mbit", "buffer": "64p", "policy": {
+            "kind": "source_scheduler", "high": {"rate": "250kbit", "bucket": "6000B"},
+            "med": {"rate": "110kbit", "bucket": "6000B"}, "classes": [[5201]], "downgrade_after": "200ms"}}
+    sources = [d for d in plan(s.validate(raw)).links if d.role.startswith("source-")]
+    assert [(d.host, d.rate_bps, d.host_rate_bps) for d in sources] == [("a1", 2_000_000, None), ("a2", 2_000_000, None)]
 
 def test_a_point_from_before_records_gets_one_planned_from_its_run(tmp_path):
     """A point with no record of its own (recorded before records) reads the one the planner

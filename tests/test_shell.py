@@ -26,6 +26,24 @@ def test_the_shell_brings_the_scenarios_links_up_and_tears_them_down(tmp_path, i
     assert 24.0 <= rtt_min < 200.0, rtt_min
 
 
+def test_the_shell_describes_each_direction_as_the_record_has_it():
+    """A host uplink is rated at its host's htb rate (the record's host_rate_bps), not "no rate
+    limit"; each direction's policy is the record's."""
+    from types import SimpleNamespace
+
+    from catnip.controller.shell import describe
+    from catnip.spec import scenario as s
+    from catnip.testbed.links import LinkDirection
+    from catnip.testbed.paths import REPO
+    from catnip.testbed.plan import plan
+    record = plan(s.load(REPO / "scenarios" / "quick.yaml", ["topology.clients=2"]).points[0][1])
+    net = SimpleNamespace(hosts={}, routers={}, directions=[LinkDirection(d, None) for d in record.links])
+    rows = {line.split()[0]: line for line in describe(net).splitlines() if line.startswith("  ctp")}
+    assert rows["ctpc1>ctprc"].split(None, 2)[2] == "10 Mbit/s by the host's htb, 2 ms, droptail", rows
+    assert rows["ctprs>ctprc"].split(None, 2)[2] == "1.5 Mbit/s, 5 ms, droptail", rows
+    assert "no rate limit" not in "".join(rows.values())
+
+
 def test_a_point_the_scenario_lacks_is_refused_before_anything_is_built():
     res = catnip("shell", "quick", "--point", "3")
     assert res.returncode == 2 and "--point" in res.stderr and "1 point(s), 0-0" in res.stderr, res.stderr

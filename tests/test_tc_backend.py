@@ -114,7 +114,7 @@ def _qdiscs(line: NetLine) -> dict[str, dict]:
 @pytest.mark.parametrize("qdisc, link", [
     ("netem", tc_backend.TcLink(intf="x", rate_bps=RATE, delay_us=10_000, buffer_packets=20)),
     ("red", tc_backend.TcLink(intf="x", rate_bps=RATE, buffer_packets=50, policy="red",
-                              red={"min_th": 10, "max_th": 30})),
+                              red={"min_th": 10, "max_th": 30, "max_p": 0.1, "mean_pkt_bytes": 1000})),
 ])
 def test_each_qdisc_is_configured_or_refused_by_name(qdisc, link, line):
     """Whichever the kernel says: configured where it has the qdisc, refused naming it where not."""
@@ -135,7 +135,7 @@ def test_red_and_netem_commands(line):
     read back with the parameters asked, and nothing is left after remove()."""
     have = probe_qdiscs()
     red = tc_backend.TcLink(intf=line.router_out, rate_bps=RATE, delay_us=5000, buffer_packets=50, policy="red",
-                            red={"min_th": 10, "max_th": 30, "max_p": 0.1})
+                            red={"min_th": 10, "max_th": 30, "max_p": 0.1, "mean_pkt_bytes": 1000})
     cmds = red.commands()
     assert cmds[2][cmds[2].index("red"):][:9] == ["red", "limit", "50000", "min", "10000", "max", "30000", "avpkt", "1000"]
     assert cmds[3][-3:] == ["netem", "delay", "5000us"]
