@@ -945,11 +945,9 @@ def stored_point(raw: dict[str, Any], sweep: dict[str, list[Any]], assignment: d
     return _point(copy.deepcopy(raw), values)[1]
 
 
-def load(path: str | Path, overrides: list[str] = (), seed: int | None = None, only: list[str] = ()) -> Sweep:
-    """Read, override, validate and expand a scenario file; `only` narrows the sweep
-    (select_points). Raises ScenarioError, within the bounds of spec/bounded.py (file size and
-    type, UTF-8, YAML aliases, depth, sweep size)."""
-    path = Path(path)
+def read_mapping(path: Path) -> dict:
+    """A scenario file's YAML mapping, read within spec/bounded.py's bounds (scenarios and transfer
+    measurements alike); anything else a ScenarioError naming the file."""
     try:
         raw = bounded.load_yaml(bounded.read_text(path), str(path))
     except bounded.InputError as exc:
@@ -960,6 +958,15 @@ def load(path: str | Path, overrides: list[str] = (), seed: int | None = None, o
         raise ScenarioError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path}: a scenario is a mapping of fields, got {type(raw).__name__}")
+    return raw
+
+
+def load(path: str | Path, overrides: list[str] = (), seed: int | None = None, only: list[str] = ()) -> Sweep:
+    """Read, override, validate and expand a scenario file; `only` narrows the sweep
+    (select_points). Raises ScenarioError, within the bounds of spec/bounded.py (file size and
+    type, UTF-8, YAML aliases, depth, sweep size)."""
+    path = Path(path)
+    raw = read_mapping(path)
     if len(overrides) > bounded.MAX_OVERRIDES:
         raise ScenarioError(f"--set: {len(overrides)} overrides; at most {bounded.MAX_OVERRIDES}")
     # Top-level `x-...` keys hold YAML anchors for the rest of the file (as in Compose files): dropped.

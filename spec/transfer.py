@@ -9,11 +9,11 @@ import copy
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from catnip.spec import bounded, units
-from catnip.spec.scenario import ScenarioError, _format_errors, _set_path, _Strict, parse_override, refuse_booleans
+from catnip.spec import units
+from catnip.spec.scenario import (ScenarioError, _format_errors, _set_path, _Strict, parse_override, read_mapping,
+                                  refuse_booleans)
 
 # TCP settings of a measurement (controller/transfers.py applies them; docs/models.md explains them).
 PROFILES = ("linux", "reno2004")
@@ -101,15 +101,7 @@ class TransferScenario(_Strict):
 
 def load(path: str | Path, overrides: list[str] = (), seed: int | None = None) -> TransferScenario:
     path = Path(path)
-    try:
-        raw = bounded.load_yaml(bounded.read_text(path), str(path))
-    except bounded.InputError as exc:
-        raise ScenarioError(str(exc)) from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{path}: a scenario is a mapping of fields, got {type(raw).__name__}")
-    raw = copy.deepcopy(raw)
+    raw = copy.deepcopy(read_mapping(path))
     raw.setdefault("name", path.stem)
     for text in overrides:
         key, value = parse_override(text)

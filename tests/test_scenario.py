@@ -121,6 +121,20 @@ def test_not_yaml_and_not_mapping(tmp_path):
         s.load(tmp_path / "missing.yaml")
 
 
+def test_a_transfer_measurement_file_is_read_as_a_scenario_is(tmp_path):
+    """spec/transfer.py reads its file through the scenarios' reader: the same errors, with the
+    line of a YAML error."""
+    from catnip.spec import transfer
+    f = tmp_path / "x.yaml"
+    f.write_text("name: t\npath: [unclosed\n")
+    for load in (s.load, transfer.load):
+        with pytest.raises(s.ScenarioError, match=r"x.yaml: not valid YAML at line 3: "):
+            load(f)
+    f.write_text("- a\n")
+    with pytest.raises(s.ScenarioError, match="a scenario is a mapping"):
+        transfer.load(f)
+
+
 def test_red_thresholds_resolve_against_each_buffer():
     sc = s.load(REPO / "scenarios" / "quick.yaml",
                 ["router.policy={kind: catnip_red, min_th: 20%, max_th: 60%, w_q: 0.01}"]).points[0][1]
