@@ -59,6 +59,7 @@ class Paper:
     layouts: tuple[str, ...] = ()  # names of its layouts (results/layouts.py LAYOUTS)
     views: tuple[View, ...] = ()
     published: str | None = None  # the module holding its published numbers, if entered as data
+    claims: str | None = None  # the module holding its claims (CLAIMS, papers/claims.py: the reproduction report)
     short: str = ""  # the name the dashboard's runs page lists its runs by (default: `name`)
     paper_field: tuple[str, ...] = ()  # how a scenario's `paper:` field naming it starts (any case)
     scenario_dir: Path | None = None  # default: the repository's scenarios/

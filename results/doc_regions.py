@@ -20,6 +20,9 @@ Attributes (KEY=VALUE, separated by spaces; no value holds a space):
            decimals (0-9; default as results/table.py shows them: the layout's format, else 4
            significant digits)
   archive=contents (alone) is the archive's own table: its runs, their points and sizes.
+  report=NAME (alone) is a report an upper layer registers in REPORTS: report=claims, the
+           reproduction report (papers/claims.py: every registered paper's claims, ours computed
+           from the archive beside theirs, the verdicts and causes), registered by `import catnip.papers`.
 
 Each region starts with a line saying where it comes from: the layout, each run's scenario, seed,
 git commit and date, how many points the runs have and how many kept real time, and which rows were
@@ -33,6 +36,7 @@ import re
 import textwrap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from catnip.results import docs_archive
 from catnip.results import layouts
@@ -40,9 +44,12 @@ from catnip.results.table import Table, _cell  # the cell text `catnip report --
 
 START = re.compile(r"<!-- catnip:generated(?P<attrs>(?: [^ ]+)*) -->")
 END = "<!-- /catnip:generated -->"
-ATTRS = ("layout", "runs", "columns", "view", "late", "decimals", "archive")
+ATTRS = ("layout", "runs", "columns", "view", "late", "decimals", "archive", "report")
 VIEWS = ("table", "text")
 LATE = ("omit", "mark")
+# report=NAME regions: NAME -> fn(region, db) giving its lines; registered from above (papers/claims.py
+# registers "claims"), since results/ imports nothing of papers/ (docs/architecture.md, Layers).
+REPORTS: dict[str, Callable[["Region", docs_archive.RunsDB], list[str]]] = {}
 
 
 class RegionError(ValueError):
@@ -76,10 +83,17 @@ def _attrs(text: str, doc: str, line: int) -> dict[str, str]:
         if out["archive"] != "contents" or len(out) > 1:
             raise RegionError(f"{doc}:{line}: archive=contents stands alone (the archive's own table)")
         return out
+    if "report" in out:
+        if len(out) > 1:
+            raise RegionError(f"{doc}:{line}: report={out['report']} stands alone")
+        if out["report"] not in REPORTS:
+            raise RegionError(f"{doc}:{line}: report={out['report']} is not a registered report (registered:"
+                              f" {', '.join(REPORTS) or 'none'}; `import catnip.papers` registers report=claims)")
+        return out
     for key in ("layout", "runs"):
         if key not in out:
             raise RegionError(f"{doc}:{line}: region has no {key}= (a region needs layout= and runs=, or"
-                              " archive=contents)")
+                              " archive=contents, or report=claims)")
     if out.get("view", "table") not in VIEWS:
         raise RegionError(f"{doc}:{line}: view={out['view']} is not one of {', '.join(VIEWS)}")
     if out.get("late", "omit") not in LATE:
@@ -257,6 +271,8 @@ def render(region: Region, db: docs_archive.RunsDB) -> list[str]:
     """The lines the region holds when it is what the archive gives."""
     if "archive" in region.attrs:
         return _render_contents(db)
+    if "report" in region.attrs:
+        return REPORTS[region.attrs["report"]](region, db)
     return _render_layout(region, db)
 
 

@@ -47,7 +47,7 @@ from catnip.results import point_record, run_ids
 from catnip.results.import_schema import MAX_INDEX, STATUSES
 from catnip.results.store import Store, StoreVersionError
 from catnip.testbed import paths
-from catnip.webui import figure_pages, forms, hosts, plots, runlist, scenario_guide, timebase
+from catnip.webui import figure_pages, forms, hosts, plots, report_page, runlist, scenario_guide, timebase
 
 
 def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue: RunQueue | None = None,
@@ -460,6 +460,7 @@ def _register(app: Flask) -> None:
     # The paper figures the CLI writes (burst-seq, fig2, model validate --out) and the plot view.
     figure_pages.register(app, _store, _check_run_id, _capture_in_folder)
     plots.register(app, _store)
+    report_page.register(app)  # the reproduction report (docs/report.md's rows): papers/claims.py
 
 
 def _register_errors(app: Flask) -> None:

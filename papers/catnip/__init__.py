@@ -25,4 +25,5 @@ PAPER = Paper(
            View("table-xi", "table_xi.html", views.table_xi, where="compare"),
            View("study-targets", "targets.html", views.study_targets, where="study")),
     published="catnip.papers.catnip.published",
+    claims="catnip.papers.catnip.claims",
 )

@@ -14,4 +14,5 @@ PAPER = Paper(
                       2004),
     docs="docs/models.md", short="hysteresis", paper_field=("hysteresis", "Li and Williamson"),
     scenarios=("transfers/hysteresis-*.yaml",),
+    claims="catnip.papers.hysteresis.claims",
 )

@@ -20,4 +20,5 @@ PAPER = Paper(
     layouts=("newcwv-gain", "newcwv-loss", "newcwv-trace", "ftp-throughput"),
     views=(View("charts", "view.html", views.charts),),
     published="catnip.papers.newcwv.published",
+    claims="catnip.papers.newcwv.claims",
 )

@@ -20,4 +20,5 @@ PAPER = Paper(
     layouts=("servdiff", "servdiff-fair"),
     views=(View("reports", "view.html", views.reports),),
     published="catnip.papers.servdiff.published",
+    claims="catnip.papers.servdiff.claims",
 )

@@ -19,4 +19,5 @@ PAPER = Paper(
     layouts=("tcpf-tables",),
     views=(View("tables", "view.html", views.tables),),
     published="catnip.papers.tcpf.published",
+    claims="catnip.papers.tcpf.claims",
 )
