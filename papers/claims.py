@@ -232,7 +232,8 @@ def _buffer_kb(label: str) -> int | None:
         key, _, value = part.partition("=")
         if key == "topology.bottleneck.buffer":
             return buffer_kb(value)
-    return None
+    named = re.fullmatch(r"(\d+) ?KB buffer", str(label))  # the Table XI scenarios' point names ("64 KB buffer")
+    return buffer_kb(f"{named[1]}KB") if named else None
 
 
 def table_xi(value: str, buffers: tuple[int, ...]) -> Callable[[Table], Figure]:

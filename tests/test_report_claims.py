@@ -145,7 +145,7 @@ def test_table_xi_figure_reads_the_first_compared_run_and_leaves_late_points_out
         ("r", 0, buf + "64KB", 1, 1.0234, 0.051, 0.2286, True, True),
         ("r", 0, buf + "64KB", 2, 1.0234, 0.051, 0.2286, True, True),
         ("r", 1, buf + "128KB", 1, 0.981, 0.02, 0.175, False, True),
-        ("r", 2, buf + "256KB", 1, 1.0, 0.01, 0.0403, True, True),
+        ("r", 2, "256 KB buffer", 1, 1.0, 0.01, 0.0403, True, True),  # a named point (scenarios/catnip-wan-*.yaml)
         ("other", 0, buf + "64KB", 1, 0.5, 0.1, 0.2, True, True)])
     fig = claims.table_xi("relative_mean", (64, 128))(table)
     assert fig.text == "64 KB: 1.02 ±0.05" and fig.kept == 1 and fig.left_out == ("128 KB",)
