@@ -85,7 +85,7 @@ def catnip_table_xi_beside(store: Store, baseline: str, *runs: str) -> Table:
     RUN1+RUN2 pools a run with a re-run of its late points, and a point with no member in real
     time (its own or its baseline's) has no value and realtime_ok not yes."""
     cmp = compare_mod.compare(store, [baseline, *runs], realtime_only=True)
-    columns = [Column("run_name", "str"), Column("label", "str"), Column("buffer_kb", "int", "KB"),
+    columns = [Column("run_id", "str"), Column("run_name", "str"), Column("label", "str"), Column("buffer_kb", "int", "KB"),
                Column("relative_mean", **RATIO), Column("relative_mean_ci95", **RATIO),
                Column("paper_mean", **RATIO), Column("relative_sdev", **RATIO), Column("paper_sdev", **RATIO),
                Column("loss", **FRACTION), Column("baseline_loss", **FRACTION), Column("paper_loss", **FRACTION),
@@ -94,7 +94,7 @@ def catnip_table_xi_beside(store: Store, baseline: str, *runs: str) -> Table:
     for c in cmp["columns"]:
         kb = _buffer_kb(store, c["run_id"], c["assignment"])
         paper = published.table_xi_column(kb) if kb is not None else None
-        rows.append((c["name"], c["label"], kb, c["relative_mean"], c["relative_mean_ci95"],
+        rows.append((c["run_id"], c["name"], c["label"], kb, c["relative_mean"], c["relative_mean_ci95"],
                      paper and paper["mean"], c["relative_sdev"], paper and paper["sdev"], c["loss"],
                      c["baseline_loss"], paper and paper["loss"], c["realtime_ok"], c["baseline_realtime_ok"]))
     return layouts.make_table("catnip-table-xi-beside", [baseline, *runs], columns, rows, source=cmp)
