@@ -38,14 +38,6 @@ def db():
         yield runs.store
 
 
-def _page_means(store, run_id: str, point: int) -> dict[int, float]:
-    by_page: dict[int, list[float]] = {}
-    for p in store.pages(run_id, point):
-        if not p["error"]:
-            by_page.setdefault(p["page"], []).append(p["duration"])
-    return {page: statistics.fmean(v) for page, v in by_page.items()}
-
-
 def _real_time_members(store, run_ids: list[str], buffer: str) -> list[tuple[str, int]]:
     return [(rid, p["point"]) for rid in run_ids for p in store.points(rid)
             if json.loads(p["assignment"]) == {"topology.bottleneck.buffer": buffer} and p["realtime_ok"]
