@@ -537,9 +537,10 @@ def _layout_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str
 
 def _figure_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str, out: str | None, tag: str | None,
                    flow: str | None) -> None:
-    """--figure: a servdiff figure (results/servdiff.py) written to a file, a line per curve printed;
-    with --json its Plotly spec printed instead."""
-    from catnip.results import figures, servdiff
+    """--figure: a servdiff figure (papers/servdiff/analysis.py) written to a file, a line per curve
+    printed; with --json its Plotly spec printed instead."""
+    from catnip.papers.servdiff import analysis as servdiff
+    from catnip.results import figures
     if fmt == "csv":
         raise click.UsageError("--csv and --figure: a figure is written to --out (or printed as its spec with --json)")
     if not run_ids:

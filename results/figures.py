@@ -332,7 +332,7 @@ def app_goodput_chart(goodput: dict[str, Any]) -> dict[str, Any]:
         "margin": {"t": 36, "r": 10, "b": 10, "l": 50}, "legend": dict(FOOT), **({"showlegend": False} if many else {})}}
 
 
-# --- Nouredine and Tobagi's service differentiation (results/servdiff.py) ------------------------------
+# --- Nouredine and Tobagi's service differentiation (papers/servdiff/analysis.py) -----------------------
 def ccdf_steps(points: Sequence[tuple[float, float]]) -> tuple[list[float], list[float]]:
     """An exact CCDF (x, fraction greater than x) as the points of a step line (shape "hv"): from 1
     at the first value, each fraction held until the next value. A last fraction of 0 has no place
@@ -424,7 +424,7 @@ def flow_throughput_chart(title: str, series: Sequence[dict[str, Any]]) -> dict[
         "margin": {"t": 50, "r": 10, "b": 90}, "legend": BELOW}}
 
 
-# --- the newCWV paper (results/newcwv.py) ------------------------------------------------------------
+# --- the newCWV paper (papers/newcwv/analysis.py) -----------------------------------------------------
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
@@ -438,7 +438,7 @@ GAIN_COLORS = [[0.0, "#b2182b"], [0.5, "#f7f7f7"], [1.0, "#2166ac"]]
 
 
 def gain_heatmaps(comparison: Any) -> list[dict[str, Any]]:
-    """newCWV's gain per cell of one comparison (a results.newcwv.Comparison) as heat maps like
+    """newCWV's gain per cell of one comparison (a papers/newcwv/analysis.py Comparison) as heat maps like
     the paper's Figs 7-8: burst size (rows) x idle period (columns), colour = the gain (mean of
     (Tr - Tc)/Tr, in %), the value printed in each cell, its 95% interval, the ratio of means and
     the pairs on hover. One map per client host tag (one for untagged hosts)."""
@@ -483,7 +483,7 @@ def gain_heatmaps(comparison: Any) -> list[dict[str, Any]]:
 
 def trace_charts(report: Any) -> list[dict[str, Any]]:
     """cwnd, pipeACK (the max filter) and the per-round pipeACK sample in segments against time,
-    per point (a results.newcwv.TraceReport), as the paper's Fig. 5; a set of lines per connection.
+    per point (a papers/newcwv/analysis.py TraceReport), as the paper's Fig. 5; a set of lines per connection.
     One connection: a colour per quantity; several: a colour per connection, the quantity told by
     the line's style."""
     out = []
@@ -515,7 +515,7 @@ def trace_charts(report: Any) -> list[dict[str, Any]]:
 
 
 def ftp_chart(report: Any) -> dict[str, Any]:
-    """The FTP flow's goodput over time, one line per point (a results.newcwv.FtpReport), as the
+    """The FTP flow's goodput over time, one line per point (a papers/newcwv/analysis.py FtpReport), as the
     paper's Fig. 11."""
     data = [{"type": "scatter", "mode": "lines", "line": {"shape": "hv", "color": color(p.group.point)},
              "name": f"point {p.group.point}: {_esc(p.group.sender.label())}",

@@ -1,4 +1,4 @@
-"""The newCWV paper's reports (results/newcwv.py, the layouts newcwv-gain, newcwv-loss, newcwv-trace
+"""The newCWV paper's reports (papers/newcwv/analysis.py, the layouts newcwv-gain, newcwv-loss, newcwv-trace
 and ftp-throughput, the dashboard's charts) on stores written through the store's own API with
 numbers whose results are known by hand; and the burst server's per-burst TCP_INFO statistics
 (workloads/burst.py, workloads/apps/burst.py) on a loopback connection of this process."""
@@ -19,8 +19,8 @@ import threading
 import pytest
 import yaml
 
+from catnip.papers.newcwv import analysis as nc
 from catnip.results import layouts
-from catnip.results import newcwv as nc
 from catnip.results.samples import t975
 from catnip.results.store import Store
 from catnip.spec import scenario as s

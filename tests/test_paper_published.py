@@ -15,8 +15,8 @@ import pytest
 
 from catnip.papers.catnip import published as catnip_pub
 from catnip.papers.newcwv import published as newcwv_pub
+from catnip.papers.servdiff import analysis as servdiff_mod
 from catnip.papers.servdiff import published as servdiff_pub
-from catnip.results import servdiff as servdiff_mod
 from catnip.results.store import Store
 from catnip.workloads.pages import TABLE_II as WORKLOAD_PAGES
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from catnip.controller.point_plan import PointPlan
+from catnip.papers.servdiff import analysis as servdiff
 from catnip.papers.tcpf import analysis as tcpf
-from catnip.results import layouts, servdiff
+from catnip.results import layouts
 from catnip.results.point_record import record_of, summary
 from catnip.results.store import Store
 from catnip.spec import scenario as s

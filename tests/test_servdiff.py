@@ -1,4 +1,4 @@
-"""Nouredine and Tobagi's reports (results/servdiff.py; the layouts servdiff and servdiff-fair; the
+"""Nouredine and Tobagi's reports (papers/servdiff/analysis.py; the layouts servdiff and servdiff-fair; the
 figures of results/figures.py; `catnip report --figure`; the run page's section) on stores written
 through the store's own API with numbers whose results are known by hand. No network, no runs."""
 
@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from catnip.cli.main import main
 from catnip.controller.run_queue import RunQueue
 from catnip.results import table as tables
+from catnip.papers.servdiff import analysis as sd
 from catnip.results import figures, layouts
-from catnip.results import servdiff as sd
 from catnip.results.samples import t975
 from catnip.results.store import Store
 from catnip.spec.record import AppRecord, DirectionRecord, PointRecord, RunPlacement

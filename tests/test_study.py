@@ -1,4 +1,4 @@
-"""The CATNIP gap study's table (results/study.py, layout catnip-study, the dashboard's /study)."""
+"""The CATNIP gap study's table (papers/catnip/study.py, layout catnip-study, the dashboard's /study)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from catnip.cli.main import main
-from catnip.results import layouts, study
+from catnip.papers.catnip import study
+from catnip.results import layouts
 from catnip.results.store import Store
 
 

@@ -786,7 +786,7 @@ def _register_views(app: Flask) -> None:
 
     @app.get("/study")
     def study_view():
-        # The CATNIP gap study over its seeds (results/study.py): one run per seed of a study scenario.
+        # The CATNIP gap study over its seeds (papers/catnip/study.py): one run per seed of a study scenario.
         # A study that cannot be shown says why on the study page itself, with what it takes.
         def refused(status: int, reason: str, ids: list[str] = ()):
             return render_template("study.html", error=reason, status=status, ids=list(ids), table=None,

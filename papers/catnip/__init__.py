@@ -3,8 +3,8 @@ study against the period TCP (layouts.py); the paper's tables entered as data (p
 dashboard's views (views.py): the paper's table beside each point of a run (beside.html), Table
 XI's ratios on the compare page (table_xi.html), the study's targets (targets.html) and a study
 seed's link to its table (view.html); docs/reproduction.md. Its tables' numbers are
-results/report.py, compare.py, pooled.py and study.py, which the CLI's own views (report, --loss,
-compare) share."""
+results/report.py, compare.py and pooled.py, which the CLI's own views (report, --loss, compare)
+share, and the gap study's study.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The CATNIP paper's report layouts (Tables II, IV/VII/X, XI) and the gap study's, moved here from
 results/layouts.py with their names, tables and texts unchanged; the tables themselves are
-results/report.py, compare.py, pooled.py and study.py."""
+results/report.py, compare.py and pooled.py, and the study's study.py."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from catnip.results import compare as compare_mod
 from catnip.results import layouts
 from catnip.results import pooled as pooled_mod
 from catnip.results import report as report_mod
-from catnip.results import study as study_mod
 from catnip.papers.catnip import published
+from catnip.papers.catnip import study as study_mod
 from catnip.results.point_record import record_of
 from catnip.results.store import Store
 from catnip.results.table import Column, Table
@@ -113,7 +113,7 @@ def _buffer_kb(store: Store, run_id: str, assignment: dict[str, Any]) -> int | N
     return None
 
 
-# --- the gap study (results/study.py; docs/reproduction.md "The gap, factor by factor") ---------------
+# --- the gap study (study.py; docs/reproduction.md "The gap, factor by factor") -----------------------
 STUDY_COLUMNS = [
     Column("context", "str"), Column("scheme", "str"), Column("side", "str"), Column("seeds", "int"),
     Column("left_out", "int"), *_estimate_columns("loss", "1", "%"), *_estimate_columns("high_loss", "1", "%"),

@@ -240,7 +240,7 @@ def mean_page_ratio(mine: PageTable, ref: PageTable) -> float:
 def study_targets(context: str) -> dict[tuple[str, str], tuple[float, str]]:
     """The gap study's targets (docs/reproduction.md, "The gap, factor by factor") for one of its
     contexts ("" for catnip-study-sim.yaml's Tables II-X setup, "topology.bottleneck.buffer=64KB"
-    for catnip-study-wan.yaml's): {(side, metric): (value, where)}, metric as results/study.py's
+    for catnip-study-wan.yaml's): {(side, metric): (value, where)}, metric as study.py's
     METRICS, a loss as a fraction."""
     if not context:
         reno_dt, reno_good = loss_row("Reno", "droptail"), loss_row("Reno", "catnip_good")

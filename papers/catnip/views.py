@@ -9,9 +9,9 @@ import json
 from typing import Any
 
 from catnip.papers.catnip import published as pub
+from catnip.papers.catnip import study as study_mod
 from catnip.results import labels
 from catnip.results import report as report_mod
-from catnip.results import study as study_mod
 from catnip.results.store import Store
 
 # The senders as the paper names them (spec/senders.py's CATNIP senders; Linux's own Reno too).
@@ -138,7 +138,7 @@ def table_xi(store: Store, run_id: str, page: dict[str, Any]) -> dict[str, Any] 
 
 
 def study_targets(store: Store, run_id: str, page: dict[str, Any]) -> dict[str, Any] | None:
-    """On the study page (`page["study"]`: results/study.py's report): per context, the paper's
+    """On the study page (`page["study"]`: study.py's report): per context, the paper's
     numbers for the study's columns, {context: {"side/metric": (value, where)}}."""
     rep = page.get("study")
     if rep is None:

@@ -1,6 +1,6 @@
 """The newCWV paper (Hossain and Fairhurst, 2023): its layouts (layouts.py: Figs 5, 7-9, 11,
 Tables 2-3), the numbers its text gives (published.py) and the run page's charts with them beside
-ours (views.py, view.html); the reports are results/newcwv.py;
+ours (views.py, view.html); the reports are analysis.py;
 docs/reproduction-newcwv.md, how to read them docs/reports-newcwv.md."""
 
 from __future__ import annotations

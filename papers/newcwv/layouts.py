@@ -1,13 +1,13 @@
 """The newCWV paper's report layouts (Figs 5, 7-9, 11, Tables 2-3), moved here from
-results/layouts.py with their names, tables and texts unchanged; the reports are results/newcwv.py."""
+results/layouts.py with their names, tables and texts unchanged; the reports are analysis.py."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from catnip.papers.newcwv import analysis as newcwv_mod
 from catnip.results import layouts
-from catnip.results import newcwv as newcwv_mod
 from catnip.results.store import Store
 from catnip.results.table import Column, Table
 from catnip.results.layouts import FRACTION, PKTS, SECONDS, LayoutError

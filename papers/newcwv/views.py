@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from catnip.papers.newcwv import analysis as newcwv_mod
 from catnip.papers.newcwv import published as pub
 from catnip.results import figures
-from catnip.results import newcwv as newcwv_mod
 from catnip.results.store import Store
 
 

@@ -1,6 +1,6 @@
 """Nouredine and Tobagi's service differentiation (2002): the layouts servdiff and servdiff-fair
 (layouts.py), what the paper's text gives per figure (published.py) and the run page's reports with it
-beside ours (views.py, view.html); the reports are results/servdiff.py;
+beside ours (views.py, view.html); the reports are analysis.py;
 docs/reproduction-service-differentiation.md, how to read them docs/reports-servdiff.md."""
 
 from __future__ import annotations

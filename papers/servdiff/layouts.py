@@ -1,5 +1,5 @@
 """Nouredine and Tobagi's report layouts (servdiff, servdiff-fair), moved here from
-results/layouts.py with their names, tables and texts unchanged; the reports are results/servdiff.py
+results/layouts.py with their names, tables and texts unchanged; the reports are analysis.py
 (docs/reports-servdiff.md)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from catnip.papers.servdiff import analysis as servdiff_mod
 from catnip.results import layouts
-from catnip.results import servdiff as servdiff_mod
 from catnip.results.store import Store
 from catnip.results.table import Column, Table
 from catnip.results.layouts import PKTS, RATIO, LayoutError
@@ -63,7 +63,7 @@ def servdiff(store: Store, *run_ids: str) -> Table:
 
 
 def servdiff_table(rep: servdiff_mod.TableReport) -> Table:
-    """The servdiff table of a report (results.servdiff.table)."""
+    """The servdiff table of a report (analysis.table)."""
     rows = []
     for r in rep.rows:
         row: list[Any] = [r.scheme.label, "+".join(r.scheme.runs), len(r.scheme.members), r.tag or "all", r.web_pages]
@@ -96,7 +96,7 @@ def servdiff_fair(store: Store, *run_ids: str) -> Table:
 
 
 def servdiff_fair_table(rep: servdiff_mod.FairShareReport) -> Table:
-    """The servdiff-fair table of a report (results.servdiff.fair_share)."""
+    """The servdiff-fair table of a report (analysis.fair_share)."""
     rows = [(c.scheme.label, "+".join(c.scheme.runs), len(c.scheme.members), c.tag or "all", c.flows, c.failed,
              c.fair_share, c.ratio.value, c.ratio.ci95, c.ratio_min, c.ratio_max, c.cov.value, c.cov.ci95, c.samples,
              c.interval) for c in rep.classes]

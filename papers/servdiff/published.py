@@ -8,7 +8,7 @@ whose points the text does not give; it has no results table. What its prose giv
 as printed, per figure, with the words that carry each number (`quote`, checked against the text
 by tests/test_paper_published.py); a figure of which the text gives no value says so
 (`given` empty: figure only). Keyed by the dashboard's and `catnip report --figure`'s figure names
-(results/servdiff.py FIGURES).
+(analysis.py FIGURES).
 
 The paper's bottleneck speeds (45-175 Mbit/s, 400 pairs) are not ours (the tree scaled by users,
 rates chosen for the paper's drop rates: docs/reproduction-service-differentiation.md), so a
@@ -108,6 +108,6 @@ FIGURES: dict[str, tuple[FigureRef, ...]] = {
     "flow-throughput": (FIG17,),
 }
 
-# Section 1: the limits the CCDFs draw (results/servdiff.py TELNET_ECHO_LIMIT, PAGE_LIMIT, PAGE_POOR).
+# Section 1: the limits the CCDFs draw (analysis.py TELNET_ECHO_LIMIT, PAGE_LIMIT, PAGE_POOR).
 LIMITS = (("Telnet echo", 0.150, "should be below 150 ms"), ("page download", 5.0, "less than 5 s"),
           ("page download, poor", 10.0, "the limit beyond which quality is typically perceived as low"))

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from catnip.papers.servdiff import analysis as servdiff_mod
 from catnip.papers.servdiff import published as pub
 from catnip.papers.servdiff.layouts import servdiff_table
-from catnip.results import servdiff as servdiff_mod
 from catnip.results.store import Store
 
 
 def reports(store: Store, run_id: str, page: dict[str, Any]) -> dict[str, Any] | None:
-    """For a run of their experiments (results/servdiff.py: a point with telnet or ftp, or on the
+    """For a run of their experiments (analysis.py: a point with telnet or ftp, or on the
     tree), else None: the CCDFs with the paper's limits, the fair-share figures where it has long
     FTP flows, and the servdiff table's every-tag rows."""
     if not servdiff_mod.applies(store, run_id):
