@@ -91,6 +91,12 @@ def compare(store: Store, run_ids: list[str], realtime_only: bool = False) -> di
         reports = [pooled_runs_report(store, ids, realtime_only) for ids in specs]
     else:
         reports = [run_report(store, ids[0]) for ids in specs]
+    return compare_reports(reports, realtime_only, pooled)
+
+
+def compare_reports(reports: list[dict[str, Any]], realtime_only: bool = False, pooled: bool = False) -> dict[str, Any]:
+    """`compare` of reports already made (run_report's or pooled ones): the first is the baseline.
+    A baseline narrowed to one of its points compares every point of a run against that one."""
     baseline = reports[0]
     pages: dict[int, dict[str, Any]] = {}
     for rep in reports:

@@ -18,7 +18,10 @@ from catnip.papers.newcwv import published as newcwv_pub
 from catnip.papers.servdiff import analysis as servdiff_mod
 from catnip.papers.servdiff import published as servdiff_pub
 from catnip.results.store import Store
+from catnip.spec import scenario
+from catnip.testbed.plan import plan
 from catnip.workloads.pages import TABLE_II as WORKLOAD_PAGES
+from tests.conftest import REPO
 
 PAPERS = Path("/work/shared/papers")
 
@@ -142,18 +145,26 @@ def _page(client: str, page: int, duration: float) -> dict:
             "duration": duration, "objects": 1, "bytes": 1, "error": None}
 
 
-def _resolved(cc: str, policy: str, buffer: dict) -> dict:
-    return {"tcp": {"congestion_control": cc}, "router": {"policy": {"kind": policy}},
-            "topology": {"bottleneck": {"buffer": buffer}}}
+def _resolved(cc: str, policy: str, buffer: dict, bottleneck_policy: str | None = None) -> tuple[dict, dict]:
+    """A point's scenario as stored (quick.yaml's dumbbell with these senders, router policy and
+    bottleneck buffer) and the record its network was planned as: the views read the record."""
+    size = f"{buffer['packets']}p" if "packets" in buffer else f"{buffer['bytes'] // 1024}KB"
+    params = ", min_th: '20%', max_th: '60%', w_q: 0.01" if policy in ("red", "catnip_red") else ""  # Table I's RED
+    overrides = [f"tcp.congestion_control={cc}", f"router.policy={{kind: {policy}{params}}}",
+                 f"topology.bottleneck.buffer={size}"]
+    if bottleneck_policy:  # the bottleneck's own policy wins over router.policy (spec/graph.py)
+        overrides.append(f"topology.bottleneck.policy={{kind: {bottleneck_policy}}}")
+    sc = scenario.load(REPO / "scenarios" / "quick.yaml", overrides=overrides).points[0][1]
+    return sc.model_dump(mode="json"), plan(sc).model_dump(mode="json")
 
 
-def catnip_run(s: Store, run_id: str, name: str, points: list[tuple[dict, dict, float, tuple[int, int, int, int]]]
+def catnip_run(s: Store, run_id: str, name: str, points: list[tuple[dict, tuple[dict, dict], float, tuple[int, int, int, int]]]
                ) -> None:
     """A finished run of CATNIP's pages: per point (assignment, resolved, page-1 time, (high sent, high
     drops, low sent, low drops) at the bottleneck); page p takes p times page 1's time, from 3 clients."""
     s.create_run(run_id, name, "x", {"name": name}, {}, 1, "abc", {}, {})
     for point, (assignment, resolved, t, (hs, hd, ls, ld)) in enumerate(points):
-        s.create_point(run_id, point, 0, assignment, resolved, 1)
+        s.create_point(run_id, point, 0, assignment, resolved[0], 1, record=resolved[1])
         s.update_point(run_id, point, realtime_ok=1, status="done")
         s.add_transfers(run_id, point, [], [_page(f"c{c}", pg, t * pg * (1 + 0.1 * c))
                                             for pg in (1, 2, 9) for c in range(3)])
@@ -226,6 +237,29 @@ def test_run_page_puts_the_papers_table_beside_each_point(web):
     assert _cells(loss.split("</tr>")[1]) == ["ours (paper, Table VII, Reno/CATNIP-Good)", "10.33% (3.74%)",
                                               "1.00% (0.49%)", "15.00% (5.88%)"]
     assert "3.8-4.1%" in section  # the RED point brings section V-D's words
+
+
+def test_the_papers_table_follows_what_the_bottleneck_ran(tmp_path):
+    """Issue 43: the point's scenario says router.policy droptail, its bottleneck link a policy of
+    its own (CATNIP-Good), which is what the bottleneck's data direction ran; the paper's table
+    beside it is Table V (Reno/CATNIP-Good) and the loss row Table VII's, as its record says, not
+    Table II's as the scenario's router default would have it."""
+    from catnip.controller.run_queue import RunQueue
+    from catnip.webui.app import create_app
+    db = tmp_path / "catnip.db"
+    with Store(db) as s:
+        catnip_run(s, "own", "catnip-sim-routers", [
+            ({"x": 1}, _resolved("catnip_reno", "droptail", {"packets": 10}, bottleneck_policy="catnip_good"), 0.2,
+             (100, 1, 200, 30))])
+    queue = RunQueue(db, tmp_path / "logs", machine_busy=lambda: True, poll=0.05)
+    try:
+        section = _section(create_app(db=db, scenarios_dir=tmp_path, queue=queue).test_client()
+                           .get("/runs/own").get_data(as_text=True), "catnip-published")
+    finally:
+        queue.shutdown(timeout=5)
+    heads = re.findall(r'<h3 class="catnip-reference">(.*?)</h3>', section)
+    assert [h.split(" — ")[1] for h in heads] == ["paper: Table V, Reno/CATNIP-Good (section V-B)"]
+    assert "Table VII, Reno/CATNIP-Good" in section
 
 
 def test_wan_points_say_the_paper_gives_ratios_only(web):

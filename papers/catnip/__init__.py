@@ -19,7 +19,7 @@ PAPER = Paper(
                       "ACM SIGMETRICS Performance Evaluation Review 29(4)", 2002),
     docs="docs/reproduction.md", short="CATNIP", paper_field=("CATNIP",),
     scenarios=("catnip-*.yaml", "quick.yaml"),  # quick.yaml: make run's, Fig. 3 and Table II (its paper: field)
-    layouts=("catnip-table-ii", "catnip-loss", "catnip-table-xi", "catnip-table-xi-beside", "catnip-study"),
+    layouts=("catnip-table-ii", "catnip-loss", "catnip-table-xi", "catnip-table-xi-beside", "catnip-study", "catnip-loss-beside", "catnip-vs-first-point"),
     views=(View("study-seed", "view.html", views.study_seed),
            View("beside-paper", "beside.html", views.beside_paper),
            View("table-xi", "table_xi.html", views.table_xi, where="compare"),

@@ -13,6 +13,7 @@ from catnip.results import pooled as pooled_mod
 from catnip.results import report as report_mod
 from catnip.papers.catnip import published
 from catnip.papers.catnip import study as study_mod
+from catnip.papers.catnip.reference import point_setup
 from catnip.results.point_record import record_of
 from catnip.results.store import Store
 from catnip.results.table import Column, Table
@@ -143,3 +144,62 @@ def study_table(rep: study_mod.StudyReport) -> Table:
             row += [r.est[m].value, r.est[m].ci95]
         rows.append(row)
     return layouts.make_table("catnip-study", rep.run_ids, STUDY_COLUMNS, rows, rep.notes, source=rep)
+
+
+# --- the router set of Tables VIII-X beside the paper (docs/reproduction.md) ---------------------------
+@layouts.layout("catnip-loss-beside", "Packet loss at the bottleneck by priority, beside the paper's row",
+        "CATNIP Tables IV, VII, X", text=report_mod.render_loss_table)
+def catnip_loss_beside(store: Store, run_id: str) -> Table:
+    """Per point: what its record says it ran (the web servers' sender as the paper names it, the
+    bottleneck's policy), our loss at the bottleneck in all, high and low priority, and beside it
+    the paper's row of Tables IV, VII or X for that sender and policy (papers/catnip/published.py),
+    None where the paper prints no row for it (RED, CATNIP-RED: section V-D gives RED's loss only
+    in words) or the point is not the simulation's setup (a WAN buffer in bytes, section V-G)."""
+    rep = report_mod.run_report(store, layouts.one_run(store, run_id, "catnip-loss-beside")["id"])
+    run = store.run(rep["run_id"])
+    setups = {p["point"]: point_setup(record_of(run, p)) for p in store.points(rep["run_id"])}
+    columns = [Column("point", "int"), Column("label", "str"), Column("sender", "str"), Column("policy", "str"),
+               Column("loss", **FRACTION), Column("high_loss", **FRACTION), Column("low_loss", **FRACTION),
+               Column("paper_row", "str"), Column("paper_loss", **FRACTION), Column("paper_high_loss", **FRACTION),
+               Column("paper_low_loss", **FRACTION), Column("realtime_ok", "bool")]
+    rows = []
+    for r in report_mod.loss_table(rep):
+        setup = setups[r["point"]]
+        row = (published.loss_row(setup["sender"], setup["policy"])
+               if setup["sender"] and setup["wan"] is None else None)
+        rows.append((r["point"], r["label"], setup["sender"] or setup["cc"],
+                     published.POLICY_NAMES.get(setup["policy"], setup["policy"]), r["loss"], r["high_loss"],
+                     r["low_loss"], row and row.caption, row and row.loss_pct / 100,
+                     row and row.high and row.high[2] / 100, row and row.low and row.low[2] / 100, r["realtime_ok"]))
+    return layouts.make_table("catnip-loss-beside", [rep["run_id"]], columns, rows, source=rep)
+
+
+@layouts.layout("catnip-vs-first-point", "Page download times of each point relative to the run's first point",
+        "CATNIP Tables V, VIII against II (sections V-B, V-C)", text=compare_mod.render_text)
+def catnip_vs_first_point(store: Store, run_id: str) -> Table:
+    """Per point after the first: each page's mean time over the first point's (the sweep's first
+    value: DropTail in the router set, as the paper compares each policy with DropTail), the mean of
+    those ratios with its 95% interval, their sdev, their range, and how many pages are faster and
+    slower, in all and with an interval clear of 1.00 (results/compare.py, as `catnip compare`
+    computes Table XI's). Its text is the per-page table."""
+    rep = report_mod.run_report(store, layouts.one_run(store, run_id, "catnip-vs-first-point")["id"])
+    if len(rep["points"]) < 2:
+        raise LayoutError(f"layout catnip-vs-first-point needs a run of two or more points; {run_id} has"
+                          f" {len(rep['points'])}")
+    first = rep["points"][0]
+    cmp = compare_mod.compare_reports([{**rep, "points": [first]}, {**rep, "points": rep["points"][1:]}])
+    columns = [Column("point", "int"), Column("label", "str"), Column("baseline_label", "str"),
+               Column("relative_mean", **RATIO), Column("relative_mean_ci95", **RATIO),
+               Column("relative_sdev", **RATIO), Column("relative_min", **RATIO), Column("relative_max", **RATIO),
+               Column("pages", "int"), Column("pages_faster", "int"), Column("pages_faster_clear", "int"),
+               Column("pages_slower_clear", "int"), Column("realtime_ok", "bool"),
+               Column("baseline_realtime_ok", "bool")]
+    rows = []
+    for c in cmp["columns"]:
+        ratios = list(c["relative"].values())
+        verdicts = list(c["relative_verdict"].values())
+        rows.append((c["point"], c["label"], c["baseline_label"], c["relative_mean"], c["relative_mean_ci95"],
+                     c["relative_sdev"], min(ratios, default=None), max(ratios, default=None), len(ratios),
+                     sum(r < 1 for r in ratios), verdicts.count("better"), verdicts.count("worse"),
+                     c["realtime_ok"], c["baseline_realtime_ok"]))
+    return layouts.make_table("catnip-vs-first-point", [rep["run_id"]], columns, rows, source=cmp)

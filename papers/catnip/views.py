@@ -5,38 +5,20 @@ the paper's numbers each of the study's gaps is measured against. The numbers ar
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from catnip.papers.catnip import published as pub
 from catnip.papers.catnip import study as study_mod
+from catnip.papers.catnip.reference import point_setup
 from catnip.results import labels
 from catnip.results import report as report_mod
+from catnip.results.point_record import record_of
 from catnip.results.store import Store
-
-# The senders as the paper names them (spec/senders.py's CATNIP senders; Linux's own Reno too).
-PAPER_SENDERS = {"reno": "Reno", "catnip_reno": "Reno", "catnip_ns2reno": "Reno", "catnip_eca": "ECA",
-                 "catnip_rbplw": "Reno+RBPLW", "catnip_ecarbplw": "ECA+RBPLW"}
-
+from catnip.spec.record import RecordError
 
 def study_seed(store: Store, run_id: str, page: dict[str, Any]) -> dict[str, Any] | None:
     """Something to show for a run of a study scenario with both ends, else None."""
     return {"study": True} if study_mod.applies(store, run_id) else None
-
-
-def _setup(resolved: dict[str, Any]) -> dict[str, Any]:
-    """A point's sender (as the paper names it, None for another), router policy kind, whether its
-    bottleneck buffer is the WAN setup's (in bytes, section V-G) and, where it is one of Table XI's,
-    that buffer in KB."""
-    tcp = resolved.get("tcp") or {}
-    policy = ((resolved.get("router") or {}).get("policy") or {}).get("kind")
-    buffer = ((resolved.get("topology") or {}).get("bottleneck") or {}).get("buffer")
-    kb = pub.buffer_kb(buffer) if buffer is not None else None
-    size = buffer.get("bytes") if isinstance(buffer, dict) else None
-    return {"sender": PAPER_SENDERS.get(str(tcp.get("congestion_control"))), "cc": tcp.get("congestion_control"),
-            "policy": policy, "buffer_kb": kb,
-            # a buffer in bytes is the WAN emulation's (section V-G: 64-512 KB); the simulation's queues count packets
-            "wan": f"{size / 1024:g} KB" if isinstance(size, int) else None}
 
 
 def _reference(setup: dict[str, Any]) -> tuple[pub.PageTable | None, str]:
@@ -95,11 +77,15 @@ def beside_paper(store: Store, run_id: str, page: dict[str, Any]) -> dict[str, A
     finished = [p for p in rep["points"] if p["table"]]
     if not finished:
         return None
-    resolved = {p["point"]: json.loads(p["resolved"]) for p in store.points(run_id)}
+    run = store.run(run_id)
+    stored = {p["point"]: p for p in store.points(run_id)}
     losses = {r["point"]: r for r in report_mod.loss_table(rep)}
     points, setups = [], []
     for p in finished:
-        setup = _setup(resolved.get(p["point"]) or {})
+        try:
+            setup = point_setup(record_of(run, stored[p["point"]]))
+        except RecordError:  # an old point whose scenario no longer plans: no paper table to pick for it
+            continue
         setups.append(setup)
         table, why = _reference(setup)
         rows = [{"page": r["page"], "conns": r["conns"], "bytes": r["bytes"],
@@ -117,7 +103,12 @@ def _column_buffer(store: Store, spec: str, point: int) -> int | None:
     if run is None:
         return None
     row = next((p for p in store.points(run["id"]) if p["point"] == point), None)
-    return None if row is None else _setup(json.loads(row["resolved"]))["buffer_kb"]
+    if row is None:
+        return None
+    try:
+        return point_setup(record_of(run, row))["buffer_kb"]
+    except RecordError:
+        return None
 
 
 def table_xi(store: Store, run_id: str, page: dict[str, Any]) -> dict[str, Any] | None:
