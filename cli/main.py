@@ -507,9 +507,14 @@ def _list_layouts(as_json: bool) -> None:
                                 {"paper": o.name, "docs": o.docs, "citation": str(o.citation) if o.citation else None}}
                                for x in found], indent=2))
         return
-    for x in found:
-        runs = " ".join(["RUN"] * x.min_runs) + ("..." if x.max_runs is None else "")
-        click.echo(f"{x.name:<16} {x.paper:<28} {x.title}; catnip report {runs} --layout {x.name}")
+    # Columns as wide as their longest entry (fixed widths broke at the first longer name: issue 48),
+    # the free text last: `catnip report RUNS --layout LAYOUT` builds one.
+    rows = [(x.name, " ".join(["RUN"] * x.min_runs) + ("..." if x.max_runs is None else ""), f"{x.paper}: {x.title}")
+            for x in found]
+    head = ("LAYOUT", "RUNS", "PAPER: WHAT IT SHOWS (catnip report RUNS --layout LAYOUT)")
+    wide = [max(len(r[i]) for r in [head, *rows]) for i in (0, 1)]
+    for name, runs, text in [head, *rows]:
+        click.echo(f"{name:<{wide[0]}}  {runs:<{wide[1]}}  {text}")
 
 
 def _layout_report(name: str, run_ids: tuple[str, ...], db: str | None, fmt: str) -> None:

@@ -348,7 +348,7 @@ def test_cli_apps_text_json_csv(apps_db):
 def test_cli_lists_layouts():
     res = _cli("--layouts")
     assert res.exit_code == 0
-    assert [line.split()[0] for line in res.output.splitlines()] == list(layouts.LAYOUTS)
+    assert [line.split()[0] for line in res.output.splitlines()[1:]] == list(layouts.LAYOUTS)  # under a header
     assert [x["name"] for x in json.loads(_cli("--layouts", "--json").output)] == list(layouts.LAYOUTS)
 
 
