@@ -35,6 +35,18 @@ def test_a_scenario_built_in_code_is_kept_as_a_file(tmp_path):
     assert sweep.points[0][1].topology.clients == 2
 
 
+def test_the_docs_scenario_built_in_code_loads_as_printed(isolated_data):
+    """docs/api.md's scenario written as a dict, run as printed: its two clients overridden to four,
+    kept as a file under the data folder."""
+    text = (REPO / "docs" / "api.md").read_text()
+    block = next(b for b in text.split("```python\n")[1:] if b.startswith("mine = {")).split("```", 1)[0]
+    names = {"catnip": catnip}
+    exec(block, names)
+    (_, point), = names["sweep"].points
+    assert point.router.policy.kind == "droptail" and point.topology.clients == 4
+    assert names["sweep"].name == "mine" and list((isolated_data / "data" / "scenarios").glob("mine-*.yaml"))
+
+
 @pytest.mark.parametrize("scenario, kwargs, message", [
     ("quick", {"set": ["topology.clients=zero"]}, r"invalid scenario .*topology.clients"),
     ("no-such-scenario", {}, r"no-such-scenario"),
@@ -79,10 +91,17 @@ def test_catnip_imports_nothing_heavy():
 @pytest.mark.netns
 @pytest.mark.slow
 def test_the_example_notebook_runs_whole(tmp_path, no_leftovers):
-    out = subprocess.run([sys.executable, str(REPO / "examples" / "api_table_ii.py"), "3", str(tmp_path / "c.db")],
-                         capture_output=True, text=True, timeout=600, cwd=REPO)
+    figure = tmp_path / "fig5.svg"
+    out = subprocess.run([sys.executable, str(REPO / "examples" / "api_table_ii.py"), "3", str(tmp_path / "c.db"),
+                          str(figure)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-4000:]
     assert "CATNIP Table II" in out.stdout
+    # CATNIP's Fig. 5 drawn from the run, the paper's Table II bars beside ours (issue 48: a paper
+    # figure reproduced from scratch by the notebook)
+    assert f"figure {figure}" in out.stdout
+    svg = figure.read_text()
+    assert svg.startswith("<svg") and "CATNIP Fig. 5" in svg
+    assert "ours: quick, DropTail, 3 clients" in svg and "the paper: Table II, Reno/DropTail" in svg
     run_id = out.stdout.split("run ", 1)[1].split()[0]
     run = catnip.open_run(run_id, tmp_path / "c.db")
     assert run.status == "done"
