@@ -100,3 +100,22 @@ def test_refusals_are_one_line(db, tmp_path):
     assert res.exit_code != 0 and "--out and --tidy: give one" in res.output and not (tmp_path / "t").exists()
     res = CliRunner().invoke(export_cmd, ["nosuchrun", "--db", str(db), "--tidy", str(tmp_path / "u")])
     assert res.exit_code != 0 and "no run 'nosuchrun'" in res.output and not (tmp_path / "u").exists()
+
+
+def test_the_docs_pandas_recipe_reads_an_export(db, tmp_path, monkeypatch):
+    """docs/analysis.md's recipe ("In pandas"), run as printed on an export written where it looks
+    (`quick-tables/`): page times per point label and page, the counts and means the database holds."""
+    from tests.conftest import REPO
+    docs = (REPO / "docs" / "analysis.md").read_text()
+    recipe = docs.split("\n## In pandas\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    monkeypatch.chdir(tmp_path)
+    assert _export(db, "--tidy", "quick-tables").exit_code == 0
+    names: dict = {}
+    exec("\n".join(recipe[:-1]), names)
+    described = eval(recipe[-1], names)  # the last line is the table a notebook cell shows
+    with Store(db) as store:
+        want = store.db.execute("SELECT point, page, COUNT(duration) n, AVG(duration) mean FROM pages"
+                                " WHERE run_id=? GROUP BY point, page", (RUN,)).fetchall()
+    label = {0: "single point", 1: "RED"}  # test_every_sample_round_trips_with_the_run_metadata's labels
+    assert want and {(label[r["point"]], r["page"]): (r["n"], pytest.approx(r["mean"])) for r in want} == \
+        {key: (row["count"], row["mean"]) for key, row in described.iterrows()}
