@@ -29,3 +29,12 @@ def test_every_reference_of_citation_cff_has_its_bibtex_entry():
         if "volume" in ref:
             assert entry["volume"] == str(ref["volume"])
     assert len(by_title) == len(cff["references"]) + 1
+
+
+def test_every_registered_paper_is_a_reference_of_citation_cff():
+    # A paper registered later (papers/__init__.py) and not added to CITATION.cff fails here, naming it.
+    from catnip import papers
+    cff = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    titles = {ref["title"].casefold() for ref in cff["references"]}
+    missing = [p.name for p in papers.PAPERS.values() if p.citation.title.casefold() not in titles]
+    assert not missing, f"CITATION.cff has no reference for the registered paper(s) {missing}"

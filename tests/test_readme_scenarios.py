@@ -148,3 +148,20 @@ def test_the_checks_catch_what_the_issue_found():
     assert stale["servdiff"] != readme_times()["servdiff"]
     # a target the Makefile lacks
     assert "tables" in readme_make_mentions(README + "\nRun `make tables`.\n") - makefile_targets()
+
+
+# The introduction (the issue: it spoke of CATNIP only) and what a fresh machine needs first.
+NUMBERS = {3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+
+
+def test_the_introduction_names_every_registered_paper_and_a_fresh_machines_first_step():
+    from catnip import papers
+    intro = README.split("\n## Two commands\n", 1)[0]
+    assert f"It reproduces {NUMBERS[len(papers.PAPERS)]} papers" in intro
+    bullets = re.findall(r"^- \*\*.*(?:\n  .*)*", intro, re.M)
+    for p in papers.PAPERS.values():
+        surname = p.citation.authors.split(",")[0].strip().split(". ")[-1]  # "G. Lo Monaco, ..." -> "Lo Monaco"
+        mine = [b for b in bullets if surname in b and str(p.citation.year) in b]
+        assert len(mine) == 1, f"README's introduction: {p.name} ({surname}, {p.citation.year}) has {len(mine)} bullets"
+    block = _section(README, "Two commands").split("```sh\n", 1)[1].split("```", 1)[0].splitlines()
+    assert block[0].startswith("apt-get install -y make git") and block[1].startswith("make run"), block

@@ -83,8 +83,9 @@ def test_baseline_is_the_oldest_ticked_run_and_ratios_are_not_inverted(client):
     assert [(v, cls) for cls, v, _ in _cells(page)][:2] == [("2.00", "worse"), ("2.00", "worse")]
     # The same in any tick order.
     assert _cells(_page(client, f"run={A}&run={B}")) == _cells(page)
-    # The loss row has the name `catnip compare` and Table XI give it.
+    # The loss rows have the names `catnip compare` (results/compare.py) and Table XI give them.
     assert ">TCP Pkt Loss</td>" in page and "Bottleneck pkt loss" not in page
+    assert ">Baseline Pkt Loss</td>" in page and "Baseline pkt loss" not in page
 
 
 def test_another_baseline_can_be_chosen_among_the_ticked(client):
