@@ -11,12 +11,12 @@ it is stopped there by its pid (ssh would not pass SIGINT on).
 
 from __future__ import annotations
 
-import select
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+from catnip.workloads.readable import readable
 from catnip.testbed import machines
 
 
@@ -52,7 +52,7 @@ class Capture:
                                             stderr=subprocess.PIPE, text=True)
         said = []  # its lines before "listening on" (a warning, or why it could not start)
         deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0 and select.select([self.proc.stderr], [], [], left)[0]:
+        while (left := deadline - time.monotonic()) > 0 and readable(self.proc.stderr, left):
             line = self.proc.stderr.readline()
             if not line or "listening on" in line:
                 break

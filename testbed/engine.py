@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
 import threading
@@ -18,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from catnip.workloads.readable import readable
 from catnip.spec.record import DirectionRecord
 from catnip.testbed import paths
 from catnip.testbed.hostconfig import run, shell_alive
@@ -124,7 +124,7 @@ class RouterEngine:
             return
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            ready = readable(self.proc.stdout, 0.2)
             if ready:
                 line = self.proc.stdout.readline()
                 if line.strip() == "READY":
@@ -150,7 +150,7 @@ class RouterEngine:
         while self.clock_start is None:
             if time.monotonic() > deadline:
                 raise EngineError(f"engine on {self.router.name} not ready after {timeout:.0f} s")
-            ready, _, _ = select.select([fd], [], [], 0.2)
+            ready = readable(fd, 0.2)
             chunk = os.read(fd, 65536) if ready else b""
             pending += chunk
             while b"\n" in pending and self.clock_start is None:

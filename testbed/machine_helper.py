@@ -27,11 +27,11 @@ each request line (JSON) with one line, {"ok": ...} or {"error": TEXT}:
 from __future__ import annotations
 
 import json
-import select
 import subprocess
 import sys
 from typing import Any
 
+from catnip.workloads.readable import readable
 from catnip.testbed import keep_awake, rto_init, run_watchdog, tcpds
 
 READY_TIMEOUT_S = 30
@@ -81,7 +81,7 @@ class MachineHelper:
         return [line for line in (err or "").splitlines() if line.strip()]
 
     def _line(self, timeout: float) -> str:
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        ready = readable(self.proc.stdout, timeout)
         return self.proc.stdout.readline().strip() if ready else ""
 
 

@@ -11,7 +11,6 @@ file system) is listed in docs/cluster.md."""
 from __future__ import annotations
 
 import os
-import select
 import shlex
 import socket
 import shutil
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from catnip.workloads.readable import readable
 from catnip.testbed import paths
 
 # The imitation's underlay: RFC 2544's benchmarking block, clear of the testbed's 10/8 and 172.16/12;
@@ -124,7 +124,7 @@ class Machine:
                 before = time.monotonic()
                 proc.stdin.write("\n")
                 proc.stdin.flush()
-                ready, _, _ = select.select([proc.stdout], [], [], 30)
+                ready = readable(proc.stdout, 30)
                 line = proc.stdout.readline() if ready else ""
                 after = time.monotonic()
                 if not line:
@@ -222,7 +222,7 @@ def held(machine: Machine, timeout: float = 30) -> Iterator[Machine]:
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # held through the teardown after a Ctrl-C
     try:
-        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        ready = readable(proc.stdout, timeout)
         if not ready or proc.stdout.readline().strip() != "LOCKED":
             raise MachineError(f"machine {machine.name}: another run holds its machine lock ({lock} there), or it did"
                                f" not answer within {timeout:g} s")

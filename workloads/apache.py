@@ -9,6 +9,7 @@ open for a whole session (CATNIP section V-F).
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -25,6 +26,17 @@ MARK = "CATNIP_TESTBED"
 # give them: AH00493 "SIGUSR1 received.  Doing graceful restart", AH00494 "SIGHUP received.
 # Attempting to restart".
 RESTART_CODES = ("AH00493", "AH00494")
+
+
+THREADS_PER_CHILD = 64
+
+
+def workers_for(clients: int, parallel: int) -> int:
+    """Worker threads for a server of `clients` clients of `parallel` connections each: one per
+    connection that can be open at once, rounded up to whole children, plus one child of room
+    (100 clients x 4 -> 512; one client x 4 -> 128)."""
+    need = max(1, clients * parallel)
+    return (math.ceil(need / THREADS_PER_CHILD) + 1) * THREADS_PER_CHILD
 
 
 class ApacheError(RuntimeError):
@@ -47,7 +59,7 @@ class ApacheServer:
     listen_ip: str
     port: int = 80
     http_version: str = "1.0"
-    max_workers: int = 512  # 100 clients x 4 parallel connections, with room
+    max_workers: int = 512  # worker threads: workers_for(clients, parallel); 512 is 100 clients x 4 connections
     catnip_module: Path | None = None  # mod_catnip.so: announce each response's size (SPM)
     # The machine of a host on another one (testbed/remote.py): its folder, configuration and logs
     # are there, at the same paths, and read or written through that machine's ssh.
@@ -57,6 +69,11 @@ class ApacheServer:
     @property
     def config_path(self) -> Path:
         return self.workdir / "httpd.conf"
+
+    @property
+    def children(self) -> int:
+        """Apache children to start: enough threads for max_workers."""
+        return max(1, math.ceil(self.max_workers / THREADS_PER_CHILD))
 
     @property
     def pid_path(self) -> Path:
@@ -92,11 +109,13 @@ LoadModule mime_module {MODULES}/mod_mime.so
 {f"LoadModule catnip_module {self.catnip_module}" if self.catnip_module else "# mod_catnip not loaded (no SPM)"}
 TypesConfig /etc/mime.types
 
-# Enough workers that no request ever waits for a thread: queueing belongs to the network.
-StartServers 4
-ServerLimit 16
-ThreadsPerChild 64
-ThreadLimit 64
+# Enough workers that no request ever waits for a thread: queueing belongs to the network. All
+# started at once (spawning more under load takes seconds); no more, since every thread is a task
+# of the machine's kernel.pid_max and a tree of 160 destinations x 256 threads outgrew it.
+StartServers {self.children}
+ServerLimit {max(16, self.children)}
+ThreadsPerChild {THREADS_PER_CHILD}
+ThreadLimit {THREADS_PER_CHILD}
 MaxRequestWorkers {self.max_workers}
 MinSpareThreads 64
 MaxSpareThreads {self.max_workers}

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from catnip.workloads.readable import readable
 from catnip.spec import apps as spec_apps
 from catnip.spec.apps import AppSpec
 from catnip.workloads import gate
@@ -294,7 +295,7 @@ def wait_for_line(proc: Proc, word: str, deadline: float, between: Callable[[], 
         if left <= 0:
             raise AppError(f"{proc.host.name}: no {word} line from {proc.role} within the time allowed;"
                            f" log {proc.log}: {tail(proc.log)}")
-        ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+        ready = readable(fd, min(left, 0.5))
         if not ready:
             between()
             continue

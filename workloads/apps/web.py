@@ -14,6 +14,8 @@ Records: objects and pages (the tables CATNIP's reports read; a page record also
 
 from __future__ import annotations
 
+from collections import Counter
+
 import random
 import subprocess
 from typing import Any, Literal
@@ -185,6 +187,7 @@ class Web(Application):
         # written here, by every point that serves them (idempotent, safe side by side).
         write_docroot(sp.served_pages(), self.ctx.docroot)
         shipped: set[str] = set()
+        served = Counter(server.name for _, server in self.pairs())
         for host in self.servers:
             machine = getattr(host.node, "machine", None)  # a host on another machine (testbed/remote.py)
             if machine is not None and machine.name not in shipped:  # the same documents, at the same path
@@ -192,6 +195,7 @@ class Web(Application):
                 shipped.add(machine.name)
             srv = apache.ApacheServer(workdir=self.ctx.workdir / host.name, docroot=self.ctx.docroot,
                                       listen_ip=host.ip, port=sp.port, http_version=sp.http_version,
+                                      max_workers=apache.workers_for(served[host.name], sp.parallel),
                                       catnip_module=self.ctx.catnip_module, machine=machine)
             srv.prepare()
             console = open(srv.console_log, "w")
