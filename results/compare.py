@@ -150,8 +150,8 @@ def compare_reports(reports: list[dict[str, Any]], realtime_only: bool = False, 
 def render_text(cmp: dict[str, Any]) -> str:
     """The layout of Table XI: a row per page, a column per compared point, relative times."""
     cols = cmp["columns"]
-    out = [f"Relative download times: each run's page mean over the baseline's ({cmp['baseline']['run_id']});"
-           " below 1.00 the compared run is faster (CATNIP Table XI)"]
+    out = [cmp.get("title") or (f"Relative download times: each run's page mean over the baseline's"
+                                f" ({cmp['baseline']['run_id']}); below 1.00 the compared run is faster (CATNIP Table XI)")]
     # Columns are numbered: a legend (catnip compare, the catnip-table-xi layout) gives each number's
     # whole run id and point label. A column is as wide as its label up to 24 characters, and a
     # longer label is cut with a mark: cut silently ("28 KB buffer" for 128 KB) it names another point.

@@ -67,3 +67,9 @@ def test_vs_first_point_divides_by_the_first_points_pages(store):
 def test_vs_first_point_refuses_a_run_of_one_point(store):
     with pytest.raises(LayoutError, match="two or more points; one has 1"):
         layouts.build("catnip-vs-first-point", store, "one")
+
+
+def test_vs_first_point_text_names_its_baseline_point(store):
+    text = layouts.get("catnip-vs-first-point").text(layouts.build("catnip-vs-first-point", store, "routers").source)
+    first = text.splitlines()[0]
+    assert "over the first point's (DropTail)" in first and "Table XI" not in first

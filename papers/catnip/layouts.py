@@ -188,6 +188,8 @@ def catnip_vs_first_point(store: Store, run_id: str) -> Table:
                           f" {len(rep['points'])}")
     first = rep["points"][0]
     cmp = compare_mod.compare_reports([{**rep, "points": [first]}, {**rep, "points": rep["points"][1:]}])
+    cmp["title"] = (f"Relative download times: each point's page mean over the first point's"
+                    f" ({report_mod.point_name(rep, first)}) in run {rep['run_id']}; below 1.00 the point is faster")
     columns = [Column("point", "int"), Column("label", "str"), Column("baseline_label", "str"),
                Column("relative_mean", **RATIO), Column("relative_mean_ci95", **RATIO),
                Column("relative_sdev", **RATIO), Column("relative_min", **RATIO), Column("relative_max", **RATIO),
