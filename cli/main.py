@@ -751,7 +751,7 @@ def compare(baseline: str, runs: tuple[str, ...], db: str | None, as_json: bool,
         click.echo(compare_mod.render_text(cmp) + "\n" + _columns_legend(cmp))
 
 
-# The columns of the catnip-table-xi layout (results/layouts.py), which a test keeps equal; built
+# The columns of the catnip-table-xi layout (papers/catnip/layouts.py), which a test keeps equal; built
 # here from the comparison so --realtime-only, which the layout does not take, has its CSV too.
 TABLE_XI_COLUMNS = ("run_id", "point", "label", "baseline_run_id", "baseline_point", "baseline_label", "page",
                     "conns", "bytes", "mean_time", "baseline_mean_time", "relative", "relative_ci95",

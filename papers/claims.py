@@ -190,7 +190,10 @@ def _ours(paper, c: Claim, db: docs_archive.RunsDB) -> tuple[str, str]:
     except (LookupError, ValueError) as exc:
         raise ClaimsError(f"paper {paper.name!r}, claim {c.key!r}: layout {m.layout}: {str(exc).splitlines()[0]}"
                           ) from None
-    fig = m.figure(table)
+    try:
+        fig = m.figure(table)
+    except ClaimsError as exc:
+        raise ClaimsError(f"paper {paper.name!r}, claim {c.key!r}: {exc}") from None
     note = f"{m.what}; layout `{m.layout}` over run{'s' if len(ids) > 1 else ''} {_runs_text(db, ids)}"
     note += f"; {fig.kept} point(s) used, each in real time"
     if fig.left_out:
@@ -226,27 +229,23 @@ def _in_real_time(table: Table, row: tuple) -> bool:
     return all(row[i] is True for n, i in idx.items() if n == "realtime_ok" or n.endswith("_realtime_ok"))
 
 
-def _buffer_kb(label: str) -> int | None:
-    from catnip.papers.catnip.published import buffer_kb
-    for part in str(label).split(", "):
-        key, _, value = part.partition("=")
-        if key == "topology.bottleneck.buffer":
-            return buffer_kb(value)
-    named = re.fullmatch(r"(\d+) ?KB buffer", str(label))  # the Table XI scenarios' point names ("64 KB buffer")
-    return buffer_kb(f"{named[1]}KB") if named else None
-
-
 def table_xi(value: str, buffers: tuple[int, ...]) -> Callable[[Table], Figure]:
-    """catnip-table-xi's figure at the buffers (KB) of Table XI asked for, per buffer of the first
-    compared run: `value` "relative_mean" (the Mean row: the mean over pages of CATNIP's page mean
-    over the baseline's, with its 95% interval) or "baseline_loss" (the baseline's bottleneck loss,
-    Table XI's TCP Pkt Loss). A buffer whose point or baseline point missed real time is left out."""
+    """catnip-table-xi-beside's figure at the buffers (KB) of Table XI asked for, per buffer of the
+    first compared run: `value` "relative_mean" (the Mean row: the mean over pages of CATNIP's page
+    mean over the baseline's, with its 95% interval) or "baseline_loss" (the baseline's bottleneck
+    loss, Table XI's TCP Pkt Loss). A point's buffer is the layout's `buffer_kb`, the one the point's
+    bottleneck was built with, as its resolved record says (papers/catnip/layouts.py; issue 43: what
+    ran is read from the record, never from a label); a layout without that column is a
+    ClaimsError. A buffer whose point or baseline point missed real time is left out."""
     def figure(table: Table) -> Figure:
         idx = _index(table)
+        if "buffer_kb" not in idx:
+            raise ClaimsError(f"layout {table.layout} has no buffer_kb column (each point's buffer from its"
+                              f" record): Table XI's figure reads catnip-table-xi-beside")
         first = table.rows[0][idx["run_id"]] if table.rows else None
         per: dict[int, tuple] = {}
         for r in table.rows:
-            kb = _buffer_kb(r[idx["label"]])
+            kb = r[idx["buffer_kb"]]
             if r[idx["run_id"]] == first and kb in buffers:
                 per.setdefault(kb, r)
         parts, left = [], []

@@ -117,6 +117,13 @@ def test_a_changed_verdict_or_a_claim_naming_a_run_not_archived_fails_the_check(
     _patch_claim(monkeypatch, "catnip", "xi-64", measure=measure)
     out = doc_regions.check(root, [root / REPORT])
     assert any("claim 'xi-64': run 20990101-000000-gone-0000" in p and "not in" in p for p in out.problems), out.problems
+    # The archived runs through a layout without the records' buffers: refused, naming the claim.
+    from catnip.papers.catnip.claims import TABLE_XI_RUNS
+    measure = claims.Measure("catnip-table-xi", (TABLE_XI_RUNS["baseline"], TABLE_XI_RUNS["partial"]),
+                             claims.table_xi("relative_mean", (64,)), "x")
+    _patch_claim(monkeypatch, "catnip", "xi-64", measure=measure)
+    out = doc_regions.check(root, [root / REPORT])
+    assert any("claim 'xi-64': layout catnip-table-xi has no buffer_kb column" in p for p in out.problems), out.problems
 
 
 def test_build_writes_the_report_into_an_emptied_region(tmp_path):
@@ -132,25 +139,42 @@ def test_build_writes_the_report_into_an_emptied_region(tmp_path):
 
 
 def _xi_table(rows: list[tuple]) -> Table:
-    cols = [Column("run_id", "str"), Column("point", "int"), Column("label", "str"), Column("page", "int"),
+    """Rows as catnip-table-xi-beside gives them: buffer_kb is the buffer of the point's record."""
+    cols = [Column("run_id", "str"), Column("label", "str"), Column("buffer_kb", "int", "KB"),
             Column("relative_mean", "float", "1"), Column("relative_mean_ci95", "float", "1"),
             Column("baseline_loss", "float", "1"), Column("realtime_ok", "bool"),
             Column("baseline_realtime_ok", "bool")]
-    return Table("catnip-table-xi", "t", "p", ("b", "r"), tuple(cols), tuple(rows))
+    return Table("catnip-table-xi-beside", "t", "p", ("b", "r"), tuple(cols), tuple(rows))
 
 
 def test_table_xi_figure_reads_the_first_compared_run_and_leaves_late_points_out():
     buf = "topology.bottleneck.buffer="
     table = _xi_table([
-        ("r", 0, buf + "64KB", 1, 1.0234, 0.051, 0.2286, True, True),
-        ("r", 0, buf + "64KB", 2, 1.0234, 0.051, 0.2286, True, True),
-        ("r", 1, buf + "128KB", 1, 0.981, 0.02, 0.175, False, True),
-        ("r", 2, "256 KB buffer", 1, 1.0, 0.01, 0.0403, True, True),  # a named point (scenarios/catnip-wan-*.yaml)
-        ("other", 0, buf + "64KB", 1, 0.5, 0.1, 0.2, True, True)])
+        ("r", buf + "64KB", 64, 1.0234, 0.051, 0.2286, True, True),
+        ("r", buf + "128KB", 128, 0.981, 0.02, 0.175, False, True),
+        ("r", "256 KB buffer", 256, 1.0, 0.01, 0.0403, True, True),  # a named point (scenarios/catnip-wan-*.yaml)
+        ("other", buf + "64KB", 64, 0.5, 0.1, 0.2, True, True)])
     fig = claims.table_xi("relative_mean", (64, 128))(table)
     assert fig.text == "64 KB: 1.02 ±0.05" and fig.kept == 1 and fig.left_out == ("128 KB",)
     loss = claims.table_xi("baseline_loss", (64, 256, 512))(table)
     assert loss.text == "64 KB: 22.86%; 256 KB: 4.03% (not in the runs: 512 KB)" and loss.kept == 2
+
+
+def test_table_xi_figure_takes_the_buffer_the_record_gives_not_the_label():
+    """Issue 43: what a point ran is its record's. A label naming another buffer (a sweep label or a
+    point's name: any text) does not move the point; a point whose record has no Table XI buffer
+    (buffer_kb None) is none of them, whatever its label says; a table without the record's buffer
+    (catnip-table-xi) is refused, naming the layout, not read by its labels."""
+    table = _xi_table([
+        ("r", "topology.bottleneck.buffer=64KB", 256, 1.11, 0.05, 0.04, True, True),
+        ("r", "128 KB buffer", None, 0.9, 0.05, 0.1, True, True),
+        ("r", "a point", 512, 1.02, 0.03, 0.02, True, True)])
+    fig = claims.table_xi("relative_mean", (64, 128, 256, 512))(table)
+    assert fig.text == "256 KB: 1.11 ±0.05; 512 KB: 1.02 ±0.03 (not in the runs: 64 KB, 128 KB)", fig
+    plain = Table("catnip-table-xi", "t", "p", ("b", "r"),
+                  tuple(c for c in table.columns if c.name != "buffer_kb"), tuple(r[:2] + r[3:] for r in table.rows))
+    with pytest.raises(claims.ClaimsError, match="layout catnip-table-xi has no buffer_kb column"):
+        claims.table_xi("relative_mean", (64,))(plain)
 
 
 def test_the_dashboard_report_shows_every_papers_rows_from_the_same_function(tmp_path):
