@@ -170,25 +170,18 @@ def _natural(tag: str) -> tuple:
     return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in tag.split())
 
 
-@layout("within-intervals", "Two runs' figures, each mean against the other's 95% interval",
-        "any two runs of one scenario (docs/equivalence.md)", runs=(2, 2))
-def within_intervals(store: Store, run_a: str, run_b: str) -> Table:
-    """Per point (matched by number), application metric and tag, and web page: run A's mean and
-    95% half-width, run B's, and whether each mean lies inside the other's interval. Only figures
-    with an interval on both sides are compared; the notes count them and those left out."""
-    runs = [one_run(store, r, "within-intervals", pages=False) for r in (run_a, run_b)]
+def _compare(store: Store, run_a: str, run_b: str, name: str):
+    """Two runs' figures against each other's intervals (per point matched by number): the runs,
+    their points by number, the points in common, the rows of within-intervals and how many figures
+    were left out (on one side only, without an interval on one side, or in different units)."""
+    runs = [one_run(store, r, name, pages=False) for r in (run_a, run_b)]
     if runs[0]["id"] == runs[1]["id"]:
-        raise LayoutError(f"layout within-intervals compares two different runs, not {runs[0]['id']} with itself")
+        raise LayoutError(f"layout {name} compares two different runs, not {runs[0]['id']} with itself")
     points = [{p["point"]: p for p in store.points(r["id"])} for r in runs]
     common = sorted(set(points[0]) & set(points[1]))
     if not common:
         raise LayoutError(f"runs {runs[0]['id']} and {runs[1]['id']} have no point number in common")
     labels = run_labels(runs[0], [points[0][n] for n in common])
-    columns = [Column("point", "int"), Column("label", "str"), Column("app", "str"), Column("metric", "str"),
-               Column("tag", "str"), Column("unit", "str"), Column("a_n", "int"),
-               *(Column(name, "float", unit_from="unit") for name in ("a_mean", "a_ci95", "b_mean", "b_ci95")),
-               Column("b_n", "int"), Column("inside", "bool"), Column("a_realtime_ok", "bool"),
-               Column("b_realtime_ok", "bool")]
     rows, one_sided = [], 0
     for n in common:
         a, b = (_estimates(store, run, pts[n]) for run, pts in zip(runs, points))
@@ -200,9 +193,59 @@ def within_intervals(store: Store, run_a: str, run_b: str) -> Table:
             (unit, ma, ca, na), (_, mb, cb, nb) = a[key], b[key]
             inside = abs(ma - mb) <= ca and abs(ma - mb) <= cb
             rows.append((n, labels[n], key[1], key[2], key[3], unit, na, ma, ca, mb, cb, nb, inside, *verdicts))
+    return runs, points, common, rows, one_sided
+
+
+@layout("within-intervals", "Two runs' figures, each mean against the other's 95% interval",
+        "any two runs of one scenario (docs/equivalence.md)", runs=(2, 2))
+def within_intervals(store: Store, run_a: str, run_b: str) -> Table:
+    """Per point (matched by number), application metric and tag, and web page: run A's mean and
+    95% half-width, run B's, and whether each mean lies inside the other's interval. Only figures
+    with an interval on both sides are compared; the notes count them and those left out."""
+    runs, _, _, rows, one_sided = _compare(store, run_a, run_b, "within-intervals")
+    columns = [Column("point", "int"), Column("label", "str"), Column("app", "str"), Column("metric", "str"),
+               Column("tag", "str"), Column("unit", "str"), Column("a_n", "int"),
+               *(Column(name, "float", unit_from="unit") for name in ("a_mean", "a_ci95", "b_mean", "b_ci95")),
+               Column("b_n", "int"), Column("inside", "bool"), Column("a_realtime_ok", "bool"),
+               Column("b_realtime_ok", "bool")]
     held = sum(r[12] for r in rows)
     notes = [f"A = {runs[0]['id']}, B = {runs[1]['id']}. {len(rows)} figures compared, {held} with each mean inside"
              f" the other's 95% interval, {len(rows) - held} not; {one_sided} left out (on one side only, without"
              " an interval on one side, or in different units). The intervals are each run's own (Student t over"
              " its samples): they do not include how far a repeat of the same code moves."]
     return make_table("within-intervals", [r["id"] for r in runs], columns, rows, notes)
+
+
+@layout("within-intervals-summary", "Pairs of runs: how many figures lie inside each other's 95% intervals",
+        "any pairs of runs of one scenario (docs/equivalence.md)", runs=(2, None))
+def within_intervals_summary(store: Store, *run_ids: str) -> Table:
+    """Run ids taken in pairs (A1, B1, A2, B2, ...); per pair, what within-intervals counts: the
+    figures with an interval on both sides (`compared`), those with each mean inside the other's
+    interval (`inside`), those not (`outside`, and its share of `compared`), those left out; each
+    run's git commit and whether the two are one commit (a repeat) or two (a change). A run's
+    realtime_ok is yes when every point compared kept real time."""
+    if len(run_ids) % 2:
+        raise LayoutError(f"layout within-intervals-summary takes run ids in pairs (A1 B1 A2 B2 ...),"
+                          f" not {len(run_ids)}")
+    columns = [Column("pair", "int"), Column("a", "str"), Column("b", "str"), Column("a_git", "str"),
+               Column("b_git", "str"), Column("same_commit", "bool"), Column("compared", "int"),
+               Column("inside", "int"), Column("outside", "int"), Column("outside_share", **FRACTION),
+               Column("left_out", "int"), Column("a_realtime_ok", "bool"), Column("b_realtime_ok", "bool")]
+    rows, ids = [], []
+    for i in range(0, len(run_ids), 2):
+        runs, points, common, compared, one_sided = _compare(store, run_ids[i], run_ids[i + 1],
+                                                             "within-intervals-summary")
+        ids += [r["id"] for r in runs]
+        held = sum(r[12] for r in compared)
+        revs = [str(r["git_rev"] or "") for r in runs]
+        shown = [(rev[:12] + ("-dirty" if rev.endswith("-dirty") else "")) or "?" for rev in revs]
+        # A repeat is one commit twice, known and clean: a -dirty tree is no commit's.
+        same = bool(revs[0]) and revs[0] == revs[1] and not revs[0].endswith("-dirty")
+        kept = [all(pts[n]["realtime_ok"] is not None and bool(pts[n]["realtime_ok"]) for n in common)
+                for pts in points]
+        rows.append((i // 2 + 1, *ids[-2:], *shown, same, len(compared), held, len(compared) - held,
+                     (len(compared) - held) / len(compared) if compared else None, one_sided, *kept))
+    notes = ["Each pair's counts are those of `catnip report A B --layout within-intervals` (its notes): a figure is"
+             " inside when each run's mean lies inside the other's 95% interval (Student t over that run's own"
+             " samples); same_commit says whether the pair is a repeat of one commit or two commits."]
+    return make_table("within-intervals-summary", ids, columns, rows, notes)

@@ -193,9 +193,10 @@ def test_cov_across_flows(store):
 # --- layouts --------------------------------------------------------------------------------
 def test_registry_and_unknown_names():
     # The layouts of any run (results/layouts.py) first, then each paper's in registration order (papers/).
-    assert list(layouts.LAYOUTS)[:7] == ["app-metrics", "within-intervals", "catnip-table-ii", "catnip-loss",
-                                         "catnip-table-xi", "catnip-table-xi-beside", "catnip-study"]
-    with pytest.raises(layouts.UnknownLayout, match="app-metrics, within-intervals, catnip-table-ii, catnip-loss"):
+    assert list(layouts.LAYOUTS)[:8] == ["app-metrics", "within-intervals", "within-intervals-summary",
+                                         "catnip-table-ii", "catnip-loss", "catnip-table-xi", "catnip-table-xi-beside",
+                                         "catnip-study"]
+    with pytest.raises(layouts.UnknownLayout, match="app-metrics, within-intervals, within-intervals-summary, catnip-"):
         layouts.get("table-ii")
     with pytest.raises(ValueError, match="registered twice"):
         layouts.layout("app-metrics", "again", "none")(lambda store, run: None)
@@ -353,7 +354,8 @@ def test_cli_lists_layouts():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["r1", "--layout", "nope"], "unknown layout 'nope'; the layouts are: app-metrics, within-intervals, catnip-table-ii,"),
+    (["r1", "--layout", "nope"], "unknown layout 'nope'; the layouts are: app-metrics, within-intervals,"
+                                 " within-intervals-summary,"),
     (["r1", "--apps", "--loss"], "--loss and --apps: choose one view"),
     (["r1", "--apps", "--layout", "catnip-loss"], "--apps is --layout app-metrics"),
     (["r1", "r1"], "one RUN_ID, not 2"),
