@@ -21,8 +21,8 @@ def _half_width(values: list[float]) -> float:
 
 
 def _run(store: Store, run_id: str, samples: dict[str, list[float]], pages: dict[int, list[float]],
-         realtime_ok: bool = True) -> None:
-    store.create_run(run_id, "eq", "x", {"name": "eq"}, {}, 1, "abc", {}, {})
+         realtime_ok: bool = True, git_rev: str = "abc") -> None:
+    store.create_run(run_id, "eq", "x", {"name": "eq"}, {}, 1, git_rev, {}, {})
     store.create_point(run_id, 0, 0, {}, {}, 1)
     store.add_samples(run_id, 0, [{"app": "ftp", "metric": metric, "unit": "s", "value": v, "tag": "rtt1"}
                                   for metric, values in samples.items() for v in values])

@@ -10,19 +10,12 @@ import pytest
 
 from catnip.results import layouts
 from catnip.results.store import Store
+from tests import test_within_intervals as within_intervals
 
 
 def _run(store: Store, run_id: str, git_rev: str, samples: dict[str, list[float]],
          pages: dict[int, list[float]], realtime_ok: bool = True) -> None:
-    store.create_run(run_id, "eq", "x", {"name": "eq"}, {}, 1, git_rev, {}, {})
-    store.create_point(run_id, 0, 0, {}, {}, 1)
-    store.add_samples(run_id, 0, [{"app": "ftp", "metric": metric, "unit": "s", "value": v, "tag": "rtt1"}
-                                  for metric, values in samples.items() for v in values])
-    store.add_transfers(run_id, 0, [], [{"client": "c1", "server": "s1", "page": page, "round": i, "start": 0.0,
-                                         "end": d, "duration": d, "objects": 1, "bytes": 1000}
-                                        for page, values in pages.items() for i, d in enumerate(values)])
-    store.update_point(run_id, 0, status="done", realtime_ok=int(realtime_ok))
-    store.finish_run(run_id, "done")
+    within_intervals._run(store, run_id, samples, pages, realtime_ok, git_rev=git_rev)
 
 
 FILE_A, FILE_B = [1.0, 1.2, 1.1, 0.9], [1.05, 1.15, 1.0, 1.1]    # means 1.05, 1.075: inside
