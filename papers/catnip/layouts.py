@@ -109,8 +109,7 @@ def _buffer_kb(store: Store, run_id: str, assignment: dict[str, Any]) -> int | N
     run = store.run(first)
     for p in store.points(first):
         if json.loads(p["assignment"]) == assignment:
-            direction = record_of(run, p).direction("bottleneck-data")
-            return published.buffer_kb(direction.buffer) if direction and direction.buffer else None
+            return point_setup(record_of(run, p))["buffer_kb"]
     return None
 
 
