@@ -153,14 +153,21 @@ def catnip_loss_beside(store: Store, run_id: str) -> Table:
     bottleneck's policy), our loss at the bottleneck in all, high and low priority, and beside it
     the paper's row of Tables IV, VII or X for that sender and policy (papers/catnip/published.py),
     None where the paper prints no row for it (RED, CATNIP-RED: section V-D gives RED's loss only
-    in words) or the point is not the simulation's setup (a WAN buffer in bytes, section V-G)."""
+    in words) or the point is not the simulation's setup (a WAN buffer in bytes, section V-G).
+    Then the share of the packets offered to the bottleneck that were high priority (`high_share`:
+    the paper's Table VII counts 19,126 of 48,126 for Reno/CATNIP-Good, the "about 40%" of section
+    V-B; ours counts the control segments too, which ns-2's one-way agents did not send) and the
+    share of the servers' data segments SPM marked high (`marked_high`, the marker's counters;
+    None for a point without SPM)."""
     rep = report_mod.run_report(store, layouts.one_run(store, run_id, "catnip-loss-beside")["id"])
     run = store.run(rep["run_id"])
     setups = {p["point"]: point_setup(record_of(run, p)) for p in store.points(rep["run_id"])}
+    marking = {p["point"]: p.get("marking") or {} for p in rep["points"]}
     columns = [Column("point", "int"), Column("label", "str"), Column("sender", "str"), Column("policy", "str"),
                Column("loss", **FRACTION), Column("high_loss", **FRACTION), Column("low_loss", **FRACTION),
                Column("paper_row", "str"), Column("paper_loss", **FRACTION), Column("paper_high_loss", **FRACTION),
-               Column("paper_low_loss", **FRACTION), Column("realtime_ok", "bool")]
+               Column("paper_low_loss", **FRACTION), Column("high_share", **FRACTION), Column("marked_high", **FRACTION),
+               Column("realtime_ok", "bool")]
     rows = []
     for r in report_mod.loss_table(rep):
         setup = setups[r["point"]]
@@ -169,7 +176,9 @@ def catnip_loss_beside(store: Store, run_id: str) -> Table:
         rows.append((r["point"], r["label"], setup["sender"] or setup["cc"],
                      published.POLICY_NAMES.get(setup["policy"], setup["policy"]), r["loss"], r["high_loss"],
                      r["low_loss"], row and row.caption, row and row.loss_pct / 100,
-                     row and row.high and row.high[2] / 100, row and row.low and row.low[2] / 100, r["realtime_ok"]))
+                     row and row.high and row.high[2] / 100, row and row.low and row.low[2] / 100,
+                     r["high_sent"] / r["sent"] if r["sent"] else None, marking[r["point"]].get("high_share"),
+                     r["realtime_ok"]))
     return layouts.make_table("catnip-loss-beside", [rep["run_id"]], columns, rows, source=rep)
 
 
@@ -180,17 +189,20 @@ def catnip_vs_first_point(store: Store, run_id: str) -> Table:
     value: DropTail in the router set, as the paper compares each policy with DropTail), the mean of
     those ratios with its 95% interval, their sdev, their range, and how many pages are faster and
     slower, in all and with an interval clear of 1.00 (results/compare.py, as `catnip compare`
-    computes Table XI's). Its text is the per-page table."""
+    computes Table XI's). Its text is the per-page table. `policy` and `baseline_policy` are the
+    bottleneck's policy each point ran, from its resolved record (issue 43: not from its label)."""
     rep = report_mod.run_report(store, layouts.one_run(store, run_id, "catnip-vs-first-point")["id"])
     if len(rep["points"]) < 2:
         raise LayoutError(f"layout catnip-vs-first-point needs a run of two or more points; {run_id} has"
                           f" {len(rep['points'])}")
+    run = store.run(rep["run_id"])
+    policy = {p["point"]: point_setup(record_of(run, p))["policy"] for p in store.points(rep["run_id"])}
     first = rep["points"][0]
     cmp = compare_mod.compare_reports([{**rep, "points": [first]}, {**rep, "points": rep["points"][1:]}])
     cmp["title"] = (f"Relative download times: each point's page mean over the first point's"
                     f" ({report_mod.point_name(rep, first)}) in run {rep['run_id']}; below 1.00 the point is faster")
     columns = [Column("point", "int"), Column("label", "str"), Column("baseline_label", "str"),
-               Column("relative_mean", **RATIO), Column("relative_mean_ci95", **RATIO),
+               Column("policy", "str"), Column("baseline_policy", "str"), Column("relative_mean", **RATIO), Column("relative_mean_ci95", **RATIO),
                Column("relative_sdev", **RATIO), Column("relative_min", **RATIO), Column("relative_max", **RATIO),
                Column("pages", "int"), Column("pages_faster", "int"), Column("pages_faster_clear", "int"),
                Column("pages_slower_clear", "int"), Column("realtime_ok", "bool"),
@@ -199,8 +211,55 @@ def catnip_vs_first_point(store: Store, run_id: str) -> Table:
     for c in cmp["columns"]:
         ratios = list(c["relative"].values())
         verdicts = list(c["relative_verdict"].values())
-        rows.append((c["point"], c["label"], c["baseline_label"], c["relative_mean"], c["relative_mean_ci95"],
+        rows.append((c["point"], c["label"], c["baseline_label"], _policy_name(policy.get(c["point"])),
+                     _policy_name(policy.get(c["baseline_point"])), c["relative_mean"], c["relative_mean_ci95"],
                      c["relative_sdev"], min(ratios, default=None), max(ratios, default=None), len(ratios),
                      sum(r < 1 for r in ratios), verdicts.count("better"), verdicts.count("worse"),
                      c["realtime_ok"], c["baseline_realtime_ok"]))
     return layouts.make_table("catnip-vs-first-point", [rep["run_id"]], columns, rows, source=cmp)
+
+
+def _http_version(record) -> str | None:
+    """The HTTP version the point's first web application ran, from its record (the detailed tables
+    II-X are HTTP/1.0's; section V-F's HTTP/1.1 gives no table)."""
+    web = record.apps("web")
+    return str(web[0].params.get("http_version", "1.0")) if web else None
+
+
+def _policy_name(kind: str | None) -> str | None:
+    return None if kind is None else published.POLICY_NAMES.get(kind, kind)
+
+
+@layouts.layout("catnip-pages-beside", "Page download times per point and page, beside the paper's table",
+        "CATNIP Tables II, III, V, VI, VIII, IX")
+def catnip_pages_beside(store: Store, run_id: str) -> Table:
+    """Per point and page: what the point's record says it ran (the web servers' sender as the paper
+    names it, the bottleneck's policy), our page times (pages completed, min, median, max, mean with
+    its 95% interval, sdev, in seconds) and beside them the paper's row of the detailed table for
+    that sender and policy (Tables II, III, V, VI, VIII, IX; papers/catnip/published.py): None where
+    the paper prints no table for it (RED, CATNIP-RED: Fig. 7 draws them as bars, values not given)
+    or the point is not the simulation's setup (a WAN buffer in bytes, section V-G; HTTP/1.1, whose
+    section V-F gives no table)."""
+    rep = report_mod.run_report(store, layouts.one_run(store, run_id, "catnip-pages-beside")["id"])
+    run = store.run(rep["run_id"])
+    records = {p["point"]: record_of(run, p) for p in store.points(rep["run_id"])}
+    setups = {k: point_setup(r) for k, r in records.items()}
+    columns = [Column("point", "int"), Column("label", "str"), Column("sender", "str"), Column("policy", "str"),
+               Column("page", "int"), Column("n", "int"), Column("min", **SECONDS), Column("median", **SECONDS),
+               Column("max", **SECONDS), Column("mean", **SECONDS), Column("ci95", **SECONDS),
+               Column("sdev", **SECONDS), Column("paper_table", "str"), Column("paper_min", **SECONDS),
+               Column("paper_median", **SECONDS), Column("paper_max", **SECONDS), Column("paper_mean", **SECONDS),
+               Column("paper_sdev", **SECONDS), Column("realtime_ok", "bool")]
+    rows = []
+    for p in rep["points"]:
+        setup = setups[p["point"]]
+        paper = (published.page_table(setup["sender"], setup["policy"])
+                 if setup["sender"] and setup["wan"] is None and _http_version(records[p["point"]]) == "1.0"
+                 else None)
+        for r in p["table"]:
+            theirs = (paper.row(r["page"]) if paper else None) or {}
+            rows.append((p["point"], report_mod.point_name(rep, p), setup["sender"] or setup["cc"],
+                         _policy_name(setup["policy"]), r["page"], r["n"], r.get("min"), r.get("median"),
+                         r.get("max"), r.get("mean"), r.get("ci95"), r.get("sdev"), paper and f"Table {paper.number}",
+                         *(theirs.get(k) for k in published.STATS), p["realtime_ok"]))
+    return layouts.make_table("catnip-pages-beside", [rep["run_id"]], columns, rows, source=rep)

@@ -16,6 +16,12 @@ PAPER_SENDERS = {"reno": "Reno", "catnip_reno": "Reno", "catnip_ns2reno": "Reno"
                  "catnip_rbplw": "Reno+RBPLW", "catnip_ecarbplw": "ECA+RBPLW"}
 
 
+# The least bottleneck buffer in bytes taken for the WAN emulation's (Table XI: 64-512 KB). Section IV's
+# simulation queue is 10 packets, which scenarios/catnip-sim-routers-period.yaml counts as 5,520 bytes:
+# anything under 32 KB is that queue in bytes, not a WAN buffer.
+WAN_BYTES = 32 * 1024
+
+
 def point_setup(record: PointRecord) -> dict[str, Any]:
     """A point's sender (as the paper names it, None for another), router policy kind, whether its
     bottleneck buffer is the WAN setup's (in bytes, section V-G) and, where it is one of Table XI's,
@@ -31,5 +37,6 @@ def point_setup(record: PointRecord) -> dict[str, Any]:
     size = buffer.get("bytes") if isinstance(buffer, dict) else None
     return {"sender": PAPER_SENDERS.get(str(tcp.get("congestion_control"))), "cc": tcp.get("congestion_control"),
             "policy": policy, "buffer_kb": kb,
-            # a buffer in bytes is the WAN emulation's (section V-G: 64-512 KB); the simulation's queues count packets
-            "wan": f"{size / 1024:g} KB" if isinstance(size, int) else None}
+            # a buffer of WAN_BYTES or more is the WAN emulation's (section V-G: 64-512 KB); the simulation's
+            # 10-packet queue counts packets, or bytes where the period set counts it so (10 x 552 = 5,520)
+            "wan": f"{size / 1024:g} KB" if isinstance(size, int) and size >= WAN_BYTES else None}
