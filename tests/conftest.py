@@ -3,8 +3,8 @@
 Tiers: a test that needs root (namespaces, iptables, qdiscs, BPF) is marked `netns` (by its
 file, or here when it or a fixture it uses asks for root); the `netns` marker alone gates it on
 root (no per-file autouse gate), so everything else runs anywhere. Root-free tests that take
-seconds by design (a real browser, vagrant validating a VM definition, a server's idle timeout)
-are marked `slow` here. `make test-fast` runs -m "not netns and not slow"; `make test` all.
+seconds by design (a real browser, vagrant validating a VM definition, a server's idle timeout,
+the whole docs check against archive/) are marked `slow` here. `make test-fast` runs -m "not netns and not slow"; `make test` all.
 
 Skips: tests skip with the reason named. A kernel that lacks a feature (`need_kernel`) is the
 one environment skip that CI accepts: with CI=true any other skip (no root, no built engine, a
@@ -65,6 +65,21 @@ def _needs_root(item) -> bool:
 SLOW_FIXTURES = {"browser"}           # Chromium through Selenium
 SLOW_FILES = {"test_vagrant.py"}      # `vagrant validate`, systemd-analyze, a served dashboard
 SLOW_TESTS = {"test_idle_sockets_do_not_take_a_thread_each"}  # waits out the server's idle timeout
+# The whole docs check or build, or every archived run imported (docs/archive.md): 20-120 s each in
+# `make test`'s --durations on 2026-11-28; with them make test-fast took 8 min 36 s (issue 48).
+# `make docs` runs the same check, and `make test` these tests (tests/test_tiers.py keeps the names true).
+SLOW_FILES |= {"test_web_archive_pages.py"}  # imports all of archive/ into one database
+SLOW_TESTS |= {
+    "test_the_repository_docs_match_the_archive", "test_a_changed_archived_number_fails_the_check",
+    "test_an_archived_file_changed_behind_the_manifest_fails", "test_a_region_citing_a_run_not_archived_fails",
+    "test_a_file_the_manifest_does_not_list_fails", "test_build_mends_an_edited_region",
+    "test_points_that_missed_real_time_are_left_out_unless_marked", "test_an_unknown_layout_or_column_is_named",
+    "test_a_manifest_edited_by_hand_fails",  # tests/test_docs_check.py
+    "test_docs_report_is_what_the_claims_and_the_archive_give",
+    "test_a_changed_verdict_or_a_claim_naming_a_run_not_archived_fails_the_check",
+    "test_build_writes_the_report_into_an_emptied_region",
+    "test_the_dashboard_report_shows_every_papers_rows_from_the_same_function",  # tests/test_report_claims.py
+}
 
 
 def pytest_collection_modifyitems(config, items):
