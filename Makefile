@@ -11,7 +11,7 @@ help:
 	@echo "make run         set-up if needed, run $(SCENARIO), print its table, then serve the dashboard (DASHBOARD=no skips it);"
 	@echo "                 the default scenarios/quick.yaml: about 2 minutes"
 	@echo "make test        set-up if needed, run every test but the kill tier (needs root): about 28 minutes"
-	@echo "make test-fast   the tests that need neither root nor seconds each (no set-up): about 40-80 s"
+	@echo "make test-fast   the tests that need neither root nor seconds each (no set-up; no docs check: make docs): about 4 minutes"
 	@echo "make test-kills  50 runs killed at random moments (runner, engine, Apache, client; SIGINT/TERM/HUP/KILL): about 6-7 min"
 	@echo "make test-fresh  set-up and the main job inside a bare Debian 12 root (debootstrap, cached; root): about 8 min warm, 23 min cold"
 	@echo "make table-xi    CATNIP Table XI: baseline, partial and full SPM over four buffers, 12 points: about 40 minutes"
