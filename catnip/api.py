@@ -5,6 +5,7 @@ with progress, and its results as pandas DataFrames with the run's metadata (doc
     sweep = catnip.load("quick", set=["topology.clients=4"], seed=2)   # validated, as `catnip run` checks
     run = catnip.run(sweep)                                            # the same runner as `catnip run`
     run.table("page_time")                                             # one row per page, metadata first
+    run.set_note("re-run after the window-probe fix")                  # a free-text note, kept with the run
     catnip.runs()                                                      # every run of the database
 
 `catnip run` is this module's `start` with a progress bar and an exit code; what either refuses,
@@ -25,6 +26,7 @@ import click
 import yaml
 
 from catnip.controller import validate as validate_mod
+from catnip.results import run_notes
 from catnip.spec import scenario as scenario_mod
 from catnip.testbed import paths
 
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 
 Sweep = scenario_mod.Sweep
 Refused = validate_mod.Refused
+# A note not taken (results/run_notes.py): NotText (also a TypeError), EmptyNote, NoteTooLong, UnknownRun.
+NoteError = run_notes.NoteError
 # pandas dtypes for the column kinds of the database and the tidy tables (results/tidy.py).
 _DTYPES = {"INTEGER": "Int64", "REAL": "float64", "TEXT": "string", "BOOLEAN": "boolean"}
 
@@ -185,7 +189,7 @@ def _frame(columns: list[tuple[str, str]], rows: list[dict[str, Any]]) -> pandas
 
 def runs(db: str | Path | None = None) -> pandas.DataFrame:
     """Every run of the database, newest first: id, scenario name and file, status, seed, git
-    revision, start and end (UTC), points and how many kept real time."""
+    revision, start and end (UTC), points and how many kept real time, and its note (or NA)."""
     import pandas
     with _store(db) as store:
         rows = []
@@ -195,9 +199,11 @@ def runs(db: str | Path | None = None) -> pandas.DataFrame:
                          "seed": r["seed"], "git_rev": r["git_rev"],
                          "started": pandas.to_datetime(r["started"], unit="s", utc=True, errors="coerce"),
                          "finished": pandas.to_datetime(r["finished"], unit="s", utc=True, errors="coerce"),
-                         "points": len(points), "points_realtime": sum(1 for p in points if p["realtime_ok"])})
-    return pandas.DataFrame(rows, columns=["run_id", "scenario", "source", "status", "seed", "git_rev", "started",
-                                           "finished", "points", "points_realtime"])
+                         "points": len(points), "points_realtime": sum(1 for p in points if p["realtime_ok"]),
+                         "note": run_notes.note_of(r)})
+    frame = pandas.DataFrame(rows, columns=["run_id", "scenario", "source", "status", "seed", "git_rev", "started",
+                                            "finished", "points", "points_realtime", "note"])
+    return frame.astype({"note": "string"})
 
 
 def open_run(run_id: str, db: str | Path | None = None) -> Run:
@@ -221,6 +227,32 @@ class Run:
     def status(self) -> str:
         with _store(self.db) as store:
             return store.run(self.id)["status"]
+
+    @property
+    def note(self) -> str | None:
+        """The run's free-text note, None when it has none."""
+        with _store(self.db) as store:
+            run = store.run(self.id)
+            if run is None:
+                raise run_notes.UnknownRun(f"no run {self.id!r} in {store.path}")
+            return run_notes.note_of(run)
+
+    def set_note(self, text: str) -> str:
+        """Sets the run's note (replacing any), as `catnip note RUN TEXT` does; returns it as stored
+        (line ends as \\n, blanks around it off). NoteError when it is not taken: not a string
+        (NotText, also a TypeError), empty (EmptyNote: `clear_note` removes a note), longer than
+        run_notes.MAX_CHARS characters (NoteTooLong), a control character other than tab and line
+        end; UnknownRun when the run is not in its database."""
+        with _store(self.db) as store:
+            try:
+                return run_notes.set_note(store, self.id, text)
+            except run_notes.EmptyNote as exc:
+                raise run_notes.EmptyNote(f"{exc}: Run.clear_note() removes a run's note") from None
+
+    def clear_note(self) -> bool:
+        """Removes the run's note; returns whether it had one."""
+        with _store(self.db) as store:
+            return run_notes.clear_note(store, self.id)
 
     def tables(self) -> list[str]:
         """The names `table` takes: `points`, `page_time`, `queue`, ..., `APP.METRIC`."""

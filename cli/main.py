@@ -305,7 +305,7 @@ def _check_run_ids(store, specs) -> None:
                                            f" ({shown}): give more of the id")
 
 
-LIST_COLUMNS = ("id", "name", "status", "seed", "started", "finished", "error")
+LIST_COLUMNS = ("id", "name", "status", "seed", "started", "finished", "error", "note")
 
 
 @main.command(name="list", short_help="The runs in the results database, newest first.")
@@ -313,12 +313,14 @@ LIST_COLUMNS = ("id", "name", "status", "seed", "started", "finished", "error")
 @click.option("--json", "as_json", is_flag=True, help="JSON: a record per run")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV: a header, then a row per run (times in Unix seconds)")
 def list_cmd(db: str | None, as_json: bool, as_csv: bool) -> None:
-    """Runs in the results database, newest first: id, scenario, status, start and duration."""
+    """Runs in the results database, newest first: id, scenario, status, start and duration, and
+    the first line of the run's note (`catnip note`; whole in --json and --csv)."""
     fmt = _one_format(as_json, as_csv)
     from catnip.controller.recover import close_abandoned_runs
+    from catnip.results import run_notes
     with _store(db) as store:
         close_abandoned_runs(store)
-        rows = store.runs()
+        rows = [{**dict(r), "note": run_notes.note_of(r)} for r in store.runs()]  # a database before notes: None
         if fmt == "json":
             click.echo(json.dumps([{k: r[k] for k in LIST_COLUMNS} for r in rows], indent=2))
             return
@@ -332,8 +334,9 @@ def list_cmd(db: str | None, as_json: bool, as_csv: bool) -> None:
         for r in rows:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"]))
             dur = f"{r['finished'] - r['started']:.0f} s" if r["finished"] else "-"
-            imported = " (imported)" if "imported" in r.keys() and r["imported"] else ""  # a colleague's run
-            click.echo(f"{r['id']:<48} {r['name']:<24} {r['status']:<10} {when:<16}  {dur}{imported}")
+            imported = " (imported)" if r.get("imported") else ""  # a colleague's run
+            note = f"  note: {run_notes.first_line(r['note'])}" if r["note"] else ""
+            click.echo(f"{r['id']:<48} {r['name']:<24} {r['status']:<10} {when:<16}  {dur}{imported}{note}")
 
 
 VIEWS = "the page-time table (default), --loss, --by-sender, --pool, --apps, --layout NAME or --figure NAME"
@@ -826,6 +829,10 @@ from catnip.cli.archive import export_cmd, import_cmd  # noqa: E402 - after main
 
 main.add_command(export_cmd)
 main.add_command(import_cmd)
+
+from catnip.cli.notes import note_cmd  # noqa: E402 - after main exists
+
+main.add_command(note_cmd)
 
 from catnip.cli.docs import docs_group  # noqa: E402 - after main exists
 

@@ -4,8 +4,8 @@ An export comes from someone else's machine, or by hand: its rows are checked ag
 model per table, built from the columns the receiving database has (PRAGMA table_info), so a
 table or column a migration adds is checked too. The columns this code writes get their exact type
 (COLUMNS: a run's start is a finite time, a point number a whole number from 0, a status one of
-STATUSES, `resolved` a JSON object, ...); any other column gets its declared SQLite type (INTEGER:
-a whole number, REAL: a finite number, TEXT: bounded text). Every string is bounded and must be
+STATUSES, `resolved` a JSON object, a run's note one `catnip note` takes, ...); any other column
+gets its declared SQLite type (INTEGER: a whole number, REAL: a finite number, TEXT: bounded text). Every string is bounded and must be
 UTF-8 (a lone surrogate would break the page that shows it), every number finite, JSON values at
 most MAX_JSON_DEPTH deep. The first wrong value is reported in one line: table, row, column, what
 was wrong and what is allowed.
@@ -22,6 +22,8 @@ import math
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from catnip.results import run_notes
 
 MAX_TEXT = 64 * 1024           # any text column not bounded tighter below
 MAX_NAME = 200                 # names: a run's, a host's, an application's, a metric's
@@ -90,6 +92,14 @@ def _json_of(kind: str):
     return AfterValidator(check)
 
 
+def _run_note(value: Any) -> Any:
+    # A run's note as `catnip note` takes it (results/run_notes.py): one rule wherever a note comes from.
+    why = run_notes.problem(value)
+    if why is not None:
+        raise ValueError(why)
+    return value
+
+
 def _point_record(value: Any) -> Any:
     # The resolved record of a point (spec/record.py) is read by reports and the dashboard: its own schema.
     from catnip.spec import record as record_mod
@@ -115,12 +125,13 @@ Path = _text(4096)
 JsonObject = Annotated[Any, _json_of("object")]
 JsonAny = Annotated[Any, _json_of("any")]
 PointRecordJson = Annotated[Any, _json_of("object"), AfterValidator(_point_record)]
+Note = Annotated[str, AfterValidator(_run_note)]
 
 # Type of each column this code writes (None allowed unless the column is NOT NULL in the schema).
 COLUMNS: dict[str, dict[str, Any]] = {
     "runs": {"id": Name, "name": Name, "source": Path, "scenario": JsonObject, "sweep": JsonObject, "seed": Int64,
              "git_rev": Name, "versions": JsonAny, "capabilities": JsonAny, "started": Time, "finished": Time,
-             "status": Status, "error": Error, "runner": Name, "imported": JsonObject},
+             "status": Status, "error": Error, "runner": Name, "imported": JsonObject, "note": Note},
     "points": {"run_id": Name, "point": Index, "rep": Index, "assignment": JsonObject, "resolved": JsonObject,
                "seed": Int64, "switch_kind": Name, "link_backend": Name, "started": Time, "finished": Time,
                "status": Status, "error": Error, "realtime_ok": Flag, "fidelity": JsonObject, "sysctls": JsonAny,

@@ -158,6 +158,7 @@ CREATE INDEX IF NOT EXISTS samples_metric ON samples(run_id, point, app, metric)
     add_column("points", "environment_after", "TEXT"),       # 7: and after it
     add_column("runs", "imported", "TEXT"),                  # 8: where an imported run came from (results/archive.py)
     add_column("points", "record", "TEXT"),                  # 9: the resolved record of what ran (spec/record.py)
+    add_column("runs", "note", "TEXT"),                      # 10: a researcher's free-text note (results/run_notes.py)
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

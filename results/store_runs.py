@@ -169,6 +169,13 @@ class RunRecords:
                                 f" VALUES (?,?{',?' * len(SAMPLE_KEYS)})", values)
         return len(values)
 
+    def set_note(self, run_id: str, note: str | None) -> bool:
+        """Writes run `run_id`'s free-text note (None removes it) as given: results/run_notes.py
+        checks it first. Only that column is written, so a note may be set while the run's runner
+        records the rest. Returns False when there is no such run."""
+        with self._writing():
+            return self.db.execute("UPDATE runs SET note=? WHERE id=?", (note, run_id)).rowcount == 1
+
     # --- reading -------------------------------------------------------------------------
 
     def mark_recovered(self, run_id: str, note: str) -> None:

@@ -101,7 +101,7 @@ def test_list_has_a_header_and_csv(db):
     assert [line.split()[0] for line in text[1:]] == [RUNS[1], RUNS[0], BASE]
     res = _cli("list", "--db", db, "--csv")
     rows = list(csv.DictReader(io.StringIO(res.output)))
-    assert list(rows[0]) == ["id", "name", "status", "seed", "started", "finished", "error"]
+    assert list(rows[0]) == ["id", "name", "status", "seed", "started", "finished", "error", "note"]
     assert [r["id"] for r in rows] == [RUNS[1], RUNS[0], BASE]
     assert [r["id"] for r in json.loads(_cli("list", "--db", db, "--json").output)] == [r["id"] for r in rows]
     res = _cli("list", "--db", db, "--json", "--csv")

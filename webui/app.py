@@ -1,7 +1,8 @@
 """The Flask dashboard: scenarios and a form to start runs, live run views, reports, comparisons.
 
-It reads the results database (never writes it: runs are `catnip run` children of the
-controller's run queue, controller/run_queue.py, which it only asks), and only draws what
+It reads the results database and writes one thing into it, a run's free-text note (webui/notes.py,
+through results/run_notes.py); runs are `catnip run` children of the controller's run queue
+(controller/run_queue.py), which it only asks. It only draws what
 results/ computes: report tables (results/report.py), the Table XI comparison
 (results/compare.py), plot data (results/figures.py), and the applications' per-sample metrics
 (results/samples.py: summaries, CCDFs, per-flow time series, C.O.V.; the `app-metrics` layout of
@@ -47,7 +48,7 @@ from catnip.results import point_record, run_ids
 from catnip.results.import_schema import MAX_INDEX, STATUSES
 from catnip.results.store import Store, StoreVersionError
 from catnip.testbed import paths
-from catnip.webui import figure_pages, forms, hosts, plots, report_page, runlist, scenario_guide, timebase
+from catnip.webui import figure_pages, forms, hosts, notes, plots, report_page, runlist, scenario_guide, timebase
 
 
 def create_app(db: Path | None = None, scenarios_dir: Path | None = None, queue: RunQueue | None = None,
@@ -139,13 +140,15 @@ _SHOWN_TABLES = ("pages", "objects", "samples", "queue_samples", "progress", "li
 
 
 def _run_page_key(store: Store, run: sqlite3.Row) -> tuple:
-    """What a finished run's page depends on: its runs row, its points rows, and how many rows
-    (and the last rowid) each table shows holds for it, so a record added later is a new page."""
+    """What a finished run's page depends on: its runs row but the note (put in on each request,
+    webui/notes.py), its points rows, and how many rows (and the last rowid) each table shows holds
+    for it, so a record added later is a new page."""
     db = store.db
     points = [tuple(p) for p in store.points(run["id"])]
     counts = tuple(tuple(db.execute(f'SELECT count(*), max(rowid) FROM "{t}" WHERE run_id=?', (run["id"],)).fetchone())
                    for t in _SHOWN_TABLES)
-    return (str(store.path), tuple(run), tuple(points), counts)
+    shown = tuple(v for k, v in zip(run.keys(), run) if k != "note")
+    return (str(store.path), shown, tuple(points), counts)
 
 
 def _provenance(run: sqlite3.Row) -> list[dict[str, Any]]:
@@ -460,6 +463,7 @@ def _register(app: Flask) -> None:
     # The paper figures the CLI writes (burst-seq, fig2, model validate --out) and the plot view.
     figure_pages.register(app, _store, _check_run_id, _capture_in_folder)
     plots.register(app, _store)
+    notes.register(app, _store, _check_run_id)  # a run's note: the run page's form, the runs page's column
     report_page.register(app)  # the reproduction report (docs/report.md's rows): papers/claims.py
 
 
@@ -540,10 +544,12 @@ def _register_run_page(app: Flask) -> None:
         if run is None and job is None:
             abort(404, description=f"no run {run_id!r} in {store.path}; the runs page lists every run")
         if run is not None and run["status"] != "running" and (job is None or job.state not in LIVE):
-            # A run that has ended: the same page for everyone (no form, no token) until a record changes.
+            # A run that has ended: the same page for everyone (no form, no token) until a record changes;
+            # its note section (a form with this visitor's token) is put in on each request.
             key = (_run_page_key(store, run), None if job is None else json.dumps(job.to_dict(), sort_keys=True))
-            return app.extensions["catnip_pages"].get(key, lambda: _run_page(store, run_id, run, job))
-        return _run_page(store, run_id, run, job)
+            page = app.extensions["catnip_pages"].get(key, lambda: _run_page(store, run_id, run, job))
+            return notes.splice(page, run_id, run)
+        return notes.splice(_run_page(store, run_id, run, job), run_id, run)
 
     def _run_page(store: Store, run_id: str, run: sqlite3.Row | None, job: Any) -> str:
         ctx: dict[str, Any] = {"run_id": run_id, "run": run, "job": job, "report": None, "series": {},
