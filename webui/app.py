@@ -36,7 +36,7 @@ from catnip.controller import recover, skeleton
 from catnip.controller.run_queue import LIVE, RunQueue
 from catnip import papers
 from catnip.papers import registry as paper_registry
-from catnip.spec.record import RecordError
+from catnip.spec.record import PointRecord, RecordError
 from catnip.models import validation
 from catnip.results import compare as compare_mod
 from catnip.results import contrast as contrast_mod
@@ -225,14 +225,26 @@ def _records(store: Store, run) -> dict[int, Any]:
     return out
 
 
-def _planned_pages(resolved: Any) -> int:
-    """Pages a point of the web workload plans (clients x pages x rounds), 0 when its scenario
-    does not say (a record imported from elsewhere may hold anything)."""
-    try:
-        n = resolved["topology"]["clients"] * len(resolved["workload"]["pages"]) * resolved["workload"]["rounds"]
-    except (KeyError, TypeError):
+def _planned_pages(record: PointRecord) -> int:
+    """Pages a point's web applications planned, from its resolved record (issue 43: what ran is the
+    record's, not the stored scenario's): per web application its clients x the pages of one session
+    x its rounds, its parameters read by the web application's own schema (spec.apps.spec_of), as
+    its progress counted them (workloads/apps/web.py `expected`). 0 (open-ended, as the point's
+    progress says) when one runs for a duration, when the point runs another application, or when
+    the parameters do not read (a record imported from elsewhere may hold anything)."""
+    from catnip.spec.apps import spec_of
+    if not record.applications or any(a.kind != "web" for a in record.applications):
         return 0
-    return n if isinstance(n, int) and n >= 0 else 0
+    total = 0
+    for app in record.applications:
+        try:
+            sp = spec_of("web").model_validate(app.params)
+            if sp.duration is not None:
+                return 0
+            total += len(app.clients) * len(sp.session_pages()) * sp.rounds
+        except (ValueError, KeyError, TypeError):
+            return 0
+    return total
 
 
 def _error(status: int, title: str, message: str):
@@ -252,13 +264,15 @@ def _point_summaries(store: Store, run_id: str) -> list[dict[str, Any]]:
         else:  # recorded before progress was stored, or a transfer measurement: count what is stored
             wl = json.loads(p["resolved"])
             wl = wl if isinstance(wl, dict) else {}
-            if "applications" in wl:  # a point of the general model that left no progress row
-                total = 0
+            if "sizes_kb" not in wl:  # a point of a scenario: what it planned is its record's
+                try:
+                    total = _planned_pages(point_record.record_of(run, p))
+                except RecordError:  # neither stored nor plannable again: its total is unknown
+                    total = 0
                 done = sum(1 for r in store.pages(run_id, p["point"]) if not r["error"])
-            elif "workload" in wl:
-                total = _planned_pages(wl)
-                done = sum(1 for r in store.pages(run_id, p["point"]) if not r["error"])
-            else:
+            else:  # a transfer measurement's loss point (controller/transfers.py) has no point record
+                # (one line it builds from its TransferScenario, not a graph): its plan is the
+                # resolved transfer scenario it stored, sizes and trials per size
                 sizes, trials = wl.get("sizes_kb", []), wl.get("trials", 0)
                 total = len(sizes) * trials if isinstance(sizes, list) and isinstance(trials, int) else 0
                 done = sum(1 for r in store.transfer_trials(run_id) if r["point"] == p["point"] and not r["error"])
