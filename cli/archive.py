@@ -46,11 +46,7 @@ def export_cmd(run: str, out: str | None, tidy: str | None, db: str | None) -> N
     if not Path(db or paths.database()).exists():  # opening would create an empty database
         raise Refused(f"no database {db or paths.database()} (give --db)")
     with _open(db) as store:
-        found = store.find_run(run)
-        if found is None:
-            raise Refused(f"no run {run[:120]!r} in {store.path} (`catnip list` shows the runs; a prefix must name"
-                          " one run)")
-        run_id = found["id"]
+        run_id = run_id_in(store, run)
         if tidy is not None:
             _tidy(store, run_id, Path(tidy))
             return
@@ -106,3 +102,12 @@ def import_cmd(file: str, db: str | None, new_id: str | None) -> None:
     click.echo(f"imported run {was}" + (f" as {done.run_id}" if done.run_id != was else "")
                + f" into {store.path} ({done.rows} rows); `catnip report {done.run_id}"
                + (f" --db {shlex.quote(db)}" if db is not None else "") + "` shows it")
+
+
+def run_id_in(store, run: str) -> str:
+    """The id of the one run RUN (an id or an unambiguous prefix) names in STORE, or Refused."""
+    found = store.find_run(run)
+    if found is None:
+        raise Refused(f"no run {run[:120]!r} in {store.path} (`catnip list` shows the runs; a prefix must name"
+                      " one run)")
+    return found["id"]

@@ -50,13 +50,9 @@ def note_cmd(run: str, text: str | None, clear: bool, db: str | None) -> None:
     database = Path(db or paths.database())
     if not database.exists():  # opening would create an empty database
         raise Refused(f"no database {database} (give --db)")
-    from catnip.cli.archive import _open
+    from catnip.cli.archive import _open, run_id_in
     with _open(db) as store:
-        found = store.find_run(run)
-        if found is None:
-            raise Refused(f"no run {run[:120]!r} in {store.path} (`catnip list` shows the runs; a prefix must name"
-                          " one run)")
-        run_id = found["id"]
+        run_id = run_id_in(store, run)
     target = api.Run(run_id, database)
     try:
         if clear:
